@@ -1,0 +1,3 @@
+from decode_doctor.cli import main
+
+main()

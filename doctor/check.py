@@ -1,0 +1,100 @@
+"""The contract a check implements. A check is one module in checks/ (or a plugin)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .model import Code, Finding, FixRef, Severity
+
+if TYPE_CHECKING:
+    from .context import Context
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a check needs before it can run; the engine skips it with a reason otherwise."""
+
+    platforms: tuple[str, ...] = ()  # e.g. ("linux",); empty: any
+    inputs: tuple[str, ...] = ()  # context inputs that must be non-empty: "models", "images"
+    exclusive: bool = False  # timing probes: run alone, nothing beside them
+    files: tuple[str, ...] = ()  # host files it reads (documentation, for `list`)
+    commands: tuple[str, ...] = ()  # commands it may run (documentation, for `list`)
+
+
+@dataclass(frozen=True)
+class Option:
+    """A command-line option a check adds to `decode-doctor check` (lands in context.options)."""
+
+    flag: str  # "--from-encoding"
+    help: str
+    multiple: bool = False
+    default: Any = None
+    is_flag: bool = False
+    type: type = str
+
+    @property
+    def key(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+class Check:
+    """Base class. Subclasses set the class attributes and implement run()."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    codes: ClassVar[tuple[Code, ...]] = ()
+    needs: ClassVar[Needs] = Needs()
+    options: ClassVar[tuple[Option, ...]] = ()
+    timeout_s: ClassVar[float] = 10.0
+
+    def run(self, ctx: Context) -> list[Finding]:
+        raise NotImplementedError
+
+    @classmethod
+    def code(cls, code: str) -> Code:
+        for spec in cls.codes:
+            if spec.code == code:
+                return spec
+        raise KeyError(f"{cls.name} declares no code {code}")
+
+    def finding(
+        self,
+        code: str,
+        message: str,
+        *,
+        evidence: dict[str, Any] | None = None,
+        path: str | None = None,
+        fix: FixRef | None = None,
+        severity: Severity | None = None,
+        sensitive: tuple[str, ...] = (),
+    ) -> Finding:
+        """Builds a finding from a declared code, so title and severity stay in one place."""
+        spec = self.code(code)
+        return Finding(
+            code=spec.code,
+            check=self.name,
+            severity=severity or spec.severity,
+            title=spec.title,
+            message=message,
+            evidence=evidence or {},
+            path=path,
+            fix=fix,
+            sensitive=sensitive,
+        )
+
+
+@dataclass
+class CheckSpec:
+    """A discovered check class and where it came from."""
+
+    cls: type[Check]
+    origin: str  # "builtin" or the entry point's distribution name
+    codes: tuple[Code, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.codes = tuple(self.cls.codes)
+
+    @property
+    def name(self) -> str:
+        return self.cls.name

@@ -1,0 +1,54 @@
+"""Everything a check may learn about the host goes through a Context."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .commands import CommandRunner
+from .model import CommandRecord
+
+DEFAULT_READ_LIMIT = 1 << 20
+
+
+@dataclass
+class Context:
+    root: Path = Path("/")
+    runner: CommandRunner = field(default_factory=CommandRunner)
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    models: tuple[Path, ...] = ()
+    images: tuple[Path, ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)
+    files_read: list[str] = field(default_factory=list)
+
+    def host_path(self, path: str | os.PathLike[str]) -> Path:
+        """Maps an absolute host path such as /proc/sys/vm/swappiness under --root."""
+        relative = PurePosixPath(os.fspath(path)).relative_to("/")
+        return self.root.joinpath(relative)
+
+    def read_text(self, path: str, limit: int = DEFAULT_READ_LIMIT) -> str | None:
+        """Reads a host file (under root); None when it does not exist. Other errors propagate."""
+        target = self.host_path(path)
+        try:
+            with open(target, "rb") as handle:
+                data = handle.read(limit)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        self.files_read.append(path)
+        return data.decode("utf-8", errors="replace")
+
+    def exists(self, path: str) -> bool:
+        return self.host_path(path).exists()
+
+    def which(self, name: str) -> str | None:
+        return self.runner.which(name)
+
+    def run(self, argv: list[str] | tuple[str, ...], **kwargs: Any) -> CommandRecord:
+        return self.runner.run(argv, **kwargs)
+
+    @property
+    def live_host(self) -> bool:
+        return self.root.resolve() == Path("/")

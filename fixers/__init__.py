@@ -1,0 +1,1 @@
+"""Built-in fixers: one module per fixer, discovered by the engine."""

@@ -1,0 +1,38 @@
+"""Sets vm.swappiness to 1 now (/proc/sys) and at boot (a sysctl.d file)."""
+
+from __future__ import annotations
+
+from decode_doctor.checks.swappiness import SWAPPINESS, persistent_setting
+from decode_doctor.context import Context
+from decode_doctor.fix import Fixer, Plan, ReplaceFile, WriteTunable
+from decode_doctor.model import Finding
+
+CONF_NAME = "90-decode-doctor.conf"
+CONF_PATH = f"/etc/sysctl.d/{CONF_NAME}"
+
+
+def conf_text(target: int) -> str:
+    return (
+        "# Written by decode-doctor: keep model weights and the KV cache in RAM.\n"
+        "# Undo with `decode-doctor undo`, or delete this file.\n"
+        f"vm.swappiness = {target}\n"
+    )
+
+
+class SwappinessFixer(Fixer):
+    name = "swappiness"
+    codes = ("SWAP001", "SWAP004")
+
+    def plan(self, finding: Finding, ctx: Context) -> Plan:
+        target = int(finding.fix.params.get("target", 1)) if finding.fix else 1
+        text = conf_text(target)
+        actions = []
+        current = (ctx.read_text(SWAPPINESS) or "").strip()
+        if current != str(target):
+            actions.append(WriteTunable(ctx.host_path(SWAPPINESS), str(target), "vm.swappiness", label=SWAPPINESS))
+        actions.append(ReplaceFile(ctx.host_path(CONF_PATH), text.encode(), label=CONF_PATH))
+        notes = ["a tuned profile (tuned-adm active) can set vm.swappiness again at boot"]
+        after = persistent_setting(ctx, extra_file=(CONF_NAME, text))
+        if after and after.source != CONF_PATH:
+            notes.append(f"{after.source} is read after {CONF_PATH} and sets vm.swappiness = {after.value}; edit it too")
+        return Plan(finding, f"set vm.swappiness={target} now and at boot", actions, notes)

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+PLUGINS = Path(__file__).resolve().parent / "plugins"
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """sha256 of every file under root (symlinks by target), for byte-identical comparisons."""
+    digest = {}
+    for path in sorted(root.rglob("*")):
+        rel = str(path.relative_to(root))
+        if path.is_symlink():
+            digest[rel] = "link:" + os.readlink(path)
+        elif path.is_file():
+            digest[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+        else:
+            digest[rel] = "dir"
+    return digest
+
+
+@pytest.fixture
+def host(tmp_path: Path):
+    """Copies a fixture host tree into tmp_path, so fixes never touch the repository."""
+
+    def make(name: str) -> Path:
+        target = tmp_path / "hosts" / name
+        shutil.copytree(FIXTURES / "hosts" / name, target, symlinks=True)
+        return target
+
+    return make
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    return tmp_path / "state"
+
+
+def run_dd(*args: str, env: dict[str, str] | None = None, timeout: float = 60, cwd: Path | None = None, user: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs decode-doctor as a user would: a fresh process, its real exit code and streams."""
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    argv = [sys.executable, "-m", "decode_doctor", *args]
+    if user:
+        argv = ["runuser", "-u", user, "--", "env", *(f"{k}={v}" for k, v in full_env.items() if k in ("PATH", "NO_COLOR", "PYTHONPATH", "HOME")), *argv]
+    return subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=cwd or REPO, stdin=subprocess.DEVNULL)

@@ -1,0 +1,90 @@
+"""Misbehaving checks for the engine tests; loaded directly or through an entry point."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from decode_doctor.check import Check, Needs
+from decode_doctor.model import Code, Severity
+
+TEST001 = Code("TEST001", "a test finding", Severity.WARNING, "w", "y", "f")
+
+
+class SleepsForever(Check):
+    name = "sleeps-forever"
+    codes = ()
+    timeout_s = 1.0
+
+    def run(self, ctx):
+        while True:
+            time.sleep(60)
+
+
+class Raises(Check):
+    name = "raises"
+
+    def run(self, ctx):
+        raise RuntimeError("probe exploded")
+
+
+class Segfaults(Check):
+    name = "segfaults"
+
+    def run(self, ctx):
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+
+class HungCommand(Check):
+    """Runs a command that never ends, with a command timeout longer than the check's."""
+
+    name = "hung-command"
+    timeout_s = 1.0
+
+    def run(self, ctx):
+        marker = ctx.options.get("marker", "1000.1")  # a unique sleep length names the processes
+        ctx.run(["sh", "-c", f"sleep {marker}; echo never"], timeout_s=1000)
+        return []
+
+
+class Quick(Check):
+    name = "quick"
+    codes = (TEST001,)
+
+    def run(self, ctx):
+        return [self.finding("TEST001", "quick check found something", evidence={"answer": 42})]
+
+
+def _log_window(ctx, name, seconds):
+    log = ctx.options.get("log")
+    start = time.monotonic()
+    time.sleep(seconds)
+    if log:
+        with open(log, "a") as handle:
+            handle.write(f"{name} {start} {time.monotonic()}\n")
+
+
+class Exclusive(Check):
+    name = "exclusive"
+    needs = Needs(exclusive=True)
+
+    def run(self, ctx):
+        _log_window(ctx, self.name, 0.3)
+        return []
+
+
+class Slowish(Check):
+    name = "slowish"
+
+    def run(self, ctx):
+        _log_window(ctx, self.name, 0.3)
+        return []
+
+
+class NeedsModel(Check):
+    name = "needs-model"
+    needs = Needs(inputs=("models",))
+
+    def run(self, ctx):
+        return []
