@@ -82,7 +82,7 @@ def run_fixes(report: Report, ctx: Context, request: FixRequest, out: TextIO, tt
         return FixOutcome(summary)
     blocked = [action for plan in plans for action in plan.actions if not action.permitted()]
     if blocked:
-        say("These fixes need privileges this process does not have; nothing was changed.")
+        say("This process cannot write the targets (it needs root, or the filesystem is read-only); nothing was changed.")
         say("Run them as root (sudo decode-doctor check --fix), or run these commands yourself:")
         for plan in plans:
             for action in plan.actions:

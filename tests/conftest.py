@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -45,10 +46,40 @@ def state_dir(tmp_path: Path) -> Path:
     return tmp_path / "state"
 
 
+BOOTSTRAP = (
+    "import site, sys; site.addsitedir({site!r}); from decode_doctor.cli import main; "
+    "sys.argv[0] = 'decode-doctor'; main(sys.argv[1:])"
+)
+
+
+def python_for(user: str) -> str | None:
+    """An interpreter of this Python version that user can execute, or None.
+
+    This virtualenv's interpreter may live under /root (pyenv); the distribution's binary of the
+    same version runs our site-packages just as well.
+    """
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for candidate in (sys.executable, f"/usr/bin/{version}", f"/usr/local/bin/{version}"):
+        if not os.path.exists(candidate) or shutil.which("runuser") is None:
+            continue
+        site = sysconfig.get_paths()["purelib"]
+        probe = subprocess.run(
+            ["runuser", "-u", user, "--", candidate, "-c", BOOTSTRAP.format(site=site), "--version"],
+            capture_output=True, text=True, cwd="/", stdin=subprocess.DEVNULL,
+        )
+        if probe.returncode == 0 and "decode-doctor" in probe.stdout:
+            return candidate
+    return None
+
+
 def run_dd(*args: str, env: dict[str, str] | None = None, timeout: float = 60, cwd: Path | None = None, user: str | None = None) -> subprocess.CompletedProcess[str]:
     """Runs decode-doctor as a user would: a fresh process, its real exit code and streams."""
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     argv = [sys.executable, "-m", "decode_doctor", *args]
     if user:
-        argv = ["runuser", "-u", user, "--", "env", *(f"{k}={v}" for k, v in full_env.items() if k in ("PATH", "NO_COLOR", "PYTHONPATH", "HOME")), *argv]
+        python = python_for(user)
+        assert python, f"user {user} cannot run decode-doctor here"
+        kept = [f"{k}={v}" for k, v in full_env.items() if k in ("PATH", "NO_COLOR", "HOME")]
+        bootstrap = BOOTSTRAP.format(site=sysconfig.get_paths()["purelib"])
+        argv = ["runuser", "-u", user, "--", "env", "-i", *kept, python, "-c", bootstrap, *args]
     return subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=cwd or REPO, stdin=subprocess.DEVNULL)

@@ -1,0 +1,198 @@
+"""--fix and undo end to end: preview, apply, re-check, byte-identical undo, kills, locks, privileges."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from decode_doctor.journal import KILL_AT_ENV, LockBusy, state_lock
+
+from .conftest import REPO, python_for, run_dd, tree_digest
+
+CONF = "etc/sysctl.d/90-decode-doctor.conf"
+
+
+def fix(root: Path, state: Path, *extra: str, env: dict[str, str] | None = None):
+    return run_dd("check", "--root", str(root), "--fix", "--yes", "--state-dir", str(state), *extra, env=env)
+
+
+def test_fix_sets_both_and_undo_restores_every_byte(host, state_dir):
+    root = host("swap60-rhel7")
+    before = tree_digest(root)
+    proc = fix(root, state_dir)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (root / "proc/sys/vm/swappiness").read_text() == "1\n"
+    assert "vm.swappiness = 1\n" in (root / CONF).read_text()
+    assert "SWAP001: resolved" in proc.stdout
+    assert "No findings." in proc.stdout  # the report after the fix is the re-checked state
+    undo = run_dd("undo", "--state-dir", str(state_dir))
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert tree_digest(root) == before
+    again = run_dd("undo", "--state-dir", str(state_dir))
+    assert again.returncode == 2 and "no fix run to undo" in again.stderr
+
+
+def test_dry_run_previews_and_changes_nothing(host, state_dir):
+    root = host("swap60-rhel7")
+    before = tree_digest(root)
+    proc = run_dd("check", "--root", str(root), "--fix", "--dry-run", "--state-dir", str(state_dir))
+    assert "write 1 to /proc/sys/vm/swappiness (now 60)" in proc.stdout
+    assert "+vm.swappiness = 1" in proc.stdout
+    assert "Dry run: nothing was changed." in proc.stdout
+    assert tree_digest(root) == before
+    assert not state_dir.exists()
+
+
+def test_without_yes_and_without_a_terminal_nothing_is_applied(host, state_dir):
+    root = host("swap60-rhel7")
+    before = tree_digest(root)
+    proc = run_dd("check", "--root", str(root), "--fix", "--state-dir", str(state_dir))
+    assert "Pass --yes to apply" in proc.stdout
+    assert tree_digest(root) == before
+
+
+def test_existing_file_is_diffed_and_keeps_its_mode(host, state_dir):
+    root = host("swap60-rhel7")
+    target = root / CONF
+    target.write_text("vm.swappiness = 60\n")
+    target.chmod(0o640)
+    original = target.read_bytes()
+    preview = run_dd("check", "--root", str(root), "--fix", "--dry-run", "--state-dir", str(state_dir))
+    assert "-vm.swappiness = 60" in preview.stdout and "+vm.swappiness = 1" in preview.stdout
+    fix(root, state_dir)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    run_dd("undo", "--state-dir", str(state_dir))
+    assert target.read_bytes() == original
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_a_file_changed_after_the_fix_is_left_alone_unless_forced(host, state_dir):
+    root = host("swap60-rhel7")
+    fix(root, state_dir)
+    (root / CONF).write_text("vm.swappiness = 5  # the admin's own edit\n")
+    proc = run_dd("undo", "--state-dir", str(state_dir))
+    assert proc.returncode == 1
+    assert "conflict: /etc/sysctl.d/90-decode-doctor.conf changed after the fix" in proc.stdout
+    assert "the admin's own edit" in (root / CONF).read_text()
+    assert (root / "proc/sys/vm/swappiness").read_text() == "60\n"  # the other action was undone
+    forced = run_dd("undo", "--state-dir", str(state_dir), "--force")
+    assert forced.returncode == 0
+    assert not (root / CONF).exists()
+
+
+def test_undo_a_named_run_and_list(host, state_dir):
+    root = host("swap60-rhel7")
+    fix(root, state_dir)
+    listing = run_dd("undo", "--list", "--state-dir", str(state_dir)).stdout
+    run_id = listing.split()[0]
+    assert "applied" in listing
+    assert run_dd("undo", run_id, "--state-dir", str(state_dir)).returncode == 0
+    assert "undone" in run_dd("undo", "--list", "--state-dir", str(state_dir)).stdout
+    unknown = run_dd("undo", "no-such-run", "--state-dir", str(state_dir))
+    assert unknown.returncode == 2 and "no fix run 'no-such-run'" in unknown.stderr
+
+
+def test_a_second_fix_run_refuses_while_one_holds_the_lock(host, state_dir):
+    root = host("swap60-rhel7")
+    before = tree_digest(root)
+    with state_lock(state_dir):
+        proc = fix(root, state_dir)
+        with pytest.raises(LockBusy):
+            with state_lock(state_dir):
+                pass
+    assert "another decode-doctor fix or undo is running" in proc.stdout
+    assert tree_digest(root) == before
+
+
+def test_json_report_of_a_fix_run_records_the_outcomes(host, state_dir):
+    root = host("swap60-rhel7")
+    proc = fix(root, state_dir, "--format", "json")
+    report = json.loads(proc.stdout)
+    assert report["fixes"]["applied"] is True
+    assert {o["target"] for o in report["fixes"]["outcomes"]} == {"/proc/sys/vm/swappiness", "/" + CONF}
+    assert report["findings"] == []
+    assert "Planned fixes" in proc.stderr  # the dialogue goes to stderr when stdout is data
+
+
+def test_sigkill_at_every_journal_step_then_undo_restores_the_originals(host, tmp_path):
+    steps_seen = 0
+    for step in range(1, 40):
+        root = host("swap60-rhel7") if step == 1 else _fresh(tmp_path, step)
+        state = tmp_path / f"state-{step}"
+        before = tree_digest(root)
+        proc = fix(root, state, env={KILL_AT_ENV: str(step)})
+        if proc.returncode != -9:
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            break
+        steps_seen += 1
+        undo = run_dd("undo", "--state-dir", str(state))
+        assert undo.returncode in (0, 2), undo.stdout + undo.stderr
+        if undo.returncode == 2:  # killed before any action was journaled
+            assert "no fix run to undo" in undo.stderr
+        assert tree_digest(root) == before, f"step {step}: {undo.stdout}"
+        assert not list(root.rglob("*.dd-tmp")), f"step {step}: a temp file was left behind"
+    # run record, 4 steps for each of the 2 actions, the finished record
+    assert steps_seen == 10
+
+
+def _fresh(tmp_path: Path, step: int) -> Path:
+    target = tmp_path / f"host-{step}"
+    shutil.copytree(REPO / "fixtures/hosts/swap60-rhel7", target)
+    return target
+
+
+def _nobody_can_run_python() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root to drop to an unprivileged user"
+    if shutil.which("runuser") is None:
+        return "runuser is not installed"
+    if python_for("nobody") is None:
+        return "user nobody can run no Python of this version with this checkout's packages (directories not world-readable)"
+    return None
+
+
+def test_without_root_the_fix_prints_the_commands_and_changes_nothing(tmp_path):
+    reason = _nobody_can_run_python()
+    if reason:
+        pytest.skip(reason)
+    shared = Path(os.environ.get("TMPDIR", "/tmp")) / f"dd-nobody-{os.getpid()}"
+    root = shared / "host"
+    try:
+        shared.mkdir(mode=0o755)
+        shared.chmod(0o755)
+        shutil.copytree(REPO / "fixtures/hosts/swap60-rhel7", root)
+        for path in [root, *root.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        before = tree_digest(root)
+        proc = run_dd("check", "--root", str(root), "--fix", "--yes", "--state-dir", str(shared / "state"), user="nobody", env={"HOME": str(shared)})
+        assert "cannot write the targets (it needs root, or the filesystem is read-only); nothing was changed" in proc.stdout, proc.stdout + proc.stderr
+        assert "sudo sysctl -w vm.swappiness=1" in proc.stdout
+        assert f"sudo tee {root}/{CONF}" in proc.stdout or "sudo tee /etc/sysctl.d/90-decode-doctor.conf" in proc.stdout
+        assert tree_digest(root) == before
+        assert not (shared / "state").exists()
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_read_only_filesystem_prints_the_commands_and_changes_nothing(host, state_dir):
+    """Root, but the host's /etc and /proc/sys are on a read-only mount (a real one, in a private mount namespace)."""
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs root and unshare(1) to make a private read-only bind mount")
+    root = host("swap60-rhel7")
+    before = tree_digest(root)
+    script = (
+        f"mount --bind {root} {root} && mount -o remount,bind,ro {root} && "
+        f"exec {os.sys.executable} -m decode_doctor check --root {root} --fix --yes --state-dir {state_dir}"
+    )
+    proc = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True, cwd=REPO, env={**os.environ, "NO_COLOR": "1"})
+    if "mount" in proc.stderr and proc.returncode not in (0, 1):
+        pytest.skip(f"cannot make a read-only bind mount here: {proc.stderr.strip()}")
+    assert "cannot write the targets (it needs root, or the filesystem is read-only); nothing was changed" in proc.stdout, proc.stdout + proc.stderr
+    assert "sudo sysctl -w vm.swappiness=1" in proc.stdout
+    assert tree_digest(root) == before

@@ -1,0 +1,97 @@
+"""Report contract: JSON against the shipped schema, Markdown, plain text, exit codes, explain, list."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import jsonschema
+import pytest
+
+from .conftest import FIXTURES, run_dd
+
+SWAP_HOST = str(FIXTURES / "hosts" / "swap60-rhel7")
+
+
+@pytest.fixture(scope="module")
+def schema():
+    text = resources.files("decode_doctor.schema").joinpath("report-v1.schema.json").read_text()
+    return json.loads(text)
+
+
+def test_json_report_validates_against_the_shipped_schema(schema):
+    proc = run_dd("check", "--root", SWAP_HOST, "--format", "json")
+    report = json.loads(proc.stdout)
+    jsonschema.Draft202012Validator(schema).validate(report)
+    (finding,) = report["findings"]
+    assert finding["code"] == "SWAP001" and finding["severity"] == "warning" and finding["check"] == "swappiness"
+    assert finding["evidence"]["swappiness"] == 60
+    assert report["results"][0]["state"] == "findings"
+    assert report["results"][0]["files"][0] == "/proc/sys/vm/swappiness"
+    assert report["run"]["host"] == "rhel7-node"
+    assert report["summary"]["warnings"] == 1 and report["summary"]["exit_code"] == 0
+
+
+def test_schema_rejects_a_broken_report(schema):
+    report = json.loads(run_dd("check", "--root", SWAP_HOST, "--format", "json").stdout)
+    report["findings"][0]["severity"] = "fatal"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(report, schema)
+
+
+def test_output_file_and_markdown(tmp_path):
+    target = tmp_path / "report.md"
+    proc = run_dd("check", "--root", SWAP_HOST, "--format", "markdown", "-o", str(target))
+    assert proc.stdout == ""
+    text = target.read_text()
+    assert "| SWAP001 | warning | swappiness |" in text
+    assert "### SWAP001: vm.swappiness is high on a host with swap" in text
+    assert '"swap_total_kib": 3145724' in text
+
+
+def test_plain_text_when_piped():
+    proc = run_dd("check", "--root", SWAP_HOST)
+    assert "\x1b[" not in proc.stdout
+    assert proc.stdout.startswith("SWAP001   warning  swappiness")
+    assert "1 fixable" in proc.stdout
+
+
+@pytest.mark.parametrize(("fail_on", "code"), [("error", 0), ("warning", 1), ("info", 1), ("never", 0)])
+def test_exit_code_follows_fail_on(fail_on, code):
+    assert run_dd("check", "--root", SWAP_HOST, "--fail-on", fail_on).returncode == code
+
+
+def test_usage_errors_exit_2():
+    assert run_dd("check", "--root", "/no/such/dir").returncode == 2
+    proc = run_dd("check", "--root", SWAP_HOST, "--select", "NOPE")
+    assert proc.returncode == 2 and "matches no check" in proc.stderr
+    assert run_dd("check", "--dry-run").returncode == 2
+
+
+def test_explain_has_every_section():
+    proc = run_dd("explain", "swap001")
+    assert proc.returncode == 0
+    for heading in ("SWAP001 (warning, check: swappiness)", "What it means", "Why it matters for LLM decode", "How to fix it by hand", "Automatic fix", "sysctl -w vm.swappiness=1"):
+        assert heading in proc.stdout
+    unknown = run_dd("explain", "SWAP999")
+    assert unknown.returncode == 2 and "Did you mean" in unknown.stderr
+
+
+def test_list_text():
+    proc = run_dd("list")
+    assert "swappiness:" in proc.stdout
+    assert "SWAP001   warning  vm.swappiness is high on a host with swap  [fixable]" in proc.stdout
+
+
+def test_every_builtin_code_is_documented_and_unique():
+    from decode_doctor import registry
+
+    loaded = registry.checks()
+    assert loaded.errors == []
+    seen = set()
+    for cls in loaded.items.values():
+        assert cls.name and cls.codes, cls
+        for code in cls.codes:
+            assert code.code not in seen
+            seen.add(code.code)
+            assert code.what and code.why and code.fix_by_hand and code.title

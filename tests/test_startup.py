@@ -1,0 +1,33 @@
+"""Fast start: --help and the light commands must not import the heavy modules."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("docker", "PIL", "numpy", "chardet", "cpuinfo", "rich", "psutil")
+
+PROBE = """
+import sys
+from decode_doctor.cli import main
+try:
+    main({argv!r})
+except SystemExit:
+    pass
+heavy = sorted(name for name in sys.modules if name.split('.')[0] in {heavy!r})
+print("HEAVY:" + ",".join(heavy))
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["check", "--help"], ["list"], ["explain", "SWAP001"]])
+def test_no_heavy_imports(argv):
+    proc = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv, heavy=HEAVY)], capture_output=True, text=True)
+    line = [l for l in proc.stdout.splitlines() if l.startswith("HEAVY:")][-1]
+    assert line == "HEAVY:", f"{argv} imported {line[6:]}"
+
+
+def test_python_dash_m_entry_point():
+    proc = subprocess.run([sys.executable, "-m", "decode_doctor", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.startswith("decode-doctor, version ")
