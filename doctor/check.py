@@ -18,6 +18,7 @@ class Needs:
     platforms: tuple[str, ...] = ()  # e.g. ("linux",); empty: any
     inputs: tuple[str, ...] = ()  # context inputs that must be non-empty: "models", "images"
     exclusive: bool = False  # timing probes: run alone, nothing beside them
+    after: tuple[str, ...] = ()  # checks whose published facts this one reads (ctx.facts)
     files: tuple[str, ...] = ()  # host files it reads (documentation, for `list`)
     commands: tuple[str, ...] = ()  # commands it may run (documentation, for `list`)
 
@@ -32,6 +33,7 @@ class Option:
     default: Any = None
     is_flag: bool = False
     type: type = str
+    choices: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

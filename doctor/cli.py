@@ -14,6 +14,7 @@ SUBCOMMANDS = {
     "check": ("decode_doctor.cli_check", "check", "Run the checks; with --fix, preview and apply fixes."),
     "list": ("decode_doctor.cli_info", "list_checks", "List the checks, their codes and which are fixable."),
     "explain": ("decode_doctor.cli_info", "explain", "Explain a finding code: what it means, why, how to fix."),
+    "estimate": ("decode_doctor.cli_estimate", "estimate", "Budget a model: memory fit and decode tokens/s ceiling."),
     "undo": ("decode_doctor.cli_undo", "undo", "Roll back the last fix run (or a named one) exactly."),
 }
 

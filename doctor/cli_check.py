@@ -56,6 +56,10 @@ def _host_name(root: Path) -> str:
     return socket.gethostname()
 
 
+def _known_selector(selector: str) -> bool:
+    return any(check_selected([selector], cls.name, (c.code for c in cls.codes)) for cls in registry.checks().items.values())
+
+
 def select_checks(select: list[str]) -> list[type[Check]]:
     return [cls for cls in registry.checks().items.values() if check_selected(select, cls.name, (c.code for c in cls.codes))]
 
@@ -86,7 +90,7 @@ def _check_options(func: Any) -> Any:
                 multiple=option.multiple,
                 default=option.default,
                 is_flag=option.is_flag,
-                type=None if option.is_flag else option.type,
+                type=None if option.is_flag else (click.Choice(option.choices) if option.choices else option.type),
                 help=f"{option.help} [{cls.name}]",
             )(func)
     return func
@@ -118,6 +122,10 @@ def check(root: Path, models: tuple[Path, ...], images: tuple[Path, ...], select
         raise click.UsageError(str(exc)) from None
     if (dry_run or yes or unsafe_fixes) and not fix:
         raise click.UsageError("--dry-run, --yes and --unsafe-fixes go with --fix")
+    for flag, values in (("--select", split_selectors(select)), ("--ignore", split_selectors(ignore))):
+        unknown = [v for v in values if not _known_selector(v)]
+        if unknown:
+            raise click.UsageError(f"{flag} {', '.join(unknown)} matches no check or code; see `decode-doctor list`")
     selectors = split_selectors(select) or config.select
     ignores = config.ignore + split_selectors(ignore)
     try:
@@ -144,7 +152,7 @@ def _run(*, root: Path, models: tuple[Path, ...], images: tuple[Path, ...], sele
     ctx = Context(root=root, runner=CommandRunner(), models=tuple(p.resolve() for p in models), images=tuple(p.resolve() for p in images), options=options)
     classes = select_checks(selectors)
     if not classes:
-        raise click.UsageError(f"--select {' '.join(selectors)} matches no check; see `decode-doctor list`")
+        raise click.UsageError(f"the configured select ({', '.join(selectors)}) matches no check; see `decode-doctor list`")
     progress = Progress(sys.stderr.isatty() and fmt == "text")
     results = run_checks(classes, ctx, timeout_s=timeout, progress=progress)
     if progress.enabled:

@@ -23,6 +23,14 @@ class Context:
     images: tuple[Path, ...] = ()
     options: dict[str, Any] = field(default_factory=dict)
     files_read: list[str] = field(default_factory=list)
+    # Facts published by checks that ran earlier (name → data); see Needs.after.
+    facts: dict[str, Any] = field(default_factory=dict)
+    published: dict[str, Any] = field(default_factory=dict)
+
+    def publish(self, key: str, value: Any) -> None:
+        """Makes plain data (a measured bandwidth, say) available to checks that run after this one."""
+        self.published[key] = value
+        self.facts[key] = value
 
     def host_path(self, path: str | os.PathLike[str]) -> Path:
         """Maps an absolute host path such as /proc/sys/vm/swappiness under --root."""

@@ -3,7 +3,8 @@
 Threads cannot be killed, so a hung probe would hang the run: every check runs in its own process
 (a process group of its own), talks back over a pipe, and is SIGKILLed with every command it
 started when its time is up. A check that raises, or dies, becomes a "crashed" result; the others
-go on. Checks that declare `exclusive` (timing probes) run alone, after the others.
+go on. Checks that declare `exclusive` (timing probes) run alone; checks that declare `after` run
+once those have finished, and see the facts they published in ctx.facts.
 """
 
 from __future__ import annotations
@@ -58,11 +59,12 @@ def _child_main(cls: type[Check], ctx: Context, conn: Connection) -> None:
         os.dup2(devnull, fd)
     ctx.runner.records = []
     ctx.files_read = []
+    ctx.published = {}
     ctx.runner.on_spawn = lambda pgid, argv: conn.send(("spawn", pgid, list(argv)))
     ctx.runner.on_reap = lambda pgid, argv: conn.send(("reap", pgid, None))
     try:
         findings = cls().run(ctx) or []
-        payload: tuple = ("ok", list(findings), ctx.runner.records, ctx.files_read)
+        payload: tuple = ("ok", list(findings), ctx.runner.records, ctx.files_read, ctx.published)
     except BaseException as exc:  # noqa: BLE001 - anything a check does wrong is its crash, not ours
         payload = ("crash", f"{type(exc).__name__}: {exc}", traceback.format_exc(), ctx.runner.records)
     try:
@@ -117,9 +119,9 @@ def _finish(job: _Job, message: tuple) -> CheckResult:
     name = job.cls.name
     _reap(job.pid)
     if message[0] == "ok":
-        _, findings, records, files = message
+        _, findings, records, files, facts = message
         state = State.FINDINGS if findings else State.PASSED
-        return CheckResult(name, state, duration, findings=findings, commands=records, files=files)
+        return CheckResult(name, state, duration, findings=findings, commands=records, files=files, facts=facts)
     _, reason, error, records = message
     return CheckResult(name, State.CRASHED, duration, reason=reason, error=error, commands=records)
 
@@ -187,23 +189,32 @@ def run_checks(
             results[cls.name] = CheckResult(cls.name, State.SKIPPED, 0.0, reason=reason)
         else:
             runnable.append(cls)
-    parallel = [cls for cls in runnable if not cls.needs.exclusive]
-    exclusive = [cls for cls in runnable if cls.needs.exclusive]
 
     def limit(cls: type[Check]) -> float:
         return timeout_s if timeout_s is not None else cls.timeout_s
 
-    queue = list(parallel)
-    while queue:
-        batch, queue = queue[:MAX_PARALLEL], queue[MAX_PARALLEL:]
-        jobs = []
-        for cls in batch:
-            if progress:
-                progress("start", cls.name)
-            jobs.append(_spawn(cls, ctx, limit(cls)))
-        _drive(jobs, results, progress)
-    for cls in exclusive:
-        if progress:
-            progress("start", cls.name)
-        _drive([_spawn(cls, ctx, limit(cls))], results, progress)
+    def run_wave(batch: list[type[Check]]) -> None:
+        for start in range(0, len(batch), MAX_PARALLEL):
+            jobs = []
+            for cls in batch[start : start + MAX_PARALLEL]:
+                if progress:
+                    progress("start", cls.name)
+                jobs.append(_spawn(cls, ctx, limit(cls)))
+            _drive(jobs, results, progress)
+        for cls in batch:  # later checks see what these published
+            ctx.facts.update(results[cls.name].facts)
+
+    pending = list(runnable)
+    selected = {cls.name for cls in runnable}
+    while pending:
+        ready = [cls for cls in pending if not (set(cls.needs.after) & selected) - set(results)]
+        if not ready:
+            for cls in pending:
+                results[cls.name] = CheckResult(cls.name, State.SKIPPED, 0.0, reason=f"waits on {', '.join(cls.needs.after)}, which never ran (a cycle?)")
+            break
+        run_wave([cls for cls in ready if not cls.needs.exclusive])
+        for cls in ready:
+            if cls.needs.exclusive:
+                run_wave([cls])
+        pending = [cls for cls in pending if cls.name not in results]
     return [results[cls.name] for cls in classes]

@@ -141,6 +141,7 @@ class CheckResult:
     error: str | None = None  # traceback text of a crash, shown with --debug
     commands: list[CommandRecord] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # host files the check read
+    facts: dict[str, Any] = field(default_factory=dict)  # data published for later checks
 
     def to_dict(self) -> dict[str, JSONValue]:
         return {
@@ -149,4 +150,5 @@ class CheckResult:
             "duration_s": round(self.duration_s, 4),
             "findings": len(self.findings),
             "reason": self.reason,
+            "facts": self.facts,
         }

@@ -13,6 +13,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 PLUGINS = Path(__file__).resolve().parent / "plugins"
+# Tests about one check select it: the bandwidth probe would add a second of measuring to each run.
+SWAP_ONLY = ("--select", "swappiness")
 
 
 def tree_digest(root: Path) -> dict[str, str]:

@@ -137,3 +137,12 @@ def test_list_shows_plugins_with_their_origin(plugin_env):
     assert checks["quick"]["origin"] == "plugin dd-test-plugins"
     assert checks["swappiness"]["origin"] == "builtin"
     assert checks["exclusive"]["exclusive"] is True
+
+
+def test_a_check_runs_after_the_one_it_reads_facts_from(plugins):
+    results = {r.check: r for r in run_checks([plugins.Reader, plugins.Publisher], Context())}
+    assert results["publisher"].facts == {"answer": {"value": 42}}
+    assert results["reader"].findings[0].message == "saw {'value': 42}"
+    # without the publisher selected, the reader still runs and sees nothing
+    (alone,) = run_checks([plugins.Reader], Context())
+    assert alone.findings[0].message == "saw None"

@@ -13,13 +13,13 @@ import pytest
 
 from decode_doctor.journal import KILL_AT_ENV, LockBusy, state_lock
 
-from .conftest import REPO, python_for, run_dd, tree_digest
+from .conftest import REPO, SWAP_ONLY, python_for, run_dd, tree_digest
 
 CONF = "etc/sysctl.d/90-decode-doctor.conf"
 
 
 def fix(root: Path, state: Path, *extra: str, env: dict[str, str] | None = None):
-    return run_dd("check", "--root", str(root), "--fix", "--yes", "--state-dir", str(state), *extra, env=env)
+    return run_dd("check", *SWAP_ONLY, "--root", str(root), "--fix", "--yes", "--state-dir", str(state), *extra, env=env)
 
 
 def test_fix_sets_both_and_undo_restores_every_byte(host, state_dir):
@@ -41,7 +41,7 @@ def test_fix_sets_both_and_undo_restores_every_byte(host, state_dir):
 def test_dry_run_previews_and_changes_nothing(host, state_dir):
     root = host("swap60-rhel7")
     before = tree_digest(root)
-    proc = run_dd("check", "--root", str(root), "--fix", "--dry-run", "--state-dir", str(state_dir))
+    proc = run_dd("check", *SWAP_ONLY, "--root", str(root), "--fix", "--dry-run", "--state-dir", str(state_dir))
     assert "write 1 to /proc/sys/vm/swappiness (now 60)" in proc.stdout
     assert "+vm.swappiness = 1" in proc.stdout
     assert "Dry run: nothing was changed." in proc.stdout
@@ -52,7 +52,7 @@ def test_dry_run_previews_and_changes_nothing(host, state_dir):
 def test_without_yes_and_without_a_terminal_nothing_is_applied(host, state_dir):
     root = host("swap60-rhel7")
     before = tree_digest(root)
-    proc = run_dd("check", "--root", str(root), "--fix", "--state-dir", str(state_dir))
+    proc = run_dd("check", *SWAP_ONLY, "--root", str(root), "--fix", "--state-dir", str(state_dir))
     assert "Pass --yes to apply" in proc.stdout
     assert tree_digest(root) == before
 
@@ -63,7 +63,7 @@ def test_existing_file_is_diffed_and_keeps_its_mode(host, state_dir):
     target.write_text("vm.swappiness = 60\n")
     target.chmod(0o640)
     original = target.read_bytes()
-    preview = run_dd("check", "--root", str(root), "--fix", "--dry-run", "--state-dir", str(state_dir))
+    preview = run_dd("check", *SWAP_ONLY, "--root", str(root), "--fix", "--dry-run", "--state-dir", str(state_dir))
     assert "-vm.swappiness = 60" in preview.stdout and "+vm.swappiness = 1" in preview.stdout
     fix(root, state_dir)
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
@@ -170,7 +170,7 @@ def test_without_root_the_fix_prints_the_commands_and_changes_nothing(tmp_path):
         for path in [root, *root.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
         before = tree_digest(root)
-        proc = run_dd("check", "--root", str(root), "--fix", "--yes", "--state-dir", str(shared / "state"), user="nobody", env={"HOME": str(shared)})
+        proc = run_dd("check", *SWAP_ONLY, "--root", str(root), "--fix", "--yes", "--state-dir", str(shared / "state"), user="nobody", env={"HOME": str(shared)})
         assert "cannot write the targets (it needs root, or the filesystem is read-only); nothing was changed" in proc.stdout, proc.stdout + proc.stderr
         assert "sudo sysctl -w vm.swappiness=1" in proc.stdout
         assert f"sudo tee {root}/{CONF}" in proc.stdout or "sudo tee /etc/sysctl.d/90-decode-doctor.conf" in proc.stdout

@@ -8,7 +8,7 @@ from importlib import resources
 import jsonschema
 import pytest
 
-from .conftest import FIXTURES, run_dd
+from .conftest import FIXTURES, SWAP_ONLY, run_dd
 
 SWAP_HOST = str(FIXTURES / "hosts" / "swap60-rhel7")
 
@@ -20,7 +20,7 @@ def schema():
 
 
 def test_json_report_validates_against_the_shipped_schema(schema):
-    proc = run_dd("check", "--root", SWAP_HOST, "--format", "json")
+    proc = run_dd("check", *SWAP_ONLY, "--root", SWAP_HOST, "--format", "json")
     report = json.loads(proc.stdout)
     jsonschema.Draft202012Validator(schema).validate(report)
     (finding,) = report["findings"]
@@ -33,7 +33,7 @@ def test_json_report_validates_against_the_shipped_schema(schema):
 
 
 def test_schema_rejects_a_broken_report(schema):
-    report = json.loads(run_dd("check", "--root", SWAP_HOST, "--format", "json").stdout)
+    report = json.loads(run_dd("check", *SWAP_ONLY, "--root", SWAP_HOST, "--format", "json").stdout)
     report["findings"][0]["severity"] = "fatal"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(report, schema)
@@ -41,7 +41,7 @@ def test_schema_rejects_a_broken_report(schema):
 
 def test_output_file_and_markdown(tmp_path):
     target = tmp_path / "report.md"
-    proc = run_dd("check", "--root", SWAP_HOST, "--format", "markdown", "-o", str(target))
+    proc = run_dd("check", *SWAP_ONLY, "--root", SWAP_HOST, "--format", "markdown", "-o", str(target))
     assert proc.stdout == ""
     text = target.read_text()
     assert "| SWAP001 | warning | swappiness |" in text
@@ -50,7 +50,7 @@ def test_output_file_and_markdown(tmp_path):
 
 
 def test_plain_text_when_piped():
-    proc = run_dd("check", "--root", SWAP_HOST)
+    proc = run_dd("check", *SWAP_ONLY, "--root", SWAP_HOST)
     assert "\x1b[" not in proc.stdout
     assert proc.stdout.startswith("SWAP001   warning  swappiness")
     assert "1 fixable" in proc.stdout
@@ -58,13 +58,15 @@ def test_plain_text_when_piped():
 
 @pytest.mark.parametrize(("fail_on", "code"), [("error", 0), ("warning", 1), ("info", 1), ("never", 0)])
 def test_exit_code_follows_fail_on(fail_on, code):
-    assert run_dd("check", "--root", SWAP_HOST, "--fail-on", fail_on).returncode == code
+    assert run_dd("check", *SWAP_ONLY, "--root", SWAP_HOST, "--fail-on", fail_on).returncode == code
 
 
 def test_usage_errors_exit_2():
-    assert run_dd("check", "--root", "/no/such/dir").returncode == 2
+    assert run_dd("check", *SWAP_ONLY, "--root", "/no/such/dir").returncode == 2
     proc = run_dd("check", "--root", SWAP_HOST, "--select", "NOPE")
-    assert proc.returncode == 2 and "matches no check" in proc.stderr
+    assert proc.returncode == 2 and "--select NOPE matches no check or code" in proc.stderr
+    proc = run_dd("check", "--root", SWAP_HOST, "--select", "swappiness", "--ignore", "SWP001")
+    assert proc.returncode == 2 and "--ignore SWP001 matches no check or code" in proc.stderr
     assert run_dd("check", "--dry-run").returncode == 2
 
 

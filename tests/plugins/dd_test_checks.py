@@ -88,3 +88,21 @@ class NeedsModel(Check):
 
     def run(self, ctx):
         return []
+
+
+class Publisher(Check):
+    name = "publisher"
+    needs = Needs(exclusive=True)
+
+    def run(self, ctx):
+        ctx.publish("answer", {"value": 42})
+        return []
+
+
+class Reader(Check):
+    name = "reader"
+    codes = (Code("TEST002", "read a fact", Severity.INFO, "w", "y", "f"),)
+    needs = Needs(after=("publisher",))
+
+    def run(self, ctx):
+        return [self.finding("TEST002", f"saw {ctx.facts.get('answer')}")]

@@ -1,0 +1,384 @@
+"""Model files without their tensor data: config.json, safetensors headers, GGUF headers.
+
+Only headers are read, so a directory with tens of GB of weights is measured in milliseconds.
+Byte counts come from the tensors really stored (shape × dtype, or GGUF blocks), so quantized
+checkpoints (GPTQ/AWQ int32 packs with fp16 scales, GGUF K-quants) count what is there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+SAFETENSORS_MAX_HEADER = 100_000_000
+SAFETENSORS_BITS = {
+    "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8,
+    "F8_E8M0": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32,
+    "I64": 64, "U64": 64, "F64": 64,
+}
+
+# ggml type id → (name, elements per block, bytes per block), as gguf-py's GGML_QUANT_SIZES has them.
+GGML_TYPES: dict[int, tuple[str, int, int]] = {
+    0: ("F32", 1, 4), 1: ("F16", 1, 2), 2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20), 6: ("Q5_0", 32, 22),
+    7: ("Q5_1", 32, 24), 8: ("Q8_0", 32, 34), 9: ("Q8_1", 32, 36), 10: ("Q2_K", 256, 84),
+    11: ("Q3_K", 256, 110), 12: ("Q4_K", 256, 144), 13: ("Q5_K", 256, 176), 14: ("Q6_K", 256, 210),
+    15: ("Q8_K", 256, 292), 16: ("IQ2_XXS", 256, 66), 17: ("IQ2_XS", 256, 74), 18: ("IQ3_XXS", 256, 98),
+    19: ("IQ1_S", 256, 50), 20: ("IQ4_NL", 32, 18), 21: ("IQ3_S", 256, 110), 22: ("IQ2_S", 256, 82),
+    23: ("IQ4_XS", 256, 136), 24: ("I8", 1, 1), 25: ("I16", 1, 2), 26: ("I32", 1, 4), 27: ("I64", 1, 8),
+    28: ("F64", 1, 8), 29: ("IQ1_M", 256, 56), 30: ("BF16", 1, 2), 34: ("TQ1_0", 256, 54),
+    35: ("TQ2_0", 256, 66), 39: ("MXFP4", 32, 17),
+}
+GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+GGUF_STRING, GGUF_ARRAY = 8, 9
+
+EMBEDDING = re.compile(r"(^|\.)(embed_tokens|wte|tok_embeddings|word_embeddings)\.weight$|^token_embd\.weight$")
+OUTPUT_HEAD = re.compile(r"(^|\.)(lm_head|embed_out)\.weight$|^output\.weight$")
+NOT_DECODE = re.compile(r"(vision_tower|vision_model|visual\.|multi_modal_projector|mm_projector|audio_tower|image_newline|^v\.|^mm\.)")
+EXPERT = re.compile(r"\.experts\.\d+\.|_exps\.weight$|\.experts\.(gate_up_proj|down_proj)")
+
+
+class ModelFormatError(Exception):
+    """A model file that cannot be read as what it claims to be; the message says why, for a user."""
+
+    def __init__(self, message: str, path: Path | str | None = None):
+        super().__init__(message)
+        self.path = str(path) if path is not None else None
+
+
+@dataclass
+class ModelInfo:
+    path: str
+    format: str  # "safetensors", "gguf", "pytorch-bin", "config-only"
+    architecture: str | None = None
+    layers: int | None = None
+    attention_heads: int | None = None
+    kv_heads: int | None = None
+    head_dim: int | None = None
+    hidden_size: int | None = None
+    vocab_size: int | None = None
+    max_context: int | None = None
+    kv_latent_dim: int | None = None  # MLA (DeepSeek): one compressed vector per token and layer
+    experts: int | None = None
+    experts_per_token: int | None = None
+    tied_embeddings: bool = False
+    weight_bytes: int = 0
+    bytes_by_dtype: dict[str, int] = field(default_factory=dict)
+    embedding_bytes: int = 0
+    output_head_bytes: int = 0
+    not_decode_bytes: int = 0  # vision/audio towers: in memory, not read per token
+    expert_bytes: int = 0
+    tensor_count: int = 0
+    files: list[str] = field(default_factory=list)
+    quantization: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+    @property
+    def decode_read_bytes(self) -> int:
+        """Weight bytes one decode step reads: the embedding table is gathered (a row per token),
+        except when it doubles as the output head; towers are skipped; MoE reads its active experts."""
+        read = self.weight_bytes - self.not_decode_bytes
+        if not self.tied_embeddings:
+            read -= self.embedding_bytes
+        if self.experts and self.experts_per_token and self.expert_bytes:
+            read -= self.expert_bytes * (1 - self.experts_per_token / self.experts)
+        return int(read)
+
+    def missing_hyperparameters(self) -> list[str]:
+        missing = [n for n in ("layers", "kv_heads", "head_dim") if getattr(self, n) is None]
+        return [] if self.kv_latent_dim and self.layers else missing
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.__dict__.items()}
+        data["decode_read_bytes"] = self.decode_read_bytes
+        return data
+
+
+def _first(config: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if config.get(key) is not None:
+            return config[key]
+    return None
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ModelFormatError(f"{path.name} is not UTF-8 ({exc.reason} at byte {exc.start}); loaders will fail on it too", path) from None
+    except json.JSONDecodeError as exc:
+        raise ModelFormatError(f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno}", path) from None
+    if not isinstance(data, dict):
+        raise ModelFormatError(f"{path.name} holds a JSON {type(data).__name__}, not an object", path)
+    return data
+
+
+def apply_config(info: ModelInfo, config: dict[str, Any]) -> None:
+    text = config
+    for nested in ("text_config", "llm_config", "language_config"):
+        if isinstance(config.get(nested), dict):
+            text = {**config[nested]}
+            break
+    archs = config.get("architectures") or text.get("architectures")
+    info.architecture = (archs[0] if isinstance(archs, list) and archs else None) or text.get("model_type") or config.get("model_type")
+    info.layers = _first(text, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    info.attention_heads = _first(text, "num_attention_heads", "n_head", "num_heads", "n_heads")
+    kv = _first(text, "num_key_value_heads", "n_head_kv", "num_kv_heads", "multi_query_group_num")
+    if kv is None and text.get("multi_query"):
+        kv = 1
+    info.kv_heads = kv if kv is not None else info.attention_heads
+    info.hidden_size = _first(text, "hidden_size", "n_embd", "d_model", "dim")
+    head_dim = text.get("head_dim")
+    if head_dim is None and info.hidden_size and info.attention_heads:
+        head_dim = info.hidden_size // info.attention_heads
+    info.head_dim = head_dim
+    if text.get("kv_lora_rank"):
+        info.kv_latent_dim = int(text["kv_lora_rank"]) + int(text.get("qk_rope_head_dim") or 0)
+    info.vocab_size = _first(text, "vocab_size", "padded_vocab_size")
+    info.max_context = _first(text, "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+    info.experts = _first(text, "num_local_experts", "n_routed_experts", "num_experts")
+    info.experts_per_token = _first(text, "num_experts_per_tok", "moe_top_k", "num_experts_per_token")
+    tied = _first(config, "tie_word_embeddings")
+    info.tied_embeddings = bool(tied if tied is not None else text.get("tie_word_embeddings", False))
+    quant = config.get("quantization_config")
+    if isinstance(quant, dict):
+        info.quantization = str(quant.get("quant_method") or quant.get("quant_type") or "quantized")
+
+
+def _account(info: ModelInfo, name: str, dtype: str, nbytes: int) -> None:
+    info.weight_bytes += nbytes
+    info.bytes_by_dtype[dtype] = info.bytes_by_dtype.get(dtype, 0) + nbytes
+    info.tensor_count += 1
+    if NOT_DECODE.search(name):
+        info.not_decode_bytes += nbytes
+    elif EMBEDDING.search(name):
+        info.embedding_bytes += nbytes
+    elif OUTPUT_HEAD.search(name):
+        info.output_head_bytes += nbytes
+    elif EXPERT.search(name):
+        info.expert_bytes += nbytes
+
+
+def read_safetensors_header(path: Path) -> dict[str, Any]:
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+        if len(head) < 8:
+            raise ModelFormatError(f"{path.name}: truncated: {size} bytes, not even the 8-byte header length", path)
+        length = int.from_bytes(head, "little")
+        if length > SAFETENSORS_MAX_HEADER:
+            raise ModelFormatError(f"{path.name}: header length {length:,} exceeds the format's {SAFETENSORS_MAX_HEADER:,}-byte limit (not safetensors, or corrupt)", path)
+        if 8 + length > size:
+            raise ModelFormatError(f"{path.name}: header length {length:,} is larger than the {size - 8:,} bytes after it: the file is truncated", path)
+        raw = handle.read(length)
+    try:
+        header = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelFormatError(f"{path.name}: the {length:,}-byte header is not valid JSON ({exc})", path) from None
+    if not isinstance(header, dict):
+        raise ModelFormatError(f"{path.name}: the header is not a JSON object", path)
+    end = 0
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            dtype, shape, (begin, stop) = entry["dtype"], entry["shape"], entry["data_offsets"]
+            bits = SAFETENSORS_BITS[dtype]
+        except (KeyError, TypeError, ValueError):
+            raise ModelFormatError(f"{path.name}: tensor {name!r} has a malformed entry or an unknown dtype: {str(entry)[:120]}", path) from None
+        expected = math.prod(shape) * bits // 8
+        if stop - begin != expected:
+            raise ModelFormatError(f"{path.name}: tensor {name!r} spans {stop - begin:,} bytes but {dtype}{shape} needs {expected:,}", path)
+        end = max(end, stop)
+    if 8 + length + end > size:
+        raise ModelFormatError(f"{path.name}: tensors end at byte {8 + length + end:,} but the file has {size:,}: truncated (an interrupted download?)", path)
+    return header
+
+
+def _add_safetensors(info: ModelInfo, path: Path) -> None:
+    info.files.append(path.name)
+    for name, entry in read_safetensors_header(path).items():
+        if name != "__metadata__":
+            _account(info, name, entry["dtype"], math.prod(entry["shape"]) * SAFETENSORS_BITS[entry["dtype"]] // 8)
+
+
+def _safetensors_files(directory: Path) -> list[Path]:
+    index = directory / "model.safetensors.index.json"
+    if index.is_file():
+        data = read_config(index)
+        weight_map = data.get("weight_map")
+        if not isinstance(weight_map, dict):
+            raise ModelFormatError(f"{index.name} has no weight_map", index)
+        files = sorted({directory / name for name in weight_map.values()})
+        missing = [f.name for f in files if not f.is_file()]
+        if missing:
+            raise ModelFormatError(f"{index.name} names {len(missing)} shard(s) that are missing: {', '.join(missing[:5])}", index)
+        return files
+    return sorted(p for p in directory.glob("*.safetensors") if p.is_file())
+
+
+def read_hf_directory(directory: Path) -> ModelInfo:
+    info = ModelInfo(str(directory), "config-only")
+    config_path = directory / "config.json"
+    if config_path.is_file():
+        apply_config(info, read_config(config_path))
+    files = _safetensors_files(directory)
+    if files:
+        info.format = "safetensors"
+        for file in files:
+            _add_safetensors(info, file)
+    else:
+        bins = sorted(directory.glob("pytorch_model*.bin")) + sorted(directory.glob("*.pt"))
+        if bins:
+            info.format = "pytorch-bin"
+            info.files = [b.name for b in bins]
+            info.weight_bytes = sum(b.stat().st_size for b in bins)
+            info.notes.append("pickle checkpoint: sizes from file sizes; the embedding table cannot be told apart")
+    if info.format == "config-only" and not config_path.is_file():
+        raise ModelFormatError(f"{directory} holds no config.json, safetensors or GGUF file", directory)
+    if info.format == "safetensors" and info.output_head_bytes == 0 and info.embedding_bytes:
+        info.tied_embeddings = True  # no separate head: the embedding matrix is the head
+    if info.format == "config-only":
+        info.notes.append("no weight files: weight bytes unknown")
+    return info
+
+
+class _Reader:
+    def __init__(self, handle: BinaryIO, path: Path, size: int):
+        self.handle, self.path, self.size = handle, path, size
+
+    def take(self, count: int) -> bytes:
+        data = self.handle.read(count)
+        if len(data) < count:
+            raise ModelFormatError(f"{self.path.name}: truncated inside the GGUF header", self.path)
+        return data
+
+    def unpack(self, fmt: str) -> Any:
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+
+    def string(self) -> str:
+        length = self.unpack("<Q")
+        if length > self.size:
+            raise ModelFormatError(f"{self.path.name}: a string of {length:,} bytes in a {self.size:,}-byte file: corrupt header", self.path)
+        return self.take(length).decode("utf-8", errors="replace")
+
+    def value(self, vtype: int, keep_array: bool) -> Any:
+        if vtype in GGUF_SCALARS:
+            return self.unpack(GGUF_SCALARS[vtype])
+        if vtype == GGUF_STRING:
+            return self.string()
+        if vtype == GGUF_ARRAY:
+            item_type, count = self.unpack("<I"), self.unpack("<Q")
+            if item_type in GGUF_SCALARS and not keep_array:
+                self.handle.seek(count * struct.calcsize(GGUF_SCALARS[item_type]), 1)
+                return count
+            if item_type == GGUF_STRING and not keep_array:  # a vocabulary: skip, keep the count
+                for _ in range(count):
+                    self.handle.seek(self.unpack("<Q"), 1)
+                return count
+            items = [self.value(item_type, keep_array) for _ in range(count)]
+            return items if keep_array else count
+        raise ModelFormatError(f"{self.path.name}: unknown GGUF metadata value type {vtype}", self.path)
+
+
+def read_gguf(path: Path) -> ModelInfo:
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        reader = _Reader(handle, path, size)
+        magic = handle.read(4)
+        if magic != b"GGUF":
+            raise ModelFormatError(f"{path.name}: bad magic {magic!r}, expected b'GGUF' (not a GGUF file, or a GGML/GGJT one from before August 2023)", path)
+        version = reader.unpack("<I")
+        if version not in (2, 3):
+            raise ModelFormatError(f"{path.name}: GGUF version {version} is not supported (2 and 3 are); re-convert it with a current llama.cpp", path)
+        n_tensors, n_kv = reader.unpack("<Q"), reader.unpack("<Q")
+        if n_tensors > 10_000_000 or n_kv > 1_000_000:
+            raise ModelFormatError(f"{path.name}: implausible counts ({n_tensors:,} tensors, {n_kv:,} keys): corrupt header", path)
+        meta: dict[str, Any] = {}
+        for _ in range(n_kv):
+            key = reader.string()
+            vtype = reader.unpack("<I")
+            small = key.endswith(("head_count", "head_count_kv"))  # per-layer arrays on some models
+            meta[key] = reader.value(vtype, keep_array=small)
+        info = ModelInfo(str(path), "gguf", files=[path.name])
+        end = 0
+        for _ in range(n_tensors):
+            name = reader.string()
+            n_dims = reader.unpack("<I")
+            if n_dims > 8:
+                raise ModelFormatError(f"{path.name}: tensor {name!r} claims {n_dims} dimensions: corrupt header", path)
+            dims = [reader.unpack("<Q") for _ in range(n_dims)]
+            type_id, offset = reader.unpack("<I"), reader.unpack("<Q")
+            if type_id not in GGML_TYPES:
+                raise ModelFormatError(f"{path.name}: tensor {name!r} has unknown ggml type {type_id} (a newer llama.cpp quantization?)", path)
+            type_name, block, type_size = GGML_TYPES[type_id]
+            elements = math.prod(dims)
+            if elements % block:
+                raise ModelFormatError(f"{path.name}: tensor {name!r} has {elements} elements, not a multiple of {type_name}'s block of {block}", path)
+            nbytes = elements // block * type_size
+            _account(info, name, type_name, nbytes)
+            end = max(end, offset + nbytes)
+        alignment = int(meta.get("general.alignment", 32) or 32)
+        data_start = -(-handle.tell() // alignment) * alignment
+    if data_start + end > size:
+        raise ModelFormatError(f"{path.name}: tensor data ends at byte {data_start + end:,} but the file has {size:,}: truncated", path)
+    _apply_gguf_meta(info, meta)
+    return info
+
+
+def _largest(value: Any) -> int | None:
+    if isinstance(value, list):
+        return max(value) if value else None
+    return value
+
+
+def _apply_gguf_meta(info: ModelInfo, meta: dict[str, Any]) -> None:
+    arch = meta.get("general.architecture")
+    info.architecture = arch
+    p = f"{arch}."
+    info.layers = meta.get(p + "block_count")
+    info.attention_heads = _largest(meta.get(p + "attention.head_count"))
+    info.kv_heads = _largest(meta.get(p + "attention.head_count_kv")) or info.attention_heads
+    info.hidden_size = meta.get(p + "embedding_length")
+    info.head_dim = meta.get(p + "attention.key_length") or (info.hidden_size // info.attention_heads if info.hidden_size and info.attention_heads else None)
+    info.max_context = meta.get(p + "context_length")
+    if meta.get(p + "attention.kv_lora_rank"):
+        info.kv_latent_dim = int(meta[p + "attention.kv_lora_rank"]) + int(meta.get(p + "rope.dimension_count") or 0)
+    info.experts = meta.get(p + "expert_count")
+    info.experts_per_token = meta.get(p + "expert_used_count")
+    tokens = meta.get("tokenizer.ggml.tokens")
+    info.vocab_size = tokens if isinstance(tokens, int) else None
+    info.tied_embeddings = info.output_head_bytes == 0 and info.embedding_bytes > 0
+    file_type = meta.get("general.file_type")
+    if file_type is not None:
+        info.quantization = f"llama.cpp file type {file_type}"
+
+
+def read_model(path: Path) -> ModelInfo:
+    """A model directory (Hugging Face layout) or a single .gguf / .safetensors file."""
+    if path.is_dir():
+        ggufs = sorted(path.glob("*.gguf"))
+        if ggufs and not (path / "config.json").exists():
+            return read_gguf(ggufs[0])
+        return read_hf_directory(path)
+    with open(path, "rb") as handle:
+        magic = handle.read(4)
+    if path.suffix == ".gguf" or magic == b"GGUF":
+        return read_gguf(path)
+    if path.suffix == ".safetensors":
+        info = ModelInfo(str(path), "safetensors")
+        _add_safetensors(info, path)
+        config = path.parent / "config.json"
+        if config.is_file():
+            apply_config(info, read_config(config))
+        return info
+    raise ModelFormatError(f"{path.name}: not a model directory, .gguf or .safetensors file", path)
+
