@@ -116,3 +116,40 @@ def test_estimate_text_gguf_and_exit_codes(tmp_path):
     proc = run_dd("estimate", "--model", str(broken), "--bandwidth", "50")
     assert proc.returncode == 2 and "bad magic" in proc.stderr
     assert run_dd("estimate", "--model", str(big), "--device", "tpu:0", "--bandwidth", "1").returncode == 2
+
+
+FAKES = Path(__file__).resolve().parent / "fakes"
+
+
+def test_gpu_probe_and_budget_on_the_gpu_through_fake_torch_and_nvml(tmp_path):
+    """The GPU path with stand-ins for torch and pynvml (no GPU here): event timing, NVML peak, and
+    a budget judged on cuda:0 rather than the CPU."""
+    env = {"PYTHONPATH": str(FAKES), "DD_FAKE_GPU_GBPS": "2400", **fake_tool(tmp_path / "bin", "dmidecode", "exit 1")}
+    model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)
+    proc = run_dd("check", "--root", str(FIXTURES / "hosts/gpu-h200"), "--select", "bandwidth,decode-budget", "--model", str(model), "--format", "json", env=env)
+    findings = {}
+    for f in json.loads(proc.stdout)["findings"]:
+        findings.setdefault(f["code"], f)
+    gpu = findings["BW004"]["evidence"]
+    assert gpu["name"] == "NVIDIA H200 (fake)" and gpu["copy_gbps"] == pytest.approx(2400, rel=0.01)
+    assert gpu["theoretical_gbps"] == pytest.approx(2 * 2619e6 * 5120 / 8 / 1e9, abs=0.1)  # 3352.3
+    assert "BW005" not in findings  # 72 % of the peak
+    budgets = findings["DEC001"]["evidence"]["budgets"]
+    assert budgets["cuda:0"]["fit"] == "fits" and budgets["cuda:0"]["bandwidth_gbps"] == gpu["copy_gbps"]
+    assert "cuda:0: fits" in findings["DEC001"]["message"]
+    assert "DEC002" not in findings  # the 8 GB CPU is not judged on a GPU host
+
+
+def test_busy_host_is_reported():
+    import subprocess
+    import sys
+
+    from decode_doctor.membw import measure_cpu
+
+    burners = [subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 4\nwhile time.time() < end: pass"]) for _ in range(2)]
+    try:
+        result = measure_cpu(64 << 20, budget_s=1.0)
+    finally:
+        for burner in burners:
+            burner.kill()
+    assert result.other_load > 0.15
