@@ -74,6 +74,8 @@ class ReplaceFile(Action):
     content: bytes
     create_mode: int = 0o644
     label: str = ""  # how to show the path (e.g. without the --root prefix)
+    expected_sha256: str | None = None  # refuse if the file changed since the plan was made
+    max_preview_lines: int = 40
 
     @property
     def shown(self) -> str:
@@ -83,8 +85,11 @@ class ReplaceFile(Action):
         if self.path.is_file():
             old = self.path.read_bytes().decode("utf-8", errors="replace").splitlines(keepends=True)
             new = self.content.decode("utf-8", errors="replace").splitlines(keepends=True)
-            diff = "".join(difflib.unified_diff(old, new, f"a{self.shown}", f"b{self.shown}"))
-            return diff or f"{self.shown}: unchanged"
+            diff = list(difflib.unified_diff(old, new, f"a{self.shown}", f"b{self.shown}"))
+            if len(diff) > self.max_preview_lines:
+                diff = diff[: self.max_preview_lines] + [f"… {len(diff) - self.max_preview_lines} more diff lines\n"]
+            text = "".join(line if line.endswith("\n") else line + "\n" for line in diff)
+            return text.rstrip("\n") or f"{self.shown}: same lines, {self.path.stat().st_size} → {len(self.content)} bytes"
         body = self.content.decode("utf-8", errors="replace")
         return f"create {self.shown} ({len(self.content)} bytes):\n" + "".join(f"+{line}\n" for line in body.splitlines())
 
@@ -101,6 +106,8 @@ class ReplaceFile(Action):
     def intent(self) -> Record:
         if self.path.is_symlink() or (self.path.exists() and not self.path.is_file()):
             raise UnsafeTarget(f"{self.path} is not a regular file; refusing to replace it")
+        if self.expected_sha256 is not None and sha256_file(self.path) != self.expected_sha256:
+            raise UnsafeTarget(f"{self.shown} changed since it was checked; run the check again")
         missing = []
         parent = self.path.parent
         while not parent.exists():

@@ -1,0 +1,42 @@
+"""Converts a model text file to UTF-8 (or drops a UTF-8 BOM), proving the text is unchanged."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from decode_doctor.context import Context
+from decode_doctor.fix import Fixer, Plan, ReplaceFile
+from decode_doctor.model import Finding
+from decode_doctor.textenc import Verdict, converted_bytes, parses
+
+
+class EncodingsFixer(Fixer):
+    name = "encodings"
+    codes = ("ENC001", "ENC006")
+
+    def plan(self, finding: Finding, ctx: Context) -> Plan:
+        assert finding.fix is not None and finding.path is not None
+        params = finding.fix.params
+        path = Path(finding.path)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read()
+        sha = hashlib.sha256(data).hexdigest()
+        if sha != params["sha256"]:
+            raise ValueError(f"{path} changed since it was checked; run the check again")
+        if params.get("drop_bom"):
+            if not data.startswith(b"\xef\xbb\xbf"):
+                raise ValueError(f"{path} no longer starts with a UTF-8 BOM")
+            content, description = data[3:], "remove the UTF-8 byte-order mark"
+        else:
+            encoding = params["encoding"]
+            text = data.decode(encoding)  # strict: the check decided on exactly these bytes
+            content = converted_bytes(Verdict("convert", encoding, text=text), keep_utf8_bom=False)
+            if not parses(content.decode("utf-8"), path.suffix.lower()):
+                raise ValueError(f"{path}: the converted text does not parse; not converting")
+            description = f"convert from {encoding} to UTF-8"
+        crlf = b"\r\n" in data
+        notes = [f"same text, {len(data)} → {len(content)} bytes" + ("; CRLF line endings kept" if crlf else "")]
+        return Plan(finding, description, [ReplaceFile(path, content, expected_sha256=sha, label=str(path))], notes)
