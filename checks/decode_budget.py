@@ -103,7 +103,16 @@ def devices(ctx: Context) -> list[Any]:
         bw = given or gpu.get("copy_gbps") or gpu.get("theoretical_gbps")
         source = "given" if given else ("measured" if gpu.get("copy_gbps") else "spec")
         found.append(Device(f"cuda:{gpu['index']}", gpu["name"], gpu.get("memory_bytes"), bw, source))
-    found.append(_cpu_device(ctx, facts, given))
+    cpu = _cpu_device(ctx, facts, given)
+    stack = ctx.facts.get("gpu") or {}
+    if not found:  # nothing measured: the driver's inventory, with NVML's theoretical bandwidth if any
+        for gpu in stack.get("devices", []):
+            bw = given or gpu.get("theoretical_gbps")
+            memory = gpu["memory_mib"] << 20 if gpu.get("memory_mib") else None
+            found.append(Device(f"cuda:{gpu['index']}", gpu["name"], memory, bw, "given" if given else ("spec" if bw else "unknown")))
+    if stack.get("unified_memory") and not found:  # Jetson: the GPU allocates from system RAM
+        found.append(Device("cuda:0", "unified memory (Jetson)", cpu.memory_bytes, given, "given" if given else "unknown"))
+    found.append(cpu)
     return found
 
 
@@ -111,7 +120,7 @@ class DecodeBudget(Check):
     name = "decode-budget"
     description = "memory fit and decode tokens/s ceiling of each --model on this host"
     codes = (DEC001, DEC002, DEC003, DEC004, DEC010, DEC011)
-    needs = Needs(inputs=("models",), after=("bandwidth",), files=("/proc/meminfo",))
+    needs = Needs(inputs=("models",), after=("bandwidth", "gpu"), files=("/proc/meminfo",))
     options = (
         Option("--context", "Context length to budget for [default: 4096, or the model's maximum if lower].", type=int),
         Option("--concurrency", "Sequences decoded at once [default: 1].", type=int, default=1),

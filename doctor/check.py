@@ -11,6 +11,10 @@ if TYPE_CHECKING:
     from .context import Context
 
 
+class SkipCheck(Exception):
+    """Raised by a check that finds at run time that it does not apply (e.g. "no NVIDIA GPU")."""
+
+
 @dataclass(frozen=True)
 class Needs:
     """What a check needs before it can run; the engine skips it with a reason otherwise."""

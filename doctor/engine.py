@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection, wait
 
-from .check import Check
+from .check import Check, SkipCheck
 from .commands import kill_group
 from .context import Context
 from .model import CheckResult, CommandRecord, State
@@ -65,6 +65,8 @@ def _child_main(cls: type[Check], ctx: Context, conn: Connection) -> None:
     try:
         findings = cls().run(ctx) or []
         payload: tuple = ("ok", list(findings), ctx.runner.records, ctx.files_read, ctx.published)
+    except SkipCheck as skip:
+        payload = ("skip", str(skip), ctx.runner.records, ctx.files_read, ctx.published)
     except BaseException as exc:  # noqa: BLE001 - anything a check does wrong is its crash, not ours
         payload = ("crash", f"{type(exc).__name__}: {exc}", traceback.format_exc(), ctx.runner.records)
     try:
@@ -122,6 +124,9 @@ def _finish(job: _Job, message: tuple) -> CheckResult:
         _, findings, records, files, facts = message
         state = State.FINDINGS if findings else State.PASSED
         return CheckResult(name, state, duration, findings=findings, commands=records, files=files, facts=facts)
+    if message[0] == "skip":
+        _, reason, records, files, facts = message
+        return CheckResult(name, State.SKIPPED, duration, reason=reason, commands=records, files=files, facts=facts)
     _, reason, error, records = message
     return CheckResult(name, State.CRASHED, duration, reason=reason, error=error, commands=records)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 
 import pytest
@@ -14,18 +13,11 @@ from decode_doctor.commands import CommandRunner
 from decode_doctor.context import Context
 
 from .conftest import FIXTURES, run_dd
+from .support.fakes import FAKES, fake_tool
 from .support.modelgen import llama_gguf, qwen2_7b, write_hf_model
 
 SUPERMICRO = FIXTURES / "host/dmidecode/supermicro-sys2049u-xeon-gold6126-ddr4-16of48-configured-clock-speed.full-dmidecode.txt"
 RHEL_HOST = FIXTURES / "hosts/swap60-rhel7"
-
-
-def fake_tool(bin_dir: Path, name: str, script: str) -> dict[str, str]:
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    tool = bin_dir / name
-    tool.write_text("#!/bin/sh\n" + script + "\n")
-    tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
-    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
 
 
 def test_measured_bandwidth_spec_ratio_and_budget_from_the_measurement(tmp_path):
@@ -116,9 +108,6 @@ def test_estimate_text_gguf_and_exit_codes(tmp_path):
     proc = run_dd("estimate", "--model", str(broken), "--bandwidth", "50")
     assert proc.returncode == 2 and "bad magic" in proc.stderr
     assert run_dd("estimate", "--model", str(big), "--device", "tpu:0", "--bandwidth", "1").returncode == 2
-
-
-FAKES = Path(__file__).resolve().parent / "fakes"
 
 
 def test_gpu_probe_and_budget_on_the_gpu_through_fake_torch_and_nvml(tmp_path):

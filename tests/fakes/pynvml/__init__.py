@@ -25,3 +25,31 @@ def nvmlDeviceGetMemoryBusWidth(handle: int) -> int:
 
 def nvmlDeviceGetMaxClockInfo(handle: int, clock: int) -> int:
     return 2619
+
+
+class _Memory:
+    total = 150_754_820_096
+
+
+def nvmlSystemGetDriverVersion() -> str:
+    return "590.48.01"
+
+
+def nvmlSystemGetCudaDriverVersion() -> int:
+    return 13010
+
+
+def nvmlDeviceGetName(handle: int) -> str:
+    return "NVIDIA H200"
+
+
+def nvmlDeviceGetMemoryInfo(handle: int) -> _Memory:
+    return _Memory()
+
+
+def nvmlDeviceGetMigMode(handle: int) -> tuple[int, int]:
+    return (0, 0)
+
+
+def nvmlDeviceGetUUID(handle: int) -> str:
+    return "GPU-00000000-0000-0000-0000-000000000000"
