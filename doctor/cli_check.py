@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import socket
 import sys
 import time
@@ -33,17 +34,24 @@ class Progress:
         self.enabled = enabled
         self.running: list[str] = []
         self.done = 0
+        self.detail = ""
 
     def __call__(self, event: str, name: str) -> None:
         if not self.enabled:
             return
         if event == "start":
             self.running.append(name)
+        elif event == "progress":
+            self.detail = name
         else:
             self.running.remove(name)
             self.done += 1
+            self.detail = ""
         line = f"checking ({self.done} done): {', '.join(self.running)}" if self.running else ""
-        sys.stderr.write("\r\033[K" + line[:120])
+        if self.detail and self.running:
+            line = f"{line} — {self.detail}"
+        width = shutil.get_terminal_size((100, 20)).columns - 1
+        sys.stderr.write("\r\033[K" + line[:width])
         sys.stderr.flush()
 
 

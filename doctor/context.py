@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -26,6 +26,8 @@ class Context:
     # Facts published by checks that ran earlier (name → data); see Needs.after.
     facts: dict[str, Any] = field(default_factory=dict)
     published: dict[str, Any] = field(default_factory=dict)
+    # Long checks report progress ("1,234 files, 850/s"); the engine shows it on a terminal.
+    progress: Callable[[str], None] = field(default=lambda text: None, repr=False)
 
     def publish(self, key: str, value: Any) -> None:
         """Makes plain data (a measured bandwidth, say) available to checks that run after this one."""

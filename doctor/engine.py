@@ -62,6 +62,7 @@ def _child_main(cls: type[Check], ctx: Context, conn: Connection) -> None:
     ctx.published = {}
     ctx.runner.on_spawn = lambda pgid, argv: conn.send(("spawn", pgid, list(argv)))
     ctx.runner.on_reap = lambda pgid, argv: conn.send(("reap", pgid, None))
+    ctx.progress = lambda text: conn.send(("progress", text, None))
     try:
         findings = cls().run(ctx) or []
         payload: tuple = ("ok", list(findings), ctx.runner.records, ctx.files_read, ctx.published)
@@ -162,6 +163,10 @@ def _drive(jobs: list[_Job], results: dict[str, CheckResult], progress: Progress
                     continue
                 if message[0] == "reap":
                     job.groups.pop(message[1], None)
+                    continue
+                if message[0] == "progress":
+                    if progress:
+                        progress("progress", f"{job.cls.name}: {message[1]}")
                     continue
                 results[job.cls.name] = _finish(job, message)
             conn.close()

@@ -10,11 +10,12 @@ from __future__ import annotations
 import difflib
 import os
 import shlex
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .atomic import UnsafeTarget, atomic_write, sha256_bytes, sha256_file, write_in_place
+from .atomic import UnsafeTarget, atomic_write, fsync_dir, sha256_bytes, sha256_file, write_in_place
 from .model import Finding
 
 if TYPE_CHECKING:
@@ -213,7 +214,131 @@ class WriteTunable(Action):
         return "restored"
 
 
-ACTION_KINDS: dict[str, type[Action]] = {cls.kind: cls for cls in (ReplaceFile, WriteTunable)}
+def _same_filesystem(a: Path, b: Path) -> bool:
+    probe = b
+    while not probe.exists():
+        probe = probe.parent
+    return a.stat().st_dev == probe.stat().st_dev
+
+
+def move_file(src: Path, dst: Path, expected_sha256: str | None = None) -> None:
+    """Moves a regular file without ever losing it: rename on one filesystem; across filesystems
+    copy to a temp file beside dst, fsync, verify the sha256, rename, fsync, and only then delete src."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if dst.exists() or dst.is_symlink():
+        raise UnsafeTarget(f"{dst} already exists; refusing to overwrite it")
+    if _same_filesystem(src, dst.parent):
+        os.rename(src, dst)
+        fsync_dir(dst.parent)
+        fsync_dir(src.parent)
+        return
+    data = src.read_bytes()
+    digest = sha256_bytes(data)
+    if expected_sha256 and digest != expected_sha256:
+        raise UnsafeTarget(f"{src} changed since it was checked")
+    mode = src.stat().st_mode & 0o7777
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".dd-tmp", dir=dst.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        if sha256_file(Path(tmp_name)) != digest:
+            raise OSError(f"the copy of {src} in {dst.parent} does not match the original")
+        os.rename(tmp_name, dst)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    fsync_dir(dst.parent)
+    src.unlink()
+    fsync_dir(src.parent)
+
+
+@dataclass(frozen=True)
+class MoveFile(Action):
+    """Move a file (to a quarantine directory, or to a corrected name), optionally noting it in a manifest."""
+
+    kind: ClassVar[str] = "move-file"
+    path: Path
+    destination: Path
+    reason: str = ""
+    manifest: Path | None = None  # a JSON-lines manifest to append to (quarantine)
+    expected_sha256: str | None = None
+
+    @property
+    def shown(self) -> str:
+        return str(self.path)
+
+    def preview(self) -> str:
+        return f"move {self.path} → {self.destination}" + (f" ({self.reason})" if self.reason else "")
+
+    def shell(self) -> str:
+        return f"mkdir -p {shlex.quote(str(self.destination.parent))} && mv -n -- {shlex.quote(str(self.path))} {shlex.quote(str(self.destination))}"
+
+    def permitted(self) -> bool:
+        target = self.destination.parent
+        while not target.exists() and target != target.parent:
+            target = target.parent
+        return os.access(self.path.parent, os.W_OK) and os.access(target, os.W_OK)
+
+    def intent(self) -> Record:
+        if self.path.is_symlink() or not self.path.is_file():
+            raise UnsafeTarget(f"{self.path} is not a regular file; refusing to move it")
+        digest = sha256_file(self.path)
+        if self.expected_sha256 and digest != self.expected_sha256:
+            raise UnsafeTarget(f"{self.path} changed since it was checked; run the check again")
+        if self.destination.exists():
+            raise UnsafeTarget(f"{self.destination} already exists; refusing to overwrite it")
+        return {
+            "path": str(self.path), "shown": self.shown, "destination": str(self.destination),
+            "sha256": digest, "size": self.path.stat().st_size, "reason": self.reason,
+            "manifest": str(self.manifest) if self.manifest else None,
+        }
+
+    def backup(self, backup_path: Path) -> None:
+        """Nothing is overwritten: the file itself is what moves. The manifest is written here,
+        before the move, so a quarantined file is never without its record."""
+        if self.manifest is None:
+            return
+        import datetime as dt
+        import json
+
+        self.manifest.parent.mkdir(parents=True, exist_ok=True)
+        entry = {
+            "original": str(self.path), "quarantined": str(self.destination), "size": self.path.stat().st_size,
+            "sha256": sha256_file(self.path), "reason": self.reason, "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        }
+        fd = os.open(self.manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (json.dumps(entry, ensure_ascii=False) + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def apply(self) -> None:
+        move_file(self.path, self.destination, self.expected_sha256)
+
+    @staticmethod
+    def undo(record: Record, run_dir: Path, force: bool = False) -> str:
+        src, dst = Path(record["path"]), Path(record["destination"])
+        here, there = src.is_file(), dst.is_file()
+        if here and not there:
+            return "original"
+        if here and there:  # killed between the copy and the delete of a cross-filesystem move
+            if sha256_file(dst) == record["sha256"] == sha256_file(src):
+                dst.unlink()
+                return "restored"
+            return f"conflict: both {src} and {dst} exist and differ; left as they are"
+        if not there:
+            return f"conflict: {dst} is gone; cannot restore {src}"
+        if sha256_file(dst) != record["sha256"] and not force:
+            return f"conflict: {dst} changed after the move; left as it is"
+        move_file(dst, src)
+        return "restored"
+
+
+ACTION_KINDS: dict[str, type[Action]] = {cls.kind: cls for cls in (ReplaceFile, WriteTunable, MoveFile)}
 
 
 def register_action(cls: type[Action]) -> type[Action]:

@@ -1,0 +1,26 @@
+"""Quarantines broken images (with a manifest) and renames images whose extension lies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from decode_doctor.context import Context
+from decode_doctor.fix import Fixer, MoveFile, Plan
+from decode_doctor.model import Finding
+
+
+class ImagesFixer(Fixer):
+    name = "images"
+    codes = ("IMG001", "IMG002", "IMG004", "IMG005", "IMG011")
+
+    def plan(self, finding: Finding, ctx: Context) -> Plan:
+        assert finding.fix is not None and finding.path is not None
+        params = finding.fix.params
+        source, destination = Path(finding.path), Path(params["destination"])
+        if params["action"] == "rename":
+            if destination.exists():
+                raise ValueError(f"{destination} already exists; rename {source.name} by hand")
+            move = MoveFile(source, destination, reason="the extension did not match the image format", expected_sha256=params.get("sha256"))
+            return Plan(finding, f"rename to {destination.name}", [move], ["update annotation files that name the old file"])
+        move = MoveFile(source, destination, reason=params["reason"], manifest=Path(params["manifest"]), expected_sha256=params.get("sha256"))
+        return Plan(finding, "quarantine", [move])
