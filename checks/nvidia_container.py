@@ -71,7 +71,7 @@ class NvidiaContainer(Check):
     name = "nvidia-container"
     description = "NVIDIA Container Toolkit hooks, CDI specs and Docker runtimes for `docker run --gpus`"
     codes = (CTK001, CTK002, CTK003)
-    needs = Needs(platforms=("linux",), after=("gpu",), files=("/etc/docker/daemon.json", *CDI_DIRS), commands=())
+    needs = Needs(platforms=("linux",), after=("gpu", "docker"), files=("/etc/docker/daemon.json", *CDI_DIRS), commands=())
     timeout_s = 10.0
 
     def run(self, ctx: Context) -> list[Finding]:
@@ -84,7 +84,9 @@ class NvidiaContainer(Check):
         tools = {name: _installed(ctx, name) for name in ("nvidia-container-runtime-hook", "nvidia-cdi-hook", "nvidia-ctk", "nvidia-container-runtime", "nvidia-container-cli")}
         specs = cdi_devices(ctx)
         config, config_error = daemon_config(ctx)
-        runtimes = sorted((config or {}).get("runtimes", {}) or {})
+        engine = ctx.facts.get("docker") or {}
+        # the running Engine's view when it answered; daemon.json otherwise
+        runtimes = engine["runtimes"] if engine.get("reachable") else sorted((config or {}).get("runtimes", {}) or {})
         evidence = {"docker": docker, "tools": tools, "cdi_specs": specs, "runtimes": runtimes, "default_runtime": (config or {}).get("default-runtime"), "daemon_json_error": config_error}
         findings = []
         if not tools["nvidia-container-runtime-hook"] and not tools["nvidia-cdi-hook"]:

@@ -112,8 +112,16 @@ def run_fixes(report: Report, ctx: Context, request: FixRequest, out: TextIO, tt
         "run_id": result.run_id,
         "outcomes": [{"code": o.code, "target": o.shown, "status": o.status} for o in result.outcomes],
     }
+    # re-run the fixed checks and what they read facts from, so nothing stale is judged again
+    loaded = registry.checks().items
     fixed_checks = {plan.finding.check for plan in plans}
-    classes = [cls for name, cls in registry.checks().items.items() if name in fixed_checks]
+    pending = list(fixed_checks)
+    while pending:
+        for dependency in loaded[pending.pop()].needs.after:
+            if dependency in loaded and dependency not in fixed_checks:
+                fixed_checks.add(dependency)
+                pending.append(dependency)
+    classes = [cls for name, cls in loaded.items() if name in fixed_checks]
     rechecked = run_checks(classes, ctx)
     still = {(f.code, f.path) for r in rechecked for f in r.findings}
     say("After the fix:")

@@ -81,7 +81,42 @@ def run_dd(*args: str, env: dict[str, str] | None = None, timeout: float = 60, c
     if user:
         python = python_for(user)
         assert python, f"user {user} cannot run decode-doctor here"
-        kept = [f"{k}={v}" for k, v in full_env.items() if k in ("PATH", "NO_COLOR", "HOME")]
+        kept = [f"{k}={v}" for k, v in full_env.items() if k in ("PATH", "NO_COLOR", "HOME", *(env or {}))]
         bootstrap = BOOTSTRAP.format(site=sysconfig.get_paths()["purelib"])
         argv = ["runuser", "-u", user, "--", "env", "-i", *kept, python, "-c", bootstrap, *args]
     return subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=cwd or REPO, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture(scope="session")
+def docker_host():
+    """A real Engine: the one .ci/run started (DD_TEST_DOCKER_HOST), else a private one started here."""
+    from .support.services import dockerd
+
+    if os.environ.get("DD_TEST_DOCKER_HOST"):
+        yield os.environ["DD_TEST_DOCKER_HOST"]
+        return
+    try:
+        with dockerd() as host:
+            yield host
+    except FileNotFoundError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def registry_with_image(docker_host):
+    """A real docker-registry on 127.0.0.1 holding a tiny image pushed by the real Engine."""
+    from .support.services import push_tiny_image, registry
+
+    if os.environ.get("DD_TEST_REGISTRY"):
+        host = os.environ["DD_TEST_REGISTRY"]
+        yield host, push_tiny_image(docker_host, host)
+        return
+    try:
+        with registry() as host:
+            yield host, push_tiny_image(docker_host, host)
+    except FileNotFoundError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(exc))

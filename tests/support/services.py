@@ -1,0 +1,193 @@
+"""Real services for the Docker tests: a private dockerd, a docker-registry, and HTTP servers of our own."""
+
+from __future__ import annotations
+
+import http.server
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import socketserver
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for(predicate: Callable[[], bool], seconds: float, what: str, log: Path | None = None) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    detail = log.read_text()[-2000:] if log and log.exists() else ""
+    raise RuntimeError(f"{what} did not come up within {seconds:g} s\n{detail}")
+
+
+@contextmanager
+def dockerd() -> Iterator[str]:
+    """A private Engine: no iptables, no bridge, vfs storage, its own socket under a temp dir."""
+    binary = shutil.which("dockerd")
+    if binary is None:
+        raise FileNotFoundError("dockerd is not installed (Debian: apt-get install docker.io)")
+    base = Path(tempfile.mkdtemp(prefix="dd-dockerd-", dir="/tmp"))
+    sock = base / "docker.sock"
+    log = base / "dockerd.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [binary, "--iptables=false", "--ip-forward=false", "--bridge=none", "--storage-driver=vfs",
+             f"--data-root={base}/data", f"--exec-root={base}/exec", f"--pidfile={base}/dockerd.pid", f"-H=unix://{sock}"],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    try:
+        _wait_for(lambda: sock.exists() and _answers(sock), 30, "dockerd", log)
+        yield f"unix://{sock}"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        subprocess.run(["umount", "-R", str(base / "exec")], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _answers(sock: Path) -> bool:
+    try:
+        with socket.socket(socket.AF_UNIX) as client:
+            client.connect(str(sock))
+            client.sendall(b"GET /_ping HTTP/1.0\r\n\r\n")
+            return b"200" in client.recv(64)
+    except OSError:
+        return False
+
+
+@contextmanager
+def registry() -> Iterator[str]:
+    """Debian's docker-registry (distribution 2.8) on 127.0.0.1; returns host:port."""
+    binary = shutil.which("docker-registry")
+    if binary is None:
+        raise FileNotFoundError("docker-registry is not installed (Debian: apt-get install docker-registry)")
+    base = Path(tempfile.mkdtemp(prefix="dd-registry-"))
+    port = free_port()
+    config = base / "config.yml"
+    config.write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {base}/data\nhttp:\n  addr: 127.0.0.1:{port}\nlog:\n  level: warn\n")
+    log = base / "registry.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([binary, "serve", str(config)], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_for(lambda: _http_ok(f"http://127.0.0.1:{port}/v2/"), 20, "docker-registry", log)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _http_ok(url: str) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def push_tiny_image(docker_host: str, registry_host: str, repository: str = "tiny", tag: str = "1") -> str:
+    """docker import of a one-file tar, tagged and pushed with the real Engine; returns the reference."""
+    import docker
+
+    payload = io.BytesIO()
+    with tarfile.open(fileobj=payload, mode="w") as tar:
+        data = b"hello from decode-doctor\n"
+        info = tarfile.TarInfo("hello.txt")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    client = docker.DockerClient(base_url=docker_host, version="auto", timeout=60)
+    reference = f"{registry_host}/{repository}"
+    client.api.import_image_from_data(payload.getvalue(), repository=reference, tag=tag)
+    for line in client.api.push(reference, tag=tag, stream=True, decode=True):
+        if "error" in line:
+            raise RuntimeError(line["error"])
+    return f"{reference}:{tag}"
+
+
+Route = Callable[[http.server.BaseHTTPRequestHandler], tuple[int, dict[str, str], bytes]]
+
+
+@contextmanager
+def http_server(route: Route) -> Iterator[str]:
+    """A threaded HTTP server on 127.0.0.1 answering every GET with route(handler)."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            status, headers, body = route(self)
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def unix_http_server(path: Path, route: Route) -> Iterator[str]:
+    """The same, on a unix socket (a fake Engine)."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            status, headers, body = route(self)
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def address_string(self) -> str:
+            return "unix"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+        daemon_threads = True
+
+    server = Server(str(path), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"unix://{path}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def json_body(data: object) -> bytes:
+    return json.dumps(data).encode()
