@@ -135,6 +135,9 @@ class DecodeBudget(Check):
 
         findings: list[Finding] = []
         for path in ctx.models:
+            for name in ("config.json", "model.safetensors.index.json"):
+                if (Path(path) / name).is_file():
+                    ctx.note_file(Path(path) / name)
             try:
                 model = read_model(Path(path))
             except ModelFormatError as exc:

@@ -233,6 +233,7 @@ class Encodings(Check):
                 if real in seen:
                     continue
                 seen.add(real)
+                ctx.note_file(item.target)
                 findings.extend(self._judge(item, decide, from_encoding))
         return findings
 

@@ -15,6 +15,9 @@ SUBCOMMANDS = {
     "list": ("decode_doctor.cli_info", "list_checks", "List the checks, their codes and which are fixable."),
     "explain": ("decode_doctor.cli_info", "explain", "Explain a finding code: what it means, why, how to fix."),
     "estimate": ("decode_doctor.cli_estimate", "estimate", "Budget a model: memory fit and decode tokens/s ceiling."),
+    "report": ("decode_doctor.cli_report", "report", "Write a ticket-ready support bundle with secrets removed."),
+    "diff": ("decode_doctor.cli_report", "diff", "What differs between two reports."),
+    "merge": ("decode_doctor.cli_report", "merge", "A host × check matrix for a fleet of reports."),
     "undo": ("decode_doctor.cli_undo", "undo", "Roll back the last fix run (or a named one) exactly."),
 }
 

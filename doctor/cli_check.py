@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import shutil
 import socket
 import sys
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -104,82 +104,124 @@ def _check_options(func: Any) -> Any:
     return func
 
 
+@dataclass
+class RunSettings:
+    """What every command that runs checks (check, report) was asked for, validated."""
+
+    root: Path
+    models: tuple[Path, ...]
+    images: tuple[Path, ...]
+    selectors: list[str]
+    ignores: list[str]
+    reasons: dict[str, str]
+    fail_on: str
+    timeout: float | None
+    debug: bool
+    options: dict[str, Any]
+
+
+def run_options(func: Any) -> Any:
+    """The options shared by `check` and `report`: what to look at and which checks to run."""
+    decorators = [
+        click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=Path("/"), show_default=True, help="Read /proc, /sys and /etc under this directory (a captured or mounted host)."),
+        click.option("--model", "models", multiple=True, type=click.Path(exists=True, path_type=Path), help="A model directory or file to check (repeatable)."),
+        click.option("--images", "images", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path), help="An image dataset directory to check (repeatable)."),
+        click.option("--select", multiple=True, help="Only these codes, code prefixes or check names (comma-separated, repeatable)."),
+        click.option("--ignore", multiple=True, help="Leave out these codes, code prefixes or check names (counted, not hidden)."),
+        click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A TOML config file (default: ./decode-doctor.toml or [tool.decode-doctor] in ./pyproject.toml)."),
+        click.option("--fail-on", type=click.Choice(SEVERITY_LEVELS), default=None, help="Exit 1 when a finding is at or above this severity [default: error]."),
+        click.option("--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds each check may run (default: each check's own)."),
+        click.option("--debug", is_flag=True, help="Show tracebacks of crashed checks and internal errors."),
+        _check_options,
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def settings_from(root: Path, models: tuple[Path, ...], images: tuple[Path, ...], select: tuple[str, ...], ignore: tuple[str, ...], config_path: Path | None, fail_on: str | None, timeout: float | None, debug: bool, options: dict[str, Any]) -> RunSettings:
+    try:
+        config = load_config(config_path, Path.cwd())
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    for flag, values in (("--select", split_selectors(select)), ("--ignore", split_selectors(ignore))):
+        unknown = [v for v in values if not _known_selector(v)]
+        if unknown:
+            raise click.UsageError(f"{flag} {', '.join(unknown)} matches no check or code; see `decode-doctor list`")
+    return RunSettings(
+        root=root.resolve(), models=tuple(p.resolve() for p in models), images=tuple(p.resolve() for p in images),
+        selectors=split_selectors(select) or config.select, ignores=config.ignore + split_selectors(ignore), reasons=config.reasons,
+        fail_on=fail_on or config.fail_on or "error", timeout=timeout or config.timeout, debug=debug, options=options,
+    )
+
+
+def collect(settings: RunSettings, show_progress: bool) -> tuple[Report, Context, list[CheckResult]]:
+    """Runs the selected checks; the report is built from their results."""
+    started = time.time()
+    ctx = Context(root=settings.root, runner=CommandRunner(), models=settings.models, images=settings.images, options=settings.options)
+    classes = select_checks(settings.selectors)
+    if not classes:
+        raise click.UsageError(f"the configured select ({', '.join(settings.selectors)}) matches no check; see `decode-doctor list`")
+    progress = Progress(show_progress)
+    results = run_checks(classes, ctx, timeout_s=settings.timeout, progress=progress)
+    if progress.enabled:
+        sys.stderr.write("\r\033[K")
+    meta = {"started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(timespec="seconds"), "duration_s": round(time.time() - started, 3), "root": str(settings.root), "host": _host_name(settings.root), "argv": sys.argv[1:], "version": __version__}
+    return rebuild(settings, results, meta), ctx, results
+
+
+def rebuild(settings: RunSettings, results: list[CheckResult], meta: dict[str, Any]) -> Report:
+    return build_report(results, settings.selectors, settings.ignores, settings.reasons, meta, settings.fail_on)
+
+
+def guarded(debug: bool, action: Any) -> None:
+    """Runs a command body: usage errors stay click's; anything else is an internal error, exit 2."""
+    try:
+        code = action()
+    except (click.exceptions.Exit, click.ClickException):
+        raise
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        click.echo(f"decode-doctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", err=True)
+        sys.exit(2)
+    sys.exit(code)
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=Path("/"), show_default=True, help="Read /proc, /sys and /etc under this directory (a captured or mounted host).")
-@click.option("--model", "models", multiple=True, type=click.Path(exists=True, path_type=Path), help="A model directory or file to check (repeatable).")
-@click.option("--images", "images", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path), help="An image dataset directory to check (repeatable).")
-@click.option("--select", multiple=True, help="Only these codes, code prefixes or check names (comma-separated, repeatable).")
-@click.option("--ignore", multiple=True, help="Leave out these codes, code prefixes or check names (counted, not hidden).")
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="A TOML config file (default: ./decode-doctor.toml or [tool.decode-doctor] in ./pyproject.toml).")
+@run_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to this file instead of standard output.")
-@click.option("--fail-on", type=click.Choice(SEVERITY_LEVELS), default=None, help="Exit 1 when a finding is at or above this severity [default: error].")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds each check may run (default: each check's own).")
 @click.option("--fix", is_flag=True, help="Preview the fixes for the findings, then apply them after confirmation.")
 @click.option("--dry-run", is_flag=True, help="With --fix: only preview, change nothing.")
 @click.option("--yes", "-y", is_flag=True, help="With --fix: apply without asking (for scripts).")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix: also apply fixes marked unsafe.")
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where fix journals and backups live [default: $XDG_STATE_HOME/decode-doctor].")
-@click.option("--debug", is_flag=True, help="Show tracebacks of crashed checks and internal errors.")
-@_check_options
-def check(root: Path, models: tuple[Path, ...], images: tuple[Path, ...], select: tuple[str, ...], ignore: tuple[str, ...], config_path: Path | None, fmt: str, output: Path | None, fail_on: str | None, timeout: float | None, fix: bool, dry_run: bool, yes: bool, unsafe_fixes: bool, state_dir: Path | None, debug: bool, **check_options: Any) -> None:
+def check(root: Path, models: tuple[Path, ...], images: tuple[Path, ...], select: tuple[str, ...], ignore: tuple[str, ...], config_path: Path | None, fail_on: str | None, timeout: float | None, debug: bool, fmt: str, output: Path | None, fix: bool, dry_run: bool, yes: bool, unsafe_fixes: bool, state_dir: Path | None, **check_options: Any) -> None:
     """Run the checks and report what they find."""
-    try:
-        config = load_config(config_path, Path.cwd())
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
     if (dry_run or yes or unsafe_fixes) and not fix:
         raise click.UsageError("--dry-run, --yes and --unsafe-fixes go with --fix")
-    for flag, values in (("--select", split_selectors(select)), ("--ignore", split_selectors(ignore))):
-        unknown = [v for v in values if not _known_selector(v)]
-        if unknown:
-            raise click.UsageError(f"{flag} {', '.join(unknown)} matches no check or code; see `decode-doctor list`")
-    selectors = split_selectors(select) or config.select
-    ignores = config.ignore + split_selectors(ignore)
-    try:
-        exit_code = _run(
-            root=root.resolve(), models=models, images=images, selectors=selectors, ignores=ignores, reasons=config.reasons,
-            fmt=fmt, output=output, fail_on=fail_on or config.fail_on or "error", timeout=timeout or config.timeout,
-            fix=FixRequest(enabled=fix, dry_run=dry_run, yes=yes, unsafe=unsafe_fixes, state_dir=state_dir or default_state_dir()),
-            debug=debug, options=check_options,
-        )
-    except click.exceptions.Exit:
-        raise
-    except click.ClickException:
-        raise
-    except Exception as exc:  # an internal error: say so plainly, exit 2
-        if debug:
-            traceback.print_exc()
-        click.echo(f"decode-doctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", err=True)
-        sys.exit(2)
-    sys.exit(exit_code)
+    settings = settings_from(root, models, images, select, ignore, config_path, fail_on, timeout, debug, check_options)
+    request = FixRequest(enabled=fix, dry_run=dry_run, yes=yes, unsafe=unsafe_fixes, state_dir=state_dir or default_state_dir())
+    guarded(debug, lambda: _run(settings, fmt, output, request))
 
 
-def _run(*, root: Path, models: tuple[Path, ...], images: tuple[Path, ...], selectors: list[str], ignores: list[str], reasons: dict[str, str], fmt: str, output: Path | None, fail_on: str, timeout: float | None, fix: FixRequest, debug: bool, options: dict[str, Any]) -> int:
+def _run(settings: RunSettings, fmt: str, output: Path | None, fix: FixRequest) -> int:
     started = time.time()
-    ctx = Context(root=root, runner=CommandRunner(), models=tuple(p.resolve() for p in models), images=tuple(p.resolve() for p in images), options=options)
-    classes = select_checks(selectors)
-    if not classes:
-        raise click.UsageError(f"the configured select ({', '.join(selectors)}) matches no check; see `decode-doctor list`")
-    progress = Progress(sys.stderr.isatty() and fmt == "text")
-    results = run_checks(classes, ctx, timeout_s=timeout, progress=progress)
-    if progress.enabled:
-        sys.stderr.write("\r\033[K")
-    meta = {"started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(timespec="seconds"), "duration_s": 0.0, "root": str(root), "host": _host_name(root), "argv": sys.argv[1:], "version": __version__}
-    report = build_report(results, selectors, ignores, reasons, meta, fail_on)
+    report, ctx, results = collect(settings, sys.stderr.isatty() and fmt == "text")
     chat: TextIO = sys.stdout if (fmt == "text" and output is None) else sys.stderr
     if fix.enabled:
         outcome = run_fixes(report, ctx, fix, chat, tty=sys.stdin.isatty())
         if outcome.rechecked:
             by_name = {r.check: r for r in outcome.rechecked}
             results = [by_name.get(r.check, r) for r in results]
-            report = build_report(results, selectors, ignores, reasons, meta, fail_on)
+            report = rebuild(settings, results, report.meta)
         report.fixes = outcome.summary
     report.meta["duration_s"] = round(time.time() - started, 3)
     if output is not None:
         with open(output, "w", encoding="utf-8") as stream:
-            render(report, fmt, stream, tty=False, debug=debug)
+            render(report, fmt, stream, tty=False, debug=settings.debug)
         click.echo(f"report written to {output}", err=True)
     else:
-        render(report, fmt, sys.stdout, tty=sys.stdout.isatty(), debug=debug)
+        render(report, fmt, sys.stdout, tty=sys.stdout.isatty(), debug=settings.debug)
     return report.exit_code

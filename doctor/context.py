@@ -50,6 +50,10 @@ class Context:
         self.files_read.append(path)
         return data.decode("utf-8", errors="replace")
 
+    def note_file(self, path: str | os.PathLike[str]) -> None:
+        """Records a file read outside the host tree (a model file) for the support bundle."""
+        self.files_read.append("file://" + os.path.abspath(path))
+
     def exists(self, path: str) -> bool:
         return self.host_path(path).exists()
 

@@ -8,7 +8,7 @@ from typing import TextIO
 from .model import CheckResult, Finding, State
 from .report import Report
 
-FORMATS = ("text", "json", "markdown")
+FORMATS = ("text", "json", "markdown", "html", "prometheus")
 
 
 def render(report: Report, fmt: str, stream: TextIO, *, tty: bool, debug: bool = False) -> None:
@@ -17,6 +17,14 @@ def render(report: Report, fmt: str, stream: TextIO, *, tty: bool, debug: bool =
         stream.write("\n")
     elif fmt == "markdown":
         stream.write(markdown(report))
+    elif fmt == "html":
+        from .htmlreport import render_html
+
+        stream.write(render_html(report))
+    elif fmt == "prometheus":
+        from .prometheus import render_prometheus
+
+        stream.write(render_prometheus(report))
     elif tty:
         _rich_text(report, stream, debug)
     else:

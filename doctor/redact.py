@@ -1,0 +1,191 @@
+"""Redaction for support bundles: structural first (fields marked sensitive where they are made,
+secret-named environment variables, Docker auths, URL credentials, Authorization headers), then
+patterns as a second net, then every secret value found anywhere replaced everywhere; a leak
+self-check runs over the finished files before anything is written."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+SENSITIVE_NAME = re.compile(r"TOKEN|SECRET|KEY|PASSWORD|PASSWD|AUTH|CREDENTIAL", re.I)
+SENSITIVE_JSON_KEYS = {"auth", "auths", "password", "identitytoken", "registrytoken", "token", "access_token", "authorization", "secret"}
+
+PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("pem-private-key", re.compile(r"-----BEGIN (?:[A-Z0-9 ]+ )?PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9 ]+ )?PRIVATE KEY-----")),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}")),
+    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{20,}")),
+    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
+    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")),
+    ("aws-secret-key", re.compile(r"(?i)(?<=aws_secret_access_key)(\s*[=:]\s*[\"']?)([A-Za-z0-9/+=]{40})")),
+    ("openai-key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}")),
+    ("authorization-header", re.compile(r"(?i)(?<=authorization)(\s*[:=]\s*[\"']?)([^\r\n\"',}]+)")),
+    ("bearer-token", re.compile(r"(?i)(?<=bearer )([A-Za-z0-9._~+/=-]{8,})")),
+    ("url-credentials", re.compile(r"(?<=://)([^/\s:@\"']+:[^/\s@\"']+)(?=@)")),
+    ("docker-auth", re.compile(r"(?<=\"auth\")(\s*:\s*\")([A-Za-z0-9+/=]{8,})")),
+]
+AWS_SECRET_NEAR_KEY = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")
+IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
+HOME = re.compile(r"/home/([A-Za-z0-9._-]+)")
+
+
+def placeholder(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+@dataclass
+class Redactor:
+    enabled: bool = True
+    hosts: bool = False  # --redact-hosts
+    secrets: set[str] = field(default_factory=set)  # every secret value seen, for the value pass and the leak check
+    mapping: dict[str, str] = field(default_factory=dict)  # host mode: real value → placeholder
+    known_hosts: set[str] = field(default_factory=set)
+    known_users: set[str] = field(default_factory=set)
+
+    # --- structural ---
+
+    def environment(self, env: Mapping[str, str]) -> dict[str, str]:
+        out = {}
+        for name, value in sorted(env.items()):
+            if self.enabled and SENSITIVE_NAME.search(name):
+                self._secret(value)
+                out[name] = placeholder("by-name")
+            else:
+                out[name] = self.text(value)
+        return out
+
+    def json(self, value: Any, key: str = "") -> Any:
+        if not self.enabled:
+            return value
+        if key.lower() in SENSITIVE_JSON_KEYS:
+            for leaf in _leaves(value):
+                self._secret(str(leaf))
+            return placeholder(key.lower()) if not isinstance(value, (dict, list)) else _blank(value, key.lower())
+        if isinstance(value, dict):
+            return {k: self.json(v, str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.json(v, key) for v in value]
+        if isinstance(value, str):
+            return self.text(value)
+        return value
+
+    def finding(self, finding: dict[str, Any]) -> dict[str, Any]:
+        """A finding's evidence keys listed in `sensitive` are dropped to placeholders."""
+        if not self.enabled:
+            return finding
+        evidence = dict(finding.get("evidence") or {})
+        for key in finding.get("sensitive") or []:
+            if key in evidence:
+                for leaf in _leaves(evidence[key]):
+                    self._secret(str(leaf))
+                evidence[key] = placeholder("sensitive-field")
+        return self.json({**finding, "evidence": evidence})
+
+    # --- patterns and values ---
+
+    def text(self, text: str) -> str:
+        if not self.enabled or not text:
+            return text
+        for kind, pattern in PATTERNS:
+            text = pattern.sub(lambda m, kind=kind: self._replace(m, kind), text)
+        if "[REDACTED:aws-access-key]" in text:  # the secret key usually sits right beside the access key
+            text = AWS_SECRET_NEAR_KEY.sub(lambda m: self._replace_value(m.group(0), "aws-secret-key"), text)
+        for secret in sorted(self.secrets, key=len, reverse=True):
+            if secret in text:
+                text = text.replace(secret, placeholder("value"))
+        if self.hosts:
+            text = self._hosts(text)
+        return text
+
+    def _replace(self, match: re.Match[str], kind: str) -> str:
+        if match.lastindex and match.lastindex >= 2:  # (prefix)(secret)
+            self._secret(match.group(2))
+            return match.group(1) + placeholder(kind)
+        return self._replace_value(match.group(match.lastindex or 0), kind)
+
+    def _replace_value(self, value: str, kind: str) -> str:
+        self._secret(value)
+        return placeholder(kind)
+
+    def _secret(self, value: str) -> None:
+        value = value.strip()
+        if len(value) >= 6 and not value.startswith("[REDACTED"):
+            self.secrets.add(value)
+
+    # --- host names, addresses, users (--redact-hosts) ---
+
+    def _stable(self, value: str, kind: str) -> str:
+        if value not in self.mapping:
+            count = sum(1 for v in self.mapping.values() if v.startswith(kind + "-")) + 1
+            self.mapping[value] = f"{kind}-{count}"
+        return self.mapping[value]
+
+    def _hosts(self, text: str) -> str:
+        def ip(match: re.Match[str]) -> str:
+            try:
+                address = ipaddress.ip_address(match.group(0))
+            except ValueError:
+                return match.group(0)
+            if address.is_loopback or address.is_unspecified or str(address).startswith("255."):
+                return match.group(0)
+            return self._stable(match.group(0), "ip")
+
+        text = IPV4.sub(ip, text)
+        for user in HOME.findall(text):
+            self.known_users.add(user)
+        text = HOME.sub(lambda m: "/home/" + self._stable(m.group(1), "user"), text)
+        for host in sorted(self.known_hosts, key=len, reverse=True):
+            # a whole name, and not the first word of a dotted identifier ("vm" in vm.swappiness)
+            if len(host) >= 3 and host in text:
+                pattern = rf"(?<![\w.-]){re.escape(host)}(?![\w-]|\.[a-z])"
+                if re.search(pattern, text):
+                    text = re.sub(pattern, self._stable(host, "host"), text)
+        for user in sorted(self.known_users, key=len, reverse=True):
+            if len(user) >= 3:
+                text = re.sub(rf"(?<![\w-]){re.escape(user)}(?![\w-])", self._stable(user, "user"), text)
+        return text
+
+    # --- the last net ---
+
+    def leaks(self, files: Mapping[str, bytes]) -> list[str]:
+        """What is still in the files: secret values seen during collection, pattern matches, and (host
+        mode) host names and addresses. An empty list means the bundle may be written."""
+        if not self.enabled:
+            return []
+        problems = []
+        for name, data in files.items():
+            text = data.decode("utf-8", errors="replace")
+            for secret in self.secrets:
+                if secret in text:
+                    problems.append(f"{name}: a secret value ({secret[:4]}…) is still present")
+            for kind, pattern in PATTERNS:
+                for match in pattern.finditer(text):
+                    value = match.group(match.lastindex or 0)
+                    if not value.startswith("[REDACTED"):
+                        problems.append(f"{name}: {kind} pattern still matches")
+                        break
+            if self.hosts:
+                for real in self.mapping:
+                    if real in text and len(real) >= 3:
+                        problems.append(f"{name}: {self.mapping[real]} ({real[:2]}…) is still present")
+        return problems
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def _blank(value: Any, kind: str) -> Any:
+    """Keeps the shape (registry names in `auths`), drops every value."""
+    if isinstance(value, dict):
+        return {k: _blank(v, kind) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_blank(v, kind) for v in value]
+    return placeholder(kind)

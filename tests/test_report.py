@@ -1,0 +1,245 @@
+"""Support bundles with secrets removed, diff, merge, Prometheus output, the HTML report in Chromium,
+and the deployment manifests."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from .conftest import FIXTURES, REPO, run_dd
+from .support.fakes import fake_tool
+
+SECRETS = {
+    "hf": "hf_QmVaLidLoOkInGtOkEnValue0123456789",
+    "ghp": "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "github_pat": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+    "aws_id": "AKIAIOSFODNN7EXAMPLE",
+    "aws_secret": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "openai": "sk-proj-Zyxwvutsrqponmlkjihgfedcba9876543210",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJkZWNvZGUtZG9jdG9yIn0.c2lnbmF0dXJlLW5vdC1yZWFs",
+    "pem": "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun",
+    "bearer": "b3ar3rT0kenValue.abc-def_ghi",
+    "url_password": "mirr0rPassw0rd",
+    "docker_auth": "dXNlcjpzM2NyM3RQYXNzd29yZA==",
+    "plain_by_name": "correct-horse-battery-staple",
+}
+
+
+@pytest.fixture
+def planted(tmp_path):
+    """Secrets of every kind in environment variables, daemon.json, docker config.json, a model config
+    file and command output."""
+    root = tmp_path / "host"
+    shutil.copytree(FIXTURES / "hosts/swap60-rhel7", root)
+    (root / "etc/docker").mkdir(parents=True)
+    (root / "etc/docker/daemon.json").write_text(json.dumps({"registry-mirrors": [f"https://ops:{SECRETS['url_password']}@mirror.internal.example"], "log-driver": "local"}))
+    docker_config = tmp_path / "docker-config"
+    docker_config.mkdir()
+    (docker_config / "config.json").write_text(json.dumps({"auths": {"registry.example.com": {"auth": SECRETS["docker_auth"]}}, "credsStore": "pass"}))
+    model = tmp_path / "model"
+    model.mkdir()
+    text = json.dumps({"model_type": "llama", "描述": "这是一个大型语言模型的配置文件，请勿修改。", "hub_token": SECRETS["hf"], "signing_jwt": SECRETS["jwt"]}, ensure_ascii=False)
+    (model / "config.json").write_bytes(text.encode("gbk"))  # not UTF-8: the encodings check quotes the line
+    (model / "notes.txt").write_text(f"-----BEGIN PRIVATE KEY-----\n{SECRETS['pem']}\n-----END PRIVATE KEY-----\n")
+    smi = fake_tool(tmp_path / "bin", "nvidia-smi", f"echo 'Authorization: Bearer {SECRETS['bearer']}' >&2; echo 'Failed to initialize NVML: Driver/library version mismatch' >&2; exit 18")
+    env = {
+        **smi,
+        "DOCKER_CONFIG": str(docker_config),
+        "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock",
+        "HF_TOKEN": SECRETS["hf"],
+        "GITHUB_TOKEN": SECRETS["ghp"],
+        "GH_PAT": SECRETS["github_pat"],
+        "AWS_ACCESS_KEY_ID": SECRETS["aws_id"],
+        "AWS_SECRET_ACCESS_KEY": SECRETS["aws_secret"],
+        "OPENAI_API_KEY": SECRETS["openai"],
+        "DB_PASSWORD": SECRETS["plain_by_name"],
+        "HARMLESS_SETTING": "keep-me-visible",
+    }
+    return root, model, env
+
+
+def bundle_files(path: Path) -> dict[str, bytes]:
+    with tarfile.open(path) as tar:
+        return {m.name.split("/", 1)[1]: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def make_bundle(tmp_path: Path, root: Path, model: Path, env: dict, *extra: str):
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    proc = run_dd("report", "--root", str(root), "--model", str(model), "--select", "swappiness,encodings,gpu,docker", "-o", str(out), *extra, env=env)
+    bundles = sorted(out.glob("*.tar.gz"))
+    return proc, bundles
+
+
+def test_bundle_holds_no_secret_and_keeps_the_evidence(planted, tmp_path):
+    root, model, env = planted
+    proc, bundles = make_bundle(tmp_path, root, model, env)
+    assert len(bundles) == 1, proc.stdout + proc.stderr
+    assert bundles[0].name.startswith("decode-doctor-rhel7-node-") and bundles[0].stat().st_mode & 0o077 == 0
+    files = bundle_files(bundles[0])
+    assert {"report.md", "report.html", "report.json", "raw/environment-variables.txt", "raw/docker-config.json"} <= set(files)
+    assert any(name.startswith("raw/commands/gpu-") for name in files)
+    assert any(name.startswith("raw/files/swappiness/proc/") for name in files)
+    everything = b"\n".join(files.values()).decode("utf-8", errors="replace")
+    for kind, secret in SECRETS.items():
+        assert secret not in everything, f"{kind} leaked"
+    report = json.loads(files["report.json"])
+    codes = {f["code"] for f in report["findings"]}
+    assert {"SWAP001", "ENC001", "GPU011", "DKR003"} <= codes
+    swap = [f for f in report["findings"] if f["code"] == "SWAP001"][0]
+    assert swap["evidence"]["swappiness"] == 60  # non-secret evidence survives
+    assert "HARMLESS_SETTING=keep-me-visible" in files["raw/environment-variables.txt"].decode()
+    assert "HF_TOKEN=[REDACTED:by-name]" in files["raw/environment-variables.txt"].decode()
+    assert json.loads(files["raw/docker-config.json"])["credsStore"] == "pass"
+    assert "registry.example.com" in files["raw/docker-config.json"].decode()
+    assert "Driver/library version mismatch" in everything
+    assert any(row["name"] == "Python" for row in report["environment"])
+    assert "## Environment" in files["report.md"].decode()
+
+
+def test_no_redact_says_so_loudly(planted, tmp_path):
+    root, model, env = planted
+    proc, bundles = make_bundle(tmp_path, root, model, env, "--no-redact")
+    assert "WARNING: --no-redact" in proc.stderr
+    assert SECRETS["hf"].encode() in b"".join(bundle_files(bundles[0]).values())
+
+
+def test_leak_self_check_refuses_to_write():
+    from decode_doctor.redact import Redactor
+
+    redactor = Redactor()
+    redactor.environment({"MY_TOKEN": "s3cr3t-value-xyz"})
+    problems = redactor.leaks({"report.json": b'{"x": "s3cr3t-value-xyz"}', "raw/a.txt": b"hf_abcdefghijklmnopqrstuvwxyz0123"})
+    assert any("report.json: a secret value" in p for p in problems)
+    assert any("raw/a.txt: huggingface-token pattern still matches" in p for p in problems)
+    assert Redactor().leaks({"ok.txt": b"[REDACTED:huggingface-token] nothing else"}) == []
+
+
+def test_redact_hosts_uses_stable_placeholders_kept_locally(planted, tmp_path):
+    root, model, env = planted
+    (root / "etc/docker/daemon.json").write_text(json.dumps({"registry-mirrors": ["http://10.20.30.40:5000"], "data-root": "/home/alice/docker"}))
+    state = tmp_path / "state"
+    proc, bundles = make_bundle(tmp_path, root, model, env, "--redact-hosts", "--state-dir", str(state))
+    files = bundle_files(bundles[0])
+    everything = b"\n".join(files.values()).decode("utf-8", errors="replace")
+    for real in ("rhel7-node", "10.20.30.40", "alice"):
+        assert real not in everything, real
+    assert "host-1" in everything and "ip-1" in everything
+    assert not bundles[0].name.startswith("decode-doctor-rhel7-node")
+    mapping_files = list((state / "redaction").glob("*.json"))
+    assert len(mapping_files) == 1 and mapping_files[0].stat().st_mode & 0o077 == 0
+    mapping = json.loads(mapping_files[0].read_text())
+    assert {"rhel7-node", "10.20.30.40", "alice"} <= set(mapping.values())
+    assert "vm.swappiness" in everything  # dotted names are not host names
+
+
+def _report(tmp_path: Path, host: str, name: str) -> Path:
+    target = tmp_path / name
+    proc = run_dd("check", "--root", str(FIXTURES / "hosts" / host), "--select", "swappiness,bandwidth", "--format", "json", "-o", str(target))
+    assert target.exists(), proc.stderr
+    return target
+
+
+def test_diff_and_merge_two_fixture_hosts(tmp_path):
+    a = _report(tmp_path, "swap60-rhel7", "a.json")
+    b = _report(tmp_path, "noswap-desktop", "b.json")
+    proc = run_dd("diff", str(a), str(b), "--format", "json")
+    data = json.loads(proc.stdout)
+    assert [f["code"] for f in data["appeared"]] == ["SWAP002"]
+    assert [f["code"] for f in data["disappeared"]] == ["SWAP001"]
+    assert set(data["bandwidth"]) == {"read_gbps", "copy_gbps"}
+    assert isinstance(data["bandwidth"]["read_gbps"]["change_percent"], float)
+    text = run_dd("diff", str(a), str(b)).stdout
+    assert "+ SWAP002" in text and "- SWAP001" in text and "bandwidth read_gbps" in text
+    for fmt, marker in (("text", "rhel7-node"), ("markdown", "| host | bandwidth | swappiness |"), ("html", "<table>")):
+        merged = run_dd("merge", str(a), str(b), "--format", fmt).stdout
+        assert marker in merged, fmt
+    markdown = run_dd("merge", str(a), str(b), "--format", "markdown").stdout
+    assert "| rhel7-node | info: BW001 | warning: SWAP001 |" in markdown
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert run_dd("diff", str(a), str(bad)).returncode == 2
+
+
+def test_prometheus_output_parses(tmp_path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    proc = run_dd("check", "--root", str(FIXTURES / "hosts/swap60-rhel7"), "--select", "swappiness,bandwidth", "--format", "prometheus")
+    families = {f.name: f for f in text_string_to_metric_families(proc.stdout)}
+    findings = families["decode_doctor_findings"].samples
+    assert any(s.labels["code"] == "SWAP001" and s.labels["severity"] == "warning" and s.value == 1 for s in findings)
+    states = [s for s in families["decode_doctor_check_state"].samples if s.value == 1]
+    assert {s.labels["check"]: s.labels["state"] for s in states} == {"swappiness": "findings", "bandwidth": "findings"}
+    bandwidth = {s.labels["kind"]: s.value for s in families["decode_doctor_memory_bandwidth_gbps"].samples}
+    assert bandwidth["read"] > 0 and bandwidth["copy"] > 0
+    assert families["decode_doctor_check_duration_seconds"].samples
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_html_report_renders_in_headless_chromium_without_network(tmp_path):
+    from .support.modelgen import qwen2_7b
+
+    chromium = _chromium()
+    if chromium is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
+        pytest.skip("chromium is not installed")
+    model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)
+    page = tmp_path / "report.html"
+    run_dd("check", "--root", str(FIXTURES / "hosts/swap60-rhel7"), "--select", "swappiness,decode-budget", "--model", str(model), "--bandwidth", "51.2", "--format", "html", "-o", str(page))
+    text = page.read_text()
+    assert "<svg" in text and "tokens/s per sequence" in text
+    assert "http://" not in text and "https://" not in text and "<script" not in text
+    shot, netlog = tmp_path / "shot.png", tmp_path / "netlog.json"
+    proc = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-pings", "--disable-default-apps", "--disable-extensions",
+         "--disable-domain-reliability", "--disable-client-side-phishing-detection", "--metrics-recording-only",
+         "--disable-features=OptimizationHints,MediaRouter,Translate,AutofillServerCommunication,CertificateTransparencyComponentUpdater",
+         "--host-resolver-rules=MAP * ~NOTFOUND",  # nothing leaves this machine, whatever asks
+         f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+         f"--log-net-log={netlog}", "--window-size=1200,1600", f"--screenshot={shot}", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert shot.exists() and shot.stat().st_size > 10_000, proc.stderr[-2000:]
+    assert "Uncaught" not in proc.stderr and ":CONSOLE(" not in proc.stderr
+    import re
+
+    # every URL Chromium's network stack touched (a killed Chromium leaves the log unterminated: no JSON parse)
+    urls = set(re.findall(r'"url":"([^"]+)"', netlog.read_text()))
+    browser_own = re.compile(r"^https?://[^/]*(google\.com|googleapis\.com|gstatic\.com|gvt1\.com)(/|:)")
+    from_page = [u for u in urls if u.startswith(("http://", "https://", "ws://", "wss://")) and not browser_own.match(u)]
+    assert from_page == [], from_page
+    keep = os.environ.get("DD_KEEP_SCREENSHOT")
+    if keep:
+        shutil.copy(shot, keep)
+
+
+def test_daemonset_manifest_and_dockerfile():
+    import yaml
+
+    manifest = yaml.safe_load((REPO / "deploy/daemonset.yaml").read_text())
+    assert manifest["apiVersion"] == "apps/v1" and manifest["kind"] == "DaemonSet"
+    spec = manifest["spec"]
+    assert spec["selector"]["matchLabels"] == spec["template"]["metadata"]["labels"]
+    (container,) = spec["template"]["spec"]["containers"]
+    assert container["image"] and container["name"]
+    command = " ".join(container["command"] + container["args"])
+    assert "--root /host" in command and "--format prometheus" in command
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["template"]["spec"]["volumes"]}
+    for host_path in ("/proc", "/sys", "/etc"):
+        mount = mounts[f"/host{host_path}"]
+        assert mount["readOnly"] is True
+        assert volumes[mount["name"]]["hostPath"]["path"] == host_path
+    dockerfile = (REPO / "deploy/Dockerfile").read_text()
+    assert 'ENTRYPOINT ["decode-doctor"]' in dockerfile and '"--root", "/host"' in dockerfile
