@@ -10,7 +10,6 @@ Goal: at least 1.8× the Pillow loop on two cores, while also catching libjpeg's
 from __future__ import annotations
 
 import argparse
-import io
 import sys
 import tempfile
 import time

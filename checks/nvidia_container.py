@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any
 
 from decode_doctor.check import Check, Needs, SkipCheck
+from decode_doctor.checks.docker import read_daemon_json
 from decode_doctor.context import Context
 from decode_doctor.model import Code, Finding, Severity
 
@@ -56,17 +55,6 @@ def cdi_devices(ctx: Context) -> dict[str, list[str]]:
     return found
 
 
-def daemon_config(ctx: Context) -> tuple[dict[str, Any] | None, str | None]:
-    text = ctx.read_text("/etc/docker/daemon.json")
-    if text is None:
-        return None, None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, f"/etc/docker/daemon.json is not valid JSON: {exc.msg} at line {exc.lineno}"
-    return (data if isinstance(data, dict) else None), None
-
-
 class NvidiaContainer(Check):
     name = "nvidia-container"
     description = "NVIDIA Container Toolkit hooks, CDI specs and Docker runtimes for `docker run --gpus`"
@@ -83,7 +71,7 @@ class NvidiaContainer(Check):
             raise SkipCheck("Docker is not installed")
         tools = {name: _installed(ctx, name) for name in ("nvidia-container-runtime-hook", "nvidia-cdi-hook", "nvidia-ctk", "nvidia-container-runtime", "nvidia-container-cli")}
         specs = cdi_devices(ctx)
-        config, config_error = daemon_config(ctx)
+        config, config_error = read_daemon_json(ctx)
         engine = ctx.facts.get("docker") or {}
         # the running Engine's view when it answered; daemon.json otherwise
         runtimes = engine["runtimes"] if engine.get("reachable") else sorted((config or {}).get("runtimes", {}) or {})

@@ -13,7 +13,7 @@ import pytest
 from decode_doctor.checks.docker import api_version, image_store, mirrors, referrers_exposed
 from decode_doctor.checks.referrers import INDEX_TYPE, judge_referrers, parse_reference, Answer
 
-from .conftest import FIXTURES, python_for, run_dd, tree_digest
+from .conftest import FIXTURES, python_for, run_dd
 from .support.services import http_server, json_body, unix_http_server
 
 

@@ -129,10 +129,7 @@ def push_tiny_image(docker_host: str, registry_host: str, repository: str = "tin
 Route = Callable[[http.server.BaseHTTPRequestHandler], tuple[int, dict[str, str], bytes]]
 
 
-@contextmanager
-def http_server(route: Route) -> Iterator[str]:
-    """A threaded HTTP server on 127.0.0.1 answering every GET with route(handler)."""
-
+def _handler(route: Route, unix: bool = False) -> type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802
             status, headers, body = route(self)
@@ -143,9 +140,20 @@ def http_server(route: Route) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(body)
 
+        def address_string(self) -> str:
+            return "unix" if unix else super().address_string()
+
         def log_message(self, *args: object) -> None:
             pass
 
+    return Handler
+
+
+@contextmanager
+def http_server(route: Route) -> Iterator[str]:
+    """A threaded HTTP server on 127.0.0.1 answering every GET with route(handler)."""
+
+    Handler = _handler(route)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -160,21 +168,7 @@ def http_server(route: Route) -> Iterator[str]:
 def unix_http_server(path: Path, route: Route) -> Iterator[str]:
     """The same, on a unix socket (a fake Engine)."""
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            status, headers, body = route(self)
-            self.send_response(status)
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def address_string(self) -> str:
-            return "unix"
-
-        def log_message(self, *args: object) -> None:
-            pass
+    Handler = _handler(route, unix=True)
 
     class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         daemon_threads = True
