@@ -95,8 +95,8 @@ ENC007 = Code(
     code="ENC007",
     title="A symbolic link was not followed",
     severity=Severity.INFO,
-    what="A link in the model directory points outside it (or is a link to a directory); decode-doctor never follows "
-    "links out of the tree it was given, and never writes through one.",
+    what="A symbolic link in the model directory: one pointing outside the tree (or to a directory) is never followed; "
+    "one pointing inside it is reported once, its target checked at its own path; decode-doctor never writes through a link.",
     why="Links out of the tree could lead the check, and a fix, to files the user did not name.",
     fix_by_hand="Pass the link's target directory with another --model if it should be checked.",
 )
@@ -228,11 +228,20 @@ class Encodings(Check):
             findings.append(self.finding("ENC007", f"{link}: a symbolic link to {target} ({why}); not followed.", evidence={"link": str(link), "target": str(target)}, path=str(link)))
 
         for given in ctx.models:
+            links: list[TextFile] = []
             for item in walk(Path(given), link_out):
+                if item.is_link:  # after the regular files, so a fix is offered on the real path
+                    links.append(item)
+                    continue
+                seen.add(item.target.resolve())
+                ctx.note_file(item.target)
+                findings.extend(self._judge(item, decide, from_encoding))
+            for item in links:
                 real = item.target.resolve()
                 if real in seen:
+                    findings.append(self.finding("ENC007", f"{item.path}: a symbolic link to {real}, which is checked at its own path; links are never written through.", evidence={"link": str(item.path), "target": str(real)}, path=str(item.path)))
                     continue
-                seen.add(real)
+                seen.add(real)  # a target outside the walked folders but inside the tree (a Hugging Face cache blob)
                 ctx.note_file(item.target)
                 findings.extend(self._judge(item, decide, from_encoding))
         return findings

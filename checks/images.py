@@ -494,6 +494,24 @@ def decode_all(paths: Iterator[Path], jobs: int, max_pixels: int, file_timeout: 
 
 # --- the check -------------------------------------------------------------------------------
 
+def start_counter(dataset: Path) -> tuple[int, Connection]:
+    """A forked process that walks the tree once more, only counting, so progress can show an ETA
+    while the decoders stream through it; its answer arrives long before they finish."""
+    parent, child = Pipe(duplex=False)
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            parent.close()
+            child.send(sum(1 for _ in iter_images(dataset, [], [])))
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    child.close()
+    return pid, parent
+
+
 def default_quarantine(dataset: Path) -> Path:
     return dataset.parent / f"{dataset.name}.quarantine"
 
@@ -530,15 +548,22 @@ class Images(Check):
         modes: Counter[str] = Counter()
         mode_files: dict[str, list[str]] = {}
         unsupported: list[str] = []
-        counter = {"done": 0, "started": time.monotonic(), "last": 0.0}
+        counter: dict[str, Any] = {"done": 0, "started": time.monotonic(), "last": 0.0, "total": None}
+        counter_pid, counter_conn = start_counter(dataset)
 
         def on_result(result: dict[str, Any]) -> None:
             counter["done"] += 1
             now = time.monotonic()
             if now - counter["last"] >= PROGRESS_EVERY_S:
                 counter["last"] = now
+                if counter["total"] is None and counter_conn.poll():
+                    counter["total"] = counter_conn.recv()
                 rate = counter["done"] / max(now - counter["started"], 1e-6)
-                ctx.progress(f"{counter['done']:,} images, {rate:,.0f}/s, {len(findings)} problems")
+                text = f"{counter['done']:,} images, {rate:,.0f}/s, {len(findings)} problems"
+                if counter["total"]:
+                    left = max(counter["total"] - counter["done"], 0)
+                    text = f"{counter['done']:,} of {counter['total']:,} images, {rate:,.0f}/s, ETA {left / max(rate, 1e-6):,.0f} s, {len(findings)} problems"
+                ctx.progress(text)
             if result.get("mode"):
                 label = UNUSUAL_MODES[result["mode"]]
                 modes[label] += 1
@@ -549,7 +574,15 @@ class Images(Check):
                     continue
                 findings.append(self._finding(problem, result["path"], result.get("sha256"), dataset, quarantine))
 
-        decode_all(iter_images(dataset, links, appledouble), jobs, max_pixels, file_timeout, on_result)
+        try:
+            decode_all(iter_images(dataset, links, appledouble), jobs, max_pixels, file_timeout, on_result)
+        finally:
+            try:
+                os.kill(counter_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(counter_pid, 0)
+            counter_conn.close()
         summary = {"dataset": str(dataset), "images": counter["done"], "seconds": round(time.monotonic() - counter["started"], 3)}
         if modes:
             parts = ", ".join(f"{label} {count}" for label, count in modes.most_common())

@@ -60,7 +60,9 @@ def test_every_item_gets_the_right_verdict(tree):
         assert all(f["fix"] is None for f in found[str(root / rel)])
     links = found[str(root / "links/config.json")]
     assert [f["code"] for f in links] == ["ENC007"] and "outside the tree" in links[0]["message"]
-    assert str(root / "links/inside.json") not in found  # the same file as gbk/config.json: reported once
+    inside = found[str(root / "links/inside.json")]  # the same file as gbk/config.json: reported once, as a link
+    assert [f["code"] for f in inside] == ["ENC007"] and "checked at its own path" in inside[0]["message"]
+    assert found[str(root / "gbk/config.json")][0]["fix"] is not None
     mixed = found[str(root / "mixed/config.json")][0]
     assert mixed["evidence"]["lines"]["utf-8"] == [5]
     big = found[str(root / "large/merges.txt")][0]
@@ -179,3 +181,16 @@ def test_decide_returns_the_true_text(item):
     verdict = decide(item.data, Path(item.rel).suffix)
     assert verdict.status == "convert"
     assert verdict.text.lstrip("\ufeff") == item.text
+
+
+def test_hugging_face_cache_snapshot_links_into_its_blobs(tmp_path):
+    repo = tmp_path / "hub" / "models--org--name"
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "snapshots" / "abc123").mkdir(parents=True)
+    blob = repo / "blobs" / "0f1e2d"
+    blob.write_bytes(json.dumps({"description": ZH}, ensure_ascii=False).encode("gbk"))
+    os.symlink("../../blobs/0f1e2d", repo / "snapshots/abc123/config.json")
+    report = json.loads(check("--model", str(repo / "snapshots/abc123"), "--format", "json").stdout)
+    (finding,) = report["findings"]
+    assert finding["code"] == "ENC001" and finding["fix"] is None  # checked through the link, never written through it
+    assert "a symbolic link: convert its target" in finding["message"]
