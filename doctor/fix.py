@@ -255,6 +255,21 @@ def move_file(src: Path, dst: Path, expected_sha256: str | None = None) -> None:
     fsync_dir(src.parent)
 
 
+def _append_manifest(manifest: Path, entry: Record) -> None:
+    """One JSON line per quarantine move (and per undo of one), fsynced."""
+    import datetime as dt
+    import json
+
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    entry = {**entry, "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    fd = os.open(manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (json.dumps(entry, ensure_ascii=False) + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @dataclass(frozen=True)
 class MoveFile(Action):
     """Move a file (to a quarantine directory, or to a corrected name), optionally noting it in a manifest."""
@@ -301,20 +316,10 @@ class MoveFile(Action):
         before the move, so a quarantined file is never without its record."""
         if self.manifest is None:
             return
-        import datetime as dt
-        import json
-
-        self.manifest.parent.mkdir(parents=True, exist_ok=True)
-        entry = {
+        _append_manifest(self.manifest, {
             "original": str(self.path), "quarantined": str(self.destination), "size": self.path.stat().st_size,
-            "sha256": sha256_file(self.path), "reason": self.reason, "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        }
-        fd = os.open(self.manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, (json.dumps(entry, ensure_ascii=False) + "\n").encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            "sha256": sha256_file(self.path), "reason": self.reason,
+        })
 
     def apply(self) -> None:
         move_file(self.path, self.destination, self.expected_sha256)
@@ -335,6 +340,8 @@ class MoveFile(Action):
         if sha256_file(dst) != record["sha256"] and not force:
             return f"conflict: {dst} changed after the move; left as it is"
         move_file(dst, src)
+        if record.get("manifest"):
+            _append_manifest(Path(record["manifest"]), {"restored": str(src), "from": str(dst), "sha256": record["sha256"]})
         return "restored"
 
 

@@ -67,6 +67,7 @@ def test_quarantine_and_undo_are_byte_identical_and_stay_in_bounds(dataset, tmp_
     quarantine = root.parent / "train.quarantine"
     manifest = [json.loads(line) for line in (quarantine / "manifest.jsonl").read_text().splitlines()]
     moved = {entry["original"] for entry in manifest}
+    assert all(entry["quarantined"].startswith(str(quarantine) + "/") for entry in manifest)
     expected = {str(root / i.rel) for i in items if i.expect in QUARANTINE_CODES}
     assert moved == expected
     for item in items:
@@ -87,6 +88,8 @@ def test_quarantine_and_undo_are_byte_identical_and_stay_in_bounds(dataset, tmp_
     assert undo.returncode == 0, undo.stdout + undo.stderr
     restored = tree_digest(root)
     assert restored == {k[len("data/train/"):]: v for k, v in everything_before.items() if k.startswith("data/train/")}
+    after_undo = [json.loads(line) for line in (quarantine / "manifest.jsonl").read_text().splitlines()]
+    assert {e["restored"] for e in after_undo if "restored" in e} == expected  # the manifest tells the whole story
 
 
 def test_sigkill_mid_quarantine_loses_nothing(tmp_path):
