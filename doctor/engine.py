@@ -147,6 +147,15 @@ def _kill(job: _Job) -> CheckResult:
 
 def _drive(jobs: list[_Job], results: dict[str, CheckResult], progress: Progress | None) -> None:
     by_conn = {job.conn: job for job in jobs}
+    try:
+        _drive_until_done(by_conn, results, progress)
+    except BaseException:  # Ctrl-C: the checks live in their own process groups, so take them down too
+        for job in by_conn.values():
+            _kill(job)
+        raise
+
+
+def _drive_until_done(by_conn: dict[Connection, _Job], results: dict[str, CheckResult], progress: Progress | None) -> None:
     while by_conn:
         now = time.monotonic()
         wait_s = max(0.0, min(job.deadline for job in by_conn.values()) - now)

@@ -146,3 +146,31 @@ def test_a_check_runs_after_the_one_it_reads_facts_from(plugins):
     # without the publisher selected, the reader still runs and sees nothing
     (alone,) = run_checks([plugins.Reader], Context())
     assert alone.findings[0].message == "saw None"
+
+
+def test_interrupting_the_run_kills_the_checks_and_their_commands(plugins, tmp_path):
+    """Ctrl-C reaches only the foreground process group: the engine must take the checks down itself."""
+    import signal
+    import subprocess
+    import sys
+
+    marker = f"1000.{os.getpid()}{time.time_ns() % 10**9}"
+    script = (
+        f"import sys; sys.path.insert(0, {str(PLUGINS)!r})\n"
+        "import dd_test_checks\n"
+        "from decode_doctor.context import Context\n"
+        "from decode_doctor.engine import run_checks\n"
+        "import os\n"
+        "run_checks([dd_test_checks.HungCommand], Context(options={'marker': os.environ['DD_MARKER']}), timeout_s=60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "DD_MARKER": marker})  # not in any command line but the hung one
+    deadline = time.monotonic() + 10
+    while not _processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _processes_with(marker), "the hung command never started"
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 3
+    while _processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _processes_with(marker) == []
