@@ -548,7 +548,8 @@ class Images(Check):
         modes: Counter[str] = Counter()
         mode_files: dict[str, list[str]] = {}
         unsupported: list[str] = []
-        counter: dict[str, Any] = {"done": 0, "started": time.monotonic(), "last": 0.0, "total": None}
+        now = time.monotonic()
+        counter: dict[str, Any] = {"done": 0, "started": now, "last": now, "total": None}  # first line after half a second
         counter_pid, counter_conn = start_counter(dataset)
 
         def on_result(result: dict[str, Any]) -> None:
