@@ -97,3 +97,22 @@ def test_every_builtin_code_is_documented_and_unique():
             assert code.code not in seen
             seen.add(code.code)
             assert code.what and code.why and code.fix_by_hand and code.title
+
+
+def test_a_report_from_every_check_validates(schema, tmp_path):
+    from .support.imagegen import write_dataset
+    from .support.modelgen import qwen2_7b
+    from .support.textcorpus import write_corpus
+
+    qwen2_7b(tmp_path / "model")
+    write_corpus(tmp_path / "model" / "texts")
+    write_dataset(tmp_path / "images")
+    proc = run_dd("check", "--model", str(tmp_path / "model"), "--images", str(tmp_path / "images"), "--root", SWAP_HOST,
+                  "--format", "json", env={"DOCKER_HOST": f"unix://{tmp_path}/none.sock"})
+    report = json.loads(proc.stdout)
+    jsonschema.Draft202012Validator(schema).validate(report)
+    checks = {r["check"] for r in report["results"]}
+    from decode_doctor import registry
+
+    assert checks == set(registry.checks().items)
+    assert {f["check"] for f in report["findings"]} >= {"bandwidth", "decode-budget", "encodings", "images", "swappiness", "docker"}
