@@ -116,3 +116,23 @@ def test_a_report_from_every_check_validates(schema, tmp_path):
 
     assert checks == set(registry.checks().items)
     assert {f["check"] for f in report["findings"]} >= {"bandwidth", "decode-budget", "encodings", "images", "swappiness", "docker"}
+
+
+def test_terminal_output_is_a_rich_table_and_honours_no_color(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("script") is None:
+        pytest.skip("script(1) is needed to give the command a terminal")
+    command = f"{sys.executable} -m decode_doctor check --select swappiness --root {SWAP_HOST}"
+
+    def on_terminal(extra_env: dict[str, str]) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | extra_env | {"TERM": "xterm-256color", "COLUMNS": "160"}
+        return subprocess.run(["script", "-qec", command, "/dev/null"], capture_output=True, text=True, env=env, timeout=60).stdout
+
+    coloured = on_terminal({})
+    assert "Severity" in coloured and "\x1b[33m" in coloured  # a table, the warning in yellow
+    plain = on_terminal({"NO_COLOR": "1"})
+    assert "Severity" in plain and "\x1b[33m" not in plain
