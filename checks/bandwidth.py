@@ -79,13 +79,6 @@ def _numa_nodes(ctx: Context) -> int:
     return sum(1 for entry in node_dir.iterdir() if re.fullmatch(r"node\d+", entry.name)) or 1
 
 
-def _mem_available(ctx: Context) -> int | None:
-    for line in (ctx.read_text("/proc/meminfo") or "").splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) * 1024
-    return None
-
-
 def memory_spec(ctx: Context) -> tuple[Any, str | None]:
     """(MemorySpec or None, why it is unavailable)."""
     from decode_doctor.membw import parse_dmidecode_memory
@@ -122,7 +115,7 @@ class Bandwidth(Check):
 
         thorough = bool(ctx.options.get("thorough"))
         llc = llc_bytes(ctx.read_text)
-        cpu = measure_cpu(buffer_size(llc, _mem_available(ctx), thorough), budget_s=4.0 if thorough else 1.0)
+        cpu = measure_cpu(buffer_size(llc, ctx.meminfo_bytes("MemAvailable"), thorough), budget_s=4.0 if thorough else 1.0)
         spec, spec_missing = memory_spec(ctx)
         evidence: dict[str, Any] = {**cpu.to_dict(), "llc_bytes": llc, "numa_nodes": _numa_nodes(ctx), "governor": _governor(ctx)}
         if not ctx.live_host:

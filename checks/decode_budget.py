@@ -78,10 +78,7 @@ DEC011 = Code(
 def _cpu_device(ctx: Context, bandwidth: dict[str, Any] | None, given: float | None) -> Any:
     from decode_doctor.budget import Device
 
-    total = None
-    for line in (ctx.read_text("/proc/meminfo") or "").splitlines():
-        if line.startswith("MemTotal:"):
-            total = int(line.split()[1]) * 1024
+    total = ctx.meminfo_bytes("MemTotal")
     if given:
         bw, source = given, "given"
     elif bandwidth and bandwidth.get("cpu", {}).get("read_gbps"):

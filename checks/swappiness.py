@@ -115,10 +115,8 @@ def _swap_devices(ctx: Context) -> list[str]:
 
 
 def _swap_total_kib(ctx: Context) -> int | None:
-    for line in (ctx.read_text("/proc/meminfo") or "").splitlines():
-        if line.startswith("SwapTotal:"):
-            return int(line.split()[1])
-    return None
+    total = ctx.meminfo_bytes("SwapTotal")
+    return None if total is None else total // 1024
 
 
 def proc_sys_read_only(ctx: Context) -> bool:

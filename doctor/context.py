@@ -50,6 +50,14 @@ class Context:
         self.files_read.append(path)
         return data.decode("utf-8", errors="replace")
 
+    def meminfo_bytes(self, field: str) -> int | None:
+        """A /proc/meminfo field (MemTotal, MemAvailable, SwapTotal…) in bytes; None when absent."""
+        for line in (self.read_text("/proc/meminfo") or "").splitlines():
+            name, _, rest = line.partition(":")
+            if name == field and rest.split():
+                return int(rest.split()[0]) * (1024 if rest.strip().endswith("kB") else 1)
+        return None
+
     def note_file(self, path: str | os.PathLike[str]) -> None:
         """Records a file read outside the host tree (a model file) for the support bundle."""
         self.files_read.append("file://" + os.path.abspath(path))

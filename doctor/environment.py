@@ -71,7 +71,7 @@ def collect_environment(ctx: Context, report: Report, cpu: dict[str, Any]) -> li
     rows.append(("kernel", kernel))
     cpu_name = cpu.get("brand_raw") or next((l.split(":", 1)[1].strip() for l in (ctx.read_text("/proc/cpuinfo") or "").splitlines() if l.startswith("model name")), "unknown")
     rows.append(("CPU", f"{cpu_name} ({cpu.get('count', '?')} logical CPUs, {cpu.get('arch', platform.machine())})"))
-    total = next((int(l.split()[1]) * 1024 for l in (ctx.read_text("/proc/meminfo") or "").splitlines() if l.startswith("MemTotal:")), None)
+    total = ctx.meminfo_bytes("MemTotal")
     if total is None and ctx.live_host:
         import psutil
 
