@@ -218,8 +218,6 @@ class Encodings(Check):
     timeout_s = 120.0
 
     def run(self, ctx: Context) -> list[Finding]:
-        from decode_doctor.textenc import decide
-
         findings: list[Finding] = []
         seen: set[Path] = set()
         from_encoding = ctx.options.get("from_encoding")
@@ -235,7 +233,7 @@ class Encodings(Check):
                     continue
                 seen.add(item.target.resolve())
                 ctx.note_file(item.target)
-                findings.extend(self._judge(item, decide, from_encoding))
+                findings.extend(self._judge(item, from_encoding))
             for item in links:
                 real = item.target.resolve()
                 if real in seen:
@@ -243,10 +241,12 @@ class Encodings(Check):
                     continue
                 seen.add(real)  # a target outside the walked folders but inside the tree (a Hugging Face cache blob)
                 ctx.note_file(item.target)
-                findings.extend(self._judge(item, decide, from_encoding))
+                findings.extend(self._judge(item, from_encoding))
         return findings
 
-    def _judge(self, item: TextFile, decide: Any, from_encoding: str | None) -> list[Finding]:
+    def _judge(self, item: TextFile, from_encoding: str | None) -> list[Finding]:
+        from decode_doctor.textenc import decide
+
         path, suffix = str(item.path), item.path.suffix.lower()
         try:
             data = _read(item.target)

@@ -92,13 +92,6 @@ IMG012 = Code("IMG012", "An image file cannot be read", Severity.WARNING,
 
 # --- walking ---------------------------------------------------------------------------------
 
-@dataclass
-class Walked:
-    images: Iterator[Path]
-    links: list[str] = field(default_factory=list)
-    appledouble: list[str] = field(default_factory=list)
-
-
 def iter_images(root: Path, links: list[str], appledouble: list[str]) -> Iterator[Path]:
     """Image files under root, streaming (a directory stack, never the whole list): links reported,
     not followed; ._* files and directories named like images set aside."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .model import Code, Finding, FixRef, Severity
@@ -89,18 +89,3 @@ class Check:
             sensitive=sensitive,
         )
 
-
-@dataclass
-class CheckSpec:
-    """A discovered check class and where it came from."""
-
-    cls: type[Check]
-    origin: str  # "builtin" or the entry point's distribution name
-    codes: tuple[Code, ...] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.codes = tuple(self.cls.codes)
-
-    @property
-    def name(self) -> str:
-        return self.cls.name

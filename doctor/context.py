@@ -62,9 +62,6 @@ class Context:
         """Records a file read outside the host tree (a model file) for the support bundle."""
         self.files_read.append("file://" + os.path.abspath(path))
 
-    def exists(self, path: str) -> bool:
-        return self.host_path(path).exists()
-
     def which(self, name: str) -> str | None:
         return self.runner.which(name)
 

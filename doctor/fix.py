@@ -53,6 +53,13 @@ class Action:
         raise NotImplementedError
 
 
+def existing_ancestor(path: Path) -> Path:
+    """The nearest directory at or above path that exists (where a create or rename would land)."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
 def _backup_bytes(path: Path, backup_path: Path) -> None:
     if path.exists():
         atomic_write(backup_path, path.read_bytes(), mode=0o600)
@@ -99,21 +106,15 @@ class ReplaceFile(Action):
         return f"sudo tee {shlex.quote(self.shown)} >/dev/null <<'EOF'\n{text.rstrip(chr(10))}\nEOF"
 
     def permitted(self) -> bool:
-        parent = self.path.parent
-        while not parent.exists() and parent != parent.parent:
-            parent = parent.parent
-        return os.access(parent, os.W_OK) and (not self.path.exists() or os.access(self.path, os.W_OK))
+        return os.access(existing_ancestor(self.path.parent), os.W_OK) and (not self.path.exists() or os.access(self.path, os.W_OK))
 
     def intent(self) -> Record:
         if self.path.is_symlink() or (self.path.exists() and not self.path.is_file()):
             raise UnsafeTarget(f"{self.path} is not a regular file; refusing to replace it")
         if self.expected_sha256 is not None and sha256_file(self.path) != self.expected_sha256:
             raise UnsafeTarget(f"{self.shown} changed since it was checked; run the check again")
-        missing = []
-        parent = self.path.parent
-        while not parent.exists():
-            missing.append(str(parent))
-            parent = parent.parent
+        top = existing_ancestor(self.path.parent)
+        missing = [str(p) for p in [self.path.parent, *self.path.parent.parents] if p != top and top in p.parents]
         return {
             "path": str(self.path),
             "shown": self.shown,
@@ -215,10 +216,7 @@ class WriteTunable(Action):
 
 
 def _same_filesystem(a: Path, b: Path) -> bool:
-    probe = b
-    while not probe.exists():
-        probe = probe.parent
-    return a.stat().st_dev == probe.stat().st_dev
+    return a.stat().st_dev == existing_ancestor(b).stat().st_dev
 
 
 def move_file(src: Path, dst: Path, expected_sha256: str | None = None) -> None:
@@ -292,10 +290,7 @@ class MoveFile(Action):
         return f"mkdir -p {shlex.quote(str(self.destination.parent))} && mv -n -- {shlex.quote(str(self.path))} {shlex.quote(str(self.destination))}"
 
     def permitted(self) -> bool:
-        target = self.destination.parent
-        while not target.exists() and target != target.parent:
-            target = target.parent
-        return os.access(self.path.parent, os.W_OK) and os.access(target, os.W_OK)
+        return os.access(self.path.parent, os.W_OK) and os.access(existing_ancestor(self.destination.parent), os.W_OK)
 
     def intent(self) -> Record:
         if self.path.is_symlink() or not self.path.is_file():

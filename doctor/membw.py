@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 GB = 1e9
@@ -213,7 +213,6 @@ class GpuBandwidth:
     copy_gbps: float
     spread: float
     theoretical_gbps: float | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 def measure_gpus(budget_s: float = 1.0) -> list[GpuBandwidth]:

@@ -189,13 +189,6 @@ def parse_torch_version_py(text: str) -> dict[str, str | None]:
     return {"version": assigned("__version__"), "cuda": assigned("cuda"), "hip": assigned("hip")}
 
 
-def cudnn_from_int(value: int) -> str:
-    """torch.backends.cudnn.version() style: 8902 → 8.9.2, 91100 → 9.11.0."""
-    if value >= 10000:
-        return f"{value // 10000}.{value % 10000 // 100}.{value % 100}"
-    return f"{value // 1000}.{value % 1000 // 100}.{value % 100}"
-
-
 # --- compatibility -----------------------------------------------------------------------------
 
 def vkey(version: str) -> tuple[int, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-from .model import CheckResult, Finding, State
+from .model import CheckResult, Finding, Severity, State
 from .report import Report
 
 FORMATS = ("text", "json", "markdown", "html", "prometheus")
@@ -32,8 +32,6 @@ def render(report: Report, fmt: str, stream: TextIO, *, tty: bool, debug: bool =
 
 
 def _summary_line(report: Report) -> str:
-    from .model import Severity
-
     parts = [
         f"{report.count(Severity.ERROR)} error(s)",
         f"{report.count(Severity.WARNING)} warning(s)",

@@ -75,10 +75,6 @@ class Verdict:
     candidates: list[tuple[str, float]] = field(default_factory=list)
     mixed_lines: dict[str, list[int]] = field(default_factory=dict)
 
-    @property
-    def clean(self) -> bool:
-        return self.status in ("utf-8", "ascii")
-
 
 # --- what each language really uses, derived from the codecs themselves -------------------------
 
@@ -316,8 +312,8 @@ def _candidates(data: bytes, hot: bytes, suffix: str) -> list[Candidate]:
 
 
 def _truncated(data: bytes) -> str | None:
-    """UTF-8 or a legacy multi-byte encoding that fails only in its last character."""
-    for codec in ("utf-8", "gb18030", "big5", "shift_jis", "euc_kr"):
+    """A legacy multi-byte encoding that fails only in its last character (UTF-8's own cut is found in decide())."""
+    for codec in ("gb18030", "big5", "shift_jis", "euc_kr"):
         try:
             data.decode(codec)
             return None
