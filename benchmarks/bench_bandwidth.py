@@ -16,7 +16,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from decode_doctor.membw import buffer_size, llc_bytes, measure_cpu, usable_cpus
+from decode_doctor.checks.bandwidth.membw import buffer_size, llc_bytes, measure_cpu  # noqa: E402
+from decode_doctor.engine.workers import usable_cpus  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 

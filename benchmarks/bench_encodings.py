@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from support.textcorpus import write_corpus  # noqa: E402
 
 from decode_doctor.checks.encodings import Encodings, walk  # noqa: E402
-from decode_doctor.context import Context  # noqa: E402
+from decode_doctor.engine import Context  # noqa: E402
 
 
 def scan(root: Path) -> tuple[float, int, int]:

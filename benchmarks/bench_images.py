@@ -20,8 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from PIL import Image  # noqa: E402
 from support.imagegen import encode, picture  # noqa: E402
 
-from decode_doctor.checks.images import Images, usable_cpus  # noqa: E402
-from decode_doctor.context import Context  # noqa: E402
+from decode_doctor.checks.images import Images  # noqa: E402
+from decode_doctor.engine.workers import usable_cpus  # noqa: E402
+from decode_doctor.engine import Context  # noqa: E402
 
 
 def pillow_loop(paths: list[Path]) -> float:

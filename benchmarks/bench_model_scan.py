@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from support.modelgen import llama_gguf, qwen2_7b, write_safetensors  # noqa: E402
 
-from decode_doctor.modelfiles import read_model, read_safetensors_header  # noqa: E402
+from decode_doctor.checks.decode_budget.modelfiles import read_model, read_safetensors_header  # noqa: E402
 
 
 def timed(path: Path, repeat: int) -> list[float]:

@@ -20,7 +20,7 @@ HOST = REPO / "fixtures" / "hosts" / "swap60-rhel7"
 
 CASES = {
     "python -c pass (baseline)": [sys.executable, "-c", "pass"],
-    "python -c 'import decode_doctor.cli'": [sys.executable, "-c", "import decode_doctor.cli"],
+    "python -c 'import decode_doctor.cli.main'": [sys.executable, "-c", "import decode_doctor.cli.main"],
     "decode-doctor --help": [sys.executable, "-m", "decode_doctor", "--help"],
     "decode-doctor list": [sys.executable, "-m", "decode_doctor", "list"],
     "decode-doctor check --root fixture": [sys.executable, "-m", "decode_doctor", "check", "--root", str(HOST)],

@@ -1,3 +1,3 @@
-from decode_doctor.cli import main
+from decode_doctor.cli.main import main
 
 main()

@@ -1,1 +1,1 @@
-"""Built-in fixers: one module per fixer, discovered by the engine."""
+"""Built-in fixers: fixers/<feature>.py holds the fixers of checks/<feature>/, discovered by the registry."""

@@ -6,15 +6,14 @@ import hashlib
 import os
 from pathlib import Path
 
-from decode_doctor.context import Context
-from decode_doctor.fix import Fixer, Plan, ReplaceFile
-from decode_doctor.model import Finding
-from decode_doctor.textenc import Verdict, converted_bytes, parses
+from decode_doctor.checks.encodings import Verdict, converted_bytes, parses
+from decode_doctor.engine import Applicability, Context, Finding, Fixer
+from decode_doctor.fixes.actions import Plan, ReplaceFile
 
 
 class EncodingsFixer(Fixer):
     name = "encodings"
-    codes = ("ENC001", "ENC006")
+    claims = {"ENC001": Applicability.SAFE, "ENC006": Applicability.SAFE}
 
     def plan(self, finding: Finding, ctx: Context) -> Plan:
         assert finding.fix is not None and finding.path is not None

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from decode_doctor.context import Context
-from decode_doctor.fix import Fixer, MoveFile, Plan
-from decode_doctor.model import Finding
+from decode_doctor.engine import Applicability, Context, Finding, Fixer
+from decode_doctor.fixes.actions import MoveFile, Plan
 
 
 class ImagesFixer(Fixer):
     name = "images"
-    codes = ("IMG001", "IMG002", "IMG004", "IMG005", "IMG011")
+    claims = {code: Applicability.SAFE for code in ("IMG001", "IMG002", "IMG004", "IMG005", "IMG011")}
 
     def plan(self, finding: Finding, ctx: Context) -> Plan:
         assert finding.fix is not None and finding.path is not None

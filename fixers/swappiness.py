@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from decode_doctor.checks.swappiness import SWAPPINESS, persistent_setting
-from decode_doctor.context import Context
-from decode_doctor.fix import Fixer, Plan, ReplaceFile, WriteTunable
-from decode_doctor.model import Finding
+from decode_doctor.engine import Applicability, Context, Finding, Fixer
+from decode_doctor.fixes.actions import Plan, ReplaceFile, WriteTunable
 
 CONF_NAME = "90-decode-doctor.conf"
 CONF_PATH = f"/etc/sysctl.d/{CONF_NAME}"
@@ -21,7 +20,7 @@ def conf_text(target: int) -> str:
 
 class SwappinessFixer(Fixer):
     name = "swappiness"
-    codes = ("SWAP001", "SWAP004")
+    claims = {"SWAP001": Applicability.SAFE, "SWAP004": Applicability.SAFE}
 
     def plan(self, finding: Finding, ctx: Context) -> Plan:
         target = int(finding.fix.params.get("target", 1)) if finding.fix else 1
@@ -29,7 +28,7 @@ class SwappinessFixer(Fixer):
         actions = []
         current = (ctx.read_text(SWAPPINESS) or "").strip()
         if current != str(target):
-            actions.append(WriteTunable(ctx.host_path(SWAPPINESS), str(target), "vm.swappiness", label=SWAPPINESS))
+            actions.append(WriteTunable(ctx.host_path(SWAPPINESS), str(target), label=SWAPPINESS))
         actions.append(ReplaceFile(ctx.host_path(CONF_PATH), text.encode(), label=CONF_PATH))
         notes = ["a tuned profile (tuned-adm active) can set vm.swappiness again at boot"]
         after = persistent_setting(ctx, extra_file=(CONF_NAME, text))

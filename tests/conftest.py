@@ -49,7 +49,7 @@ def state_dir(tmp_path: Path) -> Path:
 
 
 BOOTSTRAP = (
-    "import site, sys; site.addsitedir({site!r}); from decode_doctor.cli import main; "
+    "import site, sys; site.addsitedir({site!r}); from decode_doctor.cli.main import main; "
     "sys.argv[0] = 'decode-doctor'; main(sys.argv[1:])"
 )
 

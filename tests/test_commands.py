@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from decode_doctor.commands import CommandRunner
+from decode_doctor.engine.commands import CommandRunner
 
 
 def test_records_output_and_exit_code():
@@ -27,7 +27,7 @@ def test_timeout_kills_the_command_and_its_children():
     started = time.monotonic()
     record = CommandRunner().run(["sh", "-c", f"sleep {marker} & sleep {marker}; wait"], timeout_s=0.5)
     assert record.timed_out and record.exit_code is None
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 5  # the 0.5 s limit, with room for a busy machine
     time.sleep(0.1)
     leftovers = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).find(marker) >= 0]
     assert leftovers == []

@@ -10,20 +10,26 @@ from pathlib import Path
 
 import pytest
 
+from decode_doctor.cli.check import KILL_AT_ENV
+
 from decode_doctor.checks.docker import api_version, image_store, mirrors, referrers_exposed
-from decode_doctor.checks.referrers import INDEX_TYPE, judge_referrers, parse_reference, Answer
+from decode_doctor.checks.docker.referrers import INDEX_TYPE, Answer, judge_referrers, parse_reference
 
 from .conftest import FIXTURES, python_for, run_dd
+from .support.harness import cli, run_app
 from .support.services import http_server, json_body, unix_http_server
 
 
 def run_check(select: str, *args: str, env: dict | None = None, user: str | None = None, root: Path | None = None) -> dict:
+    """A JSON report: in process, or as another user through a real process."""
     argv = ["check", "--select", select, "--format", "json", *args]
     if root is not None:
         argv += ["--root", str(root)]
-    proc = run_dd(*argv, env=env, user=user)
-    assert proc.stdout.startswith("{"), proc.stdout + proc.stderr
-    return json.loads(proc.stdout)
+    if user:
+        proc = run_dd(*argv, env=env, user=user)
+        assert proc.stdout.startswith("{"), proc.stdout + proc.stderr
+        return json.loads(proc.stdout)
+    return cli(*argv, env=env).json()
 
 
 def codes(report: dict) -> dict[str, dict]:
@@ -43,14 +49,13 @@ def empty_root(tmp_path: Path) -> Path:
 
 def test_real_engine_version_info_and_store(docker_host, tmp_path):
     report = run_check("docker", env={"DOCKER_HOST": docker_host}, root=empty_root(tmp_path))
-    found = codes(report)
-    evidence = found["DKR001"]["evidence"]
-    assert evidence["version"] and evidence["api_version"]
-    assert evidence["storage_driver"] == "vfs" and evidence["image_store"] == "classic"
-    assert evidence["endpoint_from"] == "DOCKER_HOST"
-    assert "DKR020" not in found
-    facts = report["results"][0]["facts"]["docker"]
+    assert "DKR020" not in codes(report)
+    facts = report["facts"]["docker"]
+    assert facts["version"] and facts["api_version"]
+    assert facts["storage_driver"] == "vfs" and facts["image_store"] == "classic"
+    assert facts["endpoint_from"] == "DOCKER_HOST"
     assert facts["reachable"] and facts["referrers_exposed"] is False
+    assert any(row["name"] == "Docker Engine" and row["judged"] == "ok" for row in report["environment"])
 
 
 def test_daemon_not_running(tmp_path):
@@ -70,7 +75,7 @@ def test_permission_denied_on_the_socket(docker_host, tmp_path):
     report = run_check("docker", env={"DOCKER_HOST": docker_host}, user="nobody", root=Path("/"))
     found = codes(report)
     assert "DKR004" in found and "Permission denied" in found["DKR004"]["message"]
-    assert "usermod -aG docker" in run_dd("explain", "DKR004").stdout
+    assert "usermod -aG docker" in cli("explain", "DKR004").stdout
 
 
 def test_api_version_too_old(tmp_path):
@@ -88,9 +93,8 @@ def test_not_installed(tmp_path):
     env = {"PATH": str(tmp_path / "empty-bin"), "DOCKER_CONFIG": str(tmp_path / "cfg")}
     (tmp_path / "empty-bin").mkdir()
     report = run_check("docker", env=env, root=empty_root(tmp_path))
-    found = codes(report)
     if not os.path.exists("/var/run/docker.sock"):
-        assert found["DKR002"]["severity"] == "info"
+        assert report["findings"] == [] and report["facts"]["docker"]["installed"] is False
 
 
 # --- captured Engines and daemon.json files ------------------------------------------------------
@@ -215,29 +219,33 @@ def test_remove_a_broken_mirror_and_undo(docker_host, tmp_path):
         original = '{\n    "log-driver": "journald",\n    "registry-mirrors": [\n        "%s",\n        "%s"\n    ],\n    "default-runtime": "runc"\n}\n' % (url, good)
         (root / "etc/docker/daemon.json").write_text(original)
         state = tmp_path / "state"
-        preview = run_dd("check", "--select", "docker,referrers", "--root", str(root), "--fix", "--dry-run", env={"DOCKER_HOST": docker_host})
+        preview = cli("check", "--select", "docker,referrers", "--root", str(root), "--fix", "--dry-run", env={"DOCKER_HOST": docker_host})
         assert "is marked unsafe" in preview.stdout
-        proc = run_dd("check", "--select", "docker,referrers", "--root", str(root), "--fix", "--unsafe-fixes", "--yes", "--state-dir", str(state), env={"DOCKER_HOST": docker_host})
+        killed = run_dd("check", "--select", "docker,referrers", "--root", str(root), "--fix", "--unsafe-fixes", "--yes",
+                        "--state-dir", str(tmp_path / "killed"), env={"DOCKER_HOST": docker_host, KILL_AT_ENV: "3"})
+        assert killed.returncode == -9  # the CLI sample of a kill mid-fix: after the backup, before the write
+        assert run_dd("undo", "--state-dir", str(tmp_path / "killed")).returncode == 0
+        assert (root / "etc/docker/daemon.json").read_text() == original
+        proc = cli("check", "--select", "docker,referrers", "--root", str(root), "--fix", "--unsafe-fixes", "--yes", "--state-dir", str(state), env={"DOCKER_HOST": docker_host})
     assert "applied" in proc.stdout, proc.stdout + proc.stderr
     assert "sudo systemctl restart docker" in proc.stdout
     edited = json.loads((root / "etc/docker/daemon.json").read_text())
     assert edited == {"log-driver": "journald", "registry-mirrors": [good], "default-runtime": "runc"}
     assert "REF001: resolved" in proc.stdout
     assert (root / "etc/docker/daemon.json").read_text().startswith('{\n    "log-driver"')  # indentation kept
-    assert run_dd("undo", "--state-dir", str(state)).returncode == 0
+    assert cli("undo", "--state-dir", str(state)).exit_code == 0
     assert (root / "etc/docker/daemon.json").read_text() == original
 
 
 def test_classic_store_fix_keeps_every_other_key(tmp_path):
-    from decode_doctor.context import Context
-    from decode_doctor.fixers.docker_daemon import DockerDaemonFixer
-    from decode_doctor.model import Applicability, Finding, FixRef, Severity
+    from decode_doctor.engine import Context, Finding, FixRef, Severity
+    from decode_doctor.fixers.docker import DockerDaemonFixer
 
     root = empty_root(tmp_path)
     (root / "etc/docker").mkdir(parents=True)
     shutil.copy(FIXTURES / "daemon-json/containerd-snapshotter-true-compact-log-local.json", root / "etc/docker/daemon.json")
     before = json.loads((root / "etc/docker/daemon.json").read_text())
-    finding = Finding("DKR020", "docker", Severity.INFO, "t", "m", fix=FixRef("docker-daemon", "s", Applicability.UNSAFE, {"action": "classic-store"}))
+    finding = Finding("DKR020", "docker", Severity.INFO, "t", "m", fix=FixRef("s", {"action": "classic-store"}))
     plan = DockerDaemonFixer().plan(finding, Context(root=root))
     (action,) = plan.actions
     after = json.loads(action.content)

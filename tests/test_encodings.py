@@ -9,17 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from decode_doctor.journal import KILL_AT_ENV
-from decode_doctor.textenc import decide
+from decode_doctor.checks.encodings import decide
+from decode_doctor.cli.check import KILL_AT_ENV
+from decode_doctor.fixes.journal import UndoError, undo_run
 
 from .conftest import python_for, run_dd, tree_digest
+from .support.harness import cli, fix_killed_at, run_check
 from .support.textcorpus import ZH, corpus, write_corpus
 
 ENC = ("--select", "encodings")
 
 
-def check(*args: str, **kw):
-    return run_dd("check", *ENC, *args, **kw)
+def check(*args: str, user: str | None = None, **kw):
+    if user:
+        return run_dd("check", *ENC, *args, user=user, **kw)
+    return cli("check", *ENC, *args, **kw)
 
 
 def findings_by_path(report: dict) -> dict[str, list[dict]]:
@@ -92,8 +96,8 @@ def test_fix_converts_with_zero_silent_corruptions_and_undo_is_byte_identical(tr
     assert converted >= sum(1 for i in items if i.expect in ("convert", "bom"))
     assert (root / "gbk/config.json").stat().st_mode & 0o777 == 0o640
     assert tree_digest(tmp_path / "elsewhere") == outside_before  # never written through the link
-    undo = run_dd("undo", "--state-dir", str(state))
-    assert undo.returncode == 0, undo.stdout + undo.stderr
+    undo = cli("undo", "--state-dir", str(state))
+    assert undo.exit_code == 0, undo.stdout + undo.stderr
     assert tree_digest(root) == before
 
 
@@ -114,6 +118,7 @@ def test_from_encoding_forces_a_strict_decode(tmp_path):
 
 
 def test_sigkill_mid_conversion_leaves_each_file_whole_and_undo_restores_all(tmp_path):
+    """In process: the fix runs in a forked child killed after each journal step in turn."""
     texts = {f"f{i}.json": json.dumps({"i": i, "d": ZH}, ensure_ascii=False) for i in range(4)}
     step, seen_kill = 0, 0
     while True:
@@ -124,17 +129,33 @@ def test_sigkill_mid_conversion_leaves_each_file_whole_and_undo_restores_all(tmp
             (root / name).write_bytes(text.encode("gbk"))
         before = tree_digest(root)
         state = tmp_path / f"run{step}" / "state"
-        proc = check("--model", str(root), "--fix", "--yes", "--state-dir", str(state), env={KILL_AT_ENV: str(step)})
+        killed = fix_killed_at(step, "encodings", models=(root,), options={"from_encoding": None}, state_dir=state)
         for name, text in texts.items():
             data = (root / name).read_bytes()
             assert data in (text.encode("gbk"), text.encode("utf-8")), f"step {step}: {name} is neither original nor converted"
-        assert not list(root.glob(".*.dd-tmp"))
-        if proc.returncode != -9:
+        if not killed:
+            assert not list(root.glob(".*.dd-tmp"))
             break
         seen_kill += 1
-        run_dd("undo", "--state-dir", str(state))
+        try:
+            undo_run(state)
+        except UndoError:  # killed before any action was journaled
+            pass
         assert tree_digest(root) == before, f"step {step}"
     assert seen_kill == 1 + 4 * len(texts) + 1
+
+
+def test_sigkill_from_the_cli_mid_conversion(tmp_path):
+    """The CLI sample: the real process killed after the first backup, then `undo`."""
+    root = tmp_path / "m"
+    root.mkdir()
+    original = json.dumps({"d": ZH}, ensure_ascii=False).encode("gbk")
+    (root / "config.json").write_bytes(original)
+    state = tmp_path / "state"
+    proc = run_dd("check", *ENC, "--model", str(root), "--fix", "--yes", "--state-dir", str(state), env={KILL_AT_ENV: "3"})
+    assert proc.returncode == -9
+    assert run_dd("undo", "--state-dir", str(state)).returncode == 0
+    assert (root / "config.json").read_bytes() == original
 
 
 def test_unreadable_file_is_a_finding(tmp_path):
@@ -158,7 +179,7 @@ def test_unreadable_file_is_a_finding(tmp_path):
 
 def test_weights_are_never_read(tmp_path):
     from decode_doctor.checks.encodings import Encodings
-    from decode_doctor.context import Context
+    from decode_doctor.engine import Context
 
     root = tmp_path / "m"
     root.mkdir()

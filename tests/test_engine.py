@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from decode_doctor.context import Context
-from decode_doctor.engine import run_checks
-from decode_doctor.model import State
+from decode_doctor.engine.context import Context
+from decode_doctor.engine.findings import State
+from decode_doctor.engine.runner import run_checks
 
 from .conftest import FIXTURES, PLUGINS, run_dd
 
@@ -58,8 +58,8 @@ def test_hung_and_crashing_checks_do_not_stop_the_run(plugins):
     assert "SIGSEGV" in results["segfaults"].reason
     assert results["quick"].state is State.FINDINGS
     assert results["quick"].findings[0].evidence == {"answer": 42}
-    # the 1 s timeout plus about a second, never the 60 s the check sleeps
-    assert elapsed < 2.5
+    # the 1 s timeout (about 1.1 s idle, ceilings here are 10× that), never the 60 s the check sleeps
+    assert elapsed < 15
 
 
 def test_timeout_kills_the_commands_a_check_started(plugins):
@@ -78,7 +78,7 @@ def test_global_timeout_overrides_each_checks_own(plugins):
     started = time.monotonic()
     (result,) = run_checks([plugins.SleepsForever], Context(), timeout_s=0.3)
     assert result.state is State.TIMED_OUT
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 10
 
 
 def test_exclusive_checks_run_alone(plugins, tmp_path):
@@ -119,7 +119,7 @@ def test_cli_reports_every_state_through_a_plugin(plugin_env):
     assert states == {"sleeps-forever": "timed out", "raises": "crashed", "quick": "findings", "swappiness": "findings"}
     assert {f["code"] for f in report["findings"]} == {"TEST001", "SWAP001"}
     assert "Traceback" not in proc.stdout + proc.stderr
-    assert elapsed < 6  # interpreter start plus the 1 s timeout, not the check's endless sleep
+    assert elapsed < 30  # interpreter start plus the 1 s timeout, not the check's endless sleep
 
 
 def test_crash_traceback_only_with_debug(plugin_env):
@@ -141,8 +141,8 @@ def test_list_shows_plugins_with_their_origin(plugin_env):
 
 def test_a_check_runs_after_the_one_it_reads_facts_from(plugins):
     results = {r.check: r for r in run_checks([plugins.Reader, plugins.Publisher], Context())}
-    assert results["publisher"].facts == {"answer": {"value": 42}}
-    assert results["reader"].findings[0].message == "saw {'value': 42}"
+    assert results["publisher"].facts == plugins.Answer(42)
+    assert results["reader"].findings[0].message == "saw Answer(value=42)"
     # without the publisher selected, the reader still runs and sees nothing
     (alone,) = run_checks([plugins.Reader], Context())
     assert alone.findings[0].message == "saw None"
@@ -158,8 +158,8 @@ def test_interrupting_the_run_kills_the_checks_and_their_commands(plugins, tmp_p
     script = (
         f"import sys; sys.path.insert(0, {str(PLUGINS)!r})\n"
         "import dd_test_checks\n"
-        "from decode_doctor.context import Context\n"
-        "from decode_doctor.engine import run_checks\n"
+        "from decode_doctor.engine.context import Context\n"
+        "from decode_doctor.engine.runner import run_checks\n"
         "import os\n"
         "run_checks([dd_test_checks.HungCommand], Context(options={'marker': os.environ['DD_MARKER']}), timeout_s=60)\n"
     )

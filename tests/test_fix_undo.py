@@ -1,4 +1,4 @@
-"""--fix and undo end to end: preview, apply, re-check, byte-identical undo, kills, locks, privileges."""
+"""--fix and undo: preview, apply, re-check, byte-identical undo, kills, locks, privileges."""
 
 from __future__ import annotations
 
@@ -11,37 +11,57 @@ from pathlib import Path
 
 import pytest
 
-from decode_doctor.journal import KILL_AT_ENV, LockBusy, state_lock
+from decode_doctor.cli.check import KILL_AT_ENV
+from decode_doctor.fixes.journal import LockBusy, UndoError, state_lock, undo_run
 
 from .conftest import REPO, SWAP_ONLY, python_for, run_dd, tree_digest
+from .support.harness import Recorder, cli, fix_killed_at, run_fix
 
 CONF = "etc/sysctl.d/90-decode-doctor.conf"
 
 
-def fix(root: Path, state: Path, *extra: str, env: dict[str, str] | None = None):
-    return run_dd("check", *SWAP_ONLY, "--root", str(root), "--fix", "--yes", "--state-dir", str(state), *extra, env=env)
+def fix(root: Path, state: Path, *extra: str):
+    return cli("check", *SWAP_ONLY, "--root", str(root), "--fix", "--yes", "--state-dir", str(state), *extra)
 
 
 def test_fix_sets_both_and_undo_restores_every_byte(host, state_dir):
     root = host("swap60-rhel7")
     before = tree_digest(root)
     proc = fix(root, state_dir)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.exit_code == 0, proc.stdout + proc.stderr
     assert (root / "proc/sys/vm/swappiness").read_text() == "1\n"
     assert "vm.swappiness = 1\n" in (root / CONF).read_text()
     assert "SWAP001: resolved" in proc.stdout
-    assert "No findings." in proc.stdout  # the report after the fix is the re-checked state
-    undo = run_dd("undo", "--state-dir", str(state_dir))
-    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert "Ready: no problems found" in proc.stdout  # the report after the fix is the re-checked state
+    undo = cli("undo", "--state-dir", str(state_dir))
+    assert undo.exit_code == 0, undo.stdout + undo.stderr
     assert tree_digest(root) == before
-    again = run_dd("undo", "--state-dir", str(state_dir))
-    assert again.returncode == 2 and "no fix run to undo" in again.stderr
+    again = cli("undo", "--state-dir", str(state_dir))
+    assert again.exit_code == 2 and "no fix run to undo" in again.stderr
+
+
+def test_the_fix_path_runs_in_process_with_an_injected_dialogue(host, state_dir):
+    root = host("swap60-rhel7")
+    outcome, said = run_fix("swappiness", root=root, state_dir=state_dir)
+    assert outcome.report.findings == []
+    assert outcome.report.fixes["applied"] is True
+    assert "Planned fixes (1):" in said.text and "SWAP001: resolved" in said.text
+    asked = Recorder(interactive=True, answer=False)
+    from decode_doctor.app import fixing
+    from decode_doctor.app.requests import FixRequest
+    from decode_doctor.app.service import run
+    from decode_doctor.app.requests import RunRequest
+
+    fresh = host("boot-regress")
+    outcome = run(RunRequest(root=fresh, select=("swappiness",)))
+    fixing.fix(outcome, FixRequest(state_dir), asked)
+    assert "? Apply 1 fix(es)?" in asked.lines and "Nothing was changed." in asked.lines
 
 
 def test_dry_run_previews_and_changes_nothing(host, state_dir):
     root = host("swap60-rhel7")
     before = tree_digest(root)
-    proc = run_dd("check", *SWAP_ONLY, "--root", str(root), "--fix", "--dry-run", "--state-dir", str(state_dir))
+    proc = cli("check", *SWAP_ONLY, "--root", str(root), "--fix", "--dry-run", "--state-dir", str(state_dir))
     assert "write 1 to /proc/sys/vm/swappiness (now 60)" in proc.stdout
     assert "+vm.swappiness = 1" in proc.stdout
     assert "Dry run: nothing was changed." in proc.stdout
@@ -52,7 +72,7 @@ def test_dry_run_previews_and_changes_nothing(host, state_dir):
 def test_without_yes_and_without_a_terminal_nothing_is_applied(host, state_dir):
     root = host("swap60-rhel7")
     before = tree_digest(root)
-    proc = run_dd("check", *SWAP_ONLY, "--root", str(root), "--fix", "--state-dir", str(state_dir))
+    proc = cli("check", *SWAP_ONLY, "--root", str(root), "--fix", "--state-dir", str(state_dir))
     assert "Pass --yes to apply" in proc.stdout
     assert tree_digest(root) == before
 
@@ -63,11 +83,11 @@ def test_existing_file_is_diffed_and_keeps_its_mode(host, state_dir):
     target.write_text("vm.swappiness = 60\n")
     target.chmod(0o640)
     original = target.read_bytes()
-    preview = run_dd("check", *SWAP_ONLY, "--root", str(root), "--fix", "--dry-run", "--state-dir", str(state_dir))
+    preview = cli("check", *SWAP_ONLY, "--root", str(root), "--fix", "--dry-run", "--state-dir", str(state_dir))
     assert "-vm.swappiness = 60" in preview.stdout and "+vm.swappiness = 1" in preview.stdout
     fix(root, state_dir)
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
-    run_dd("undo", "--state-dir", str(state_dir))
+    cli("undo", "--state-dir", str(state_dir))
     assert target.read_bytes() == original
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
 
@@ -76,26 +96,26 @@ def test_a_file_changed_after_the_fix_is_left_alone_unless_forced(host, state_di
     root = host("swap60-rhel7")
     fix(root, state_dir)
     (root / CONF).write_text("vm.swappiness = 5  # the admin's own edit\n")
-    proc = run_dd("undo", "--state-dir", str(state_dir))
-    assert proc.returncode == 1
+    proc = cli("undo", "--state-dir", str(state_dir))
+    assert proc.exit_code == 1
     assert "conflict: /etc/sysctl.d/90-decode-doctor.conf changed after the fix" in proc.stdout
     assert "the admin's own edit" in (root / CONF).read_text()
     assert (root / "proc/sys/vm/swappiness").read_text() == "60\n"  # the other action was undone
-    forced = run_dd("undo", "--state-dir", str(state_dir), "--force")
-    assert forced.returncode == 0
+    forced = cli("undo", "--state-dir", str(state_dir), "--force")
+    assert forced.exit_code == 0
     assert not (root / CONF).exists()
 
 
 def test_undo_a_named_run_and_list(host, state_dir):
     root = host("swap60-rhel7")
     fix(root, state_dir)
-    listing = run_dd("undo", "--list", "--state-dir", str(state_dir)).stdout
+    listing = cli("undo", "--list", "--state-dir", str(state_dir)).stdout
     run_id = listing.split()[0]
     assert "applied" in listing
-    assert run_dd("undo", run_id, "--state-dir", str(state_dir)).returncode == 0
-    assert "undone" in run_dd("undo", "--list", "--state-dir", str(state_dir)).stdout
-    unknown = run_dd("undo", "no-such-run", "--state-dir", str(state_dir))
-    assert unknown.returncode == 2 and "no fix run 'no-such-run'" in unknown.stderr
+    assert cli("undo", run_id, "--state-dir", str(state_dir)).exit_code == 0
+    assert "undone" in cli("undo", "--list", "--state-dir", str(state_dir)).stdout
+    unknown = cli("undo", "no-such-run", "--state-dir", str(state_dir))
+    assert unknown.exit_code == 2 and "no fix run 'no-such-run'" in unknown.stderr
 
 
 def test_a_second_fix_run_refuses_while_one_holds_the_lock(host, state_dir):
@@ -121,24 +141,33 @@ def test_json_report_of_a_fix_run_records_the_outcomes(host, state_dir):
 
 
 def test_sigkill_at_every_journal_step_then_undo_restores_the_originals(host, tmp_path):
+    """In process: the fix runs in a forked child that is SIGKILLed after each step in turn."""
     steps_seen = 0
     for step in range(1, 40):
         root = host("swap60-rhel7") if step == 1 else _fresh(tmp_path, step)
         state = tmp_path / f"state-{step}"
         before = tree_digest(root)
-        proc = fix(root, state, env={KILL_AT_ENV: str(step)})
-        if proc.returncode != -9:
-            assert proc.returncode == 0, proc.stdout + proc.stderr
+        if not fix_killed_at(step, "swappiness", root=root, state_dir=state):
             break
         steps_seen += 1
-        undo = run_dd("undo", "--state-dir", str(state))
-        assert undo.returncode in (0, 2), undo.stdout + undo.stderr
-        if undo.returncode == 2:  # killed before any action was journaled
-            assert "no fix run to undo" in undo.stderr
-        assert tree_digest(root) == before, f"step {step}: {undo.stdout}"
+        try:
+            undo_run(state)
+        except UndoError as exc:  # killed before any action was journaled
+            assert "no fix run to undo" in str(exc)
+        assert tree_digest(root) == before, f"step {step}"
         assert not list(root.rglob("*.dd-tmp")), f"step {step}: a temp file was left behind"
     # run record, 4 steps for each of the 2 actions, the finished record
     assert steps_seen == 10
+
+
+def test_sigkill_from_the_cli_then_undo(host, state_dir):
+    """The CLI sample of the kill loop above: the real process, killed after the backup of the first action."""
+    root = host("swap60-rhel7")
+    before = tree_digest(root)
+    proc = run_dd("check", *SWAP_ONLY, "--root", str(root), "--fix", "--yes", "--state-dir", str(state_dir), env={KILL_AT_ENV: "3"})
+    assert proc.returncode == -9
+    assert run_dd("undo", "--state-dir", str(state_dir)).returncode == 0
+    assert tree_digest(root) == before
 
 
 def _fresh(tmp_path: Path, step: int) -> Path:
@@ -170,7 +199,8 @@ def test_without_root_the_fix_prints_the_commands_and_changes_nothing(tmp_path):
         for path in [root, *root.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
         before = tree_digest(root)
-        proc = run_dd("check", *SWAP_ONLY, "--root", str(root), "--fix", "--yes", "--state-dir", str(shared / "state"), user="nobody", env={"HOME": str(shared)})
+        proc = run_dd("check", *SWAP_ONLY, "--root", str(root), "--fix", "--yes", "--state-dir", str(shared / "state"),
+                      user="nobody", env={"HOME": str(shared)})
         assert "cannot write the targets (it needs root, or the filesystem is read-only); nothing was changed" in proc.stdout, proc.stdout + proc.stderr
         assert "sudo sysctl -w vm.swappiness=1" in proc.stdout
         assert f"sudo tee {root}/{CONF}" in proc.stdout or "sudo tee /etc/sysctl.d/90-decode-doctor.conf" in proc.stdout
@@ -188,7 +218,7 @@ def test_read_only_filesystem_prints_the_commands_and_changes_nothing(host, stat
     before = tree_digest(root)
     script = (
         f"mount --bind {root} {root} && mount -o remount,bind,ro {root} && "
-        f"exec {os.sys.executable} -m decode_doctor check --root {root} --fix --yes --state-dir {state_dir}"
+        f"exec {os.sys.executable} -m decode_doctor check --select swappiness --root {root} --fix --yes --state-dir {state_dir}"
     )
     proc = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True, cwd=REPO, env={**os.environ, "NO_COLOR": "1"})
     if "mount" in proc.stderr and proc.returncode not in (0, 1):
@@ -196,3 +226,12 @@ def test_read_only_filesystem_prints_the_commands_and_changes_nothing(host, stat
     assert "cannot write the targets (it needs root, or the filesystem is read-only); nothing was changed" in proc.stdout, proc.stdout + proc.stderr
     assert "sudo sysctl -w vm.swappiness=1" in proc.stdout
     assert tree_digest(root) == before
+
+
+def test_a_tunable_under_sys_is_written_with_tee_not_sysctl(tmp_path):
+    from decode_doctor.fixes.actions import WriteTunable
+
+    sysfs = WriteTunable(tmp_path / "enabled", "never", label="/sys/kernel/mm/transparent_hugepage/enabled")
+    assert sysfs.shell() == "echo never | sudo tee /sys/kernel/mm/transparent_hugepage/enabled >/dev/null"
+    procfs = WriteTunable(tmp_path / "swappiness", "1", label="/proc/sys/vm/swappiness")
+    assert procfs.shell() == "sudo sysctl -w vm.swappiness=1"

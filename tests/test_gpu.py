@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from decode_doctor.nvidia import build_for_driver, classify_smi_failure, judge, parse_smi_text, parse_smi_xml, scan_kernel_log
+from decode_doctor.checks.gpu.nvidia import build_for_driver, classify_smi_failure, judge, parse_smi_text, parse_smi_xml, scan_kernel_log
+from decode_doctor.engine import SkipCheck
 
 from .conftest import FIXTURES, run_dd
 from .support.fakes import FAKES, fake_tool, fake_torch, printing
+from .support.harness import run_app, run_check
 
 NV = FIXTURES / "nvidia"
 
@@ -107,7 +109,7 @@ def test_compatibility_rules():
     assert judge("12.8.1", "570.26", "x").level == "minor-compat"
 
 
-def gpu_check(tmp_path: Path, smi: str | None, *args: str, root: Path | None = None, torch: tuple | None = None, nvcc: str | None = None, extra_env: dict | None = None, select: str = "gpu"):
+def gpu_env(tmp_path: Path, smi: str | None, torch: tuple | None = None, nvcc: str | None = None) -> dict[str, str]:
     bin_dir = tmp_path / "bin"
     env = fake_tool(bin_dir, "dmesg", "exit 1")
     if smi is not None:
@@ -116,15 +118,13 @@ def gpu_check(tmp_path: Path, smi: str | None, *args: str, root: Path | None = N
         env = fake_tool(bin_dir, "nvcc", nvcc)
     if torch is not None:
         env.update(fake_torch(tmp_path / "site", *torch))
-    env.update(extra_env or {})
+    return env
+
+
+def gpu_check(tmp_path: Path, smi: str | None, root: Path | None = None, torch: tuple | None = None, nvcc: str | None = None, options: dict | None = None):
     host = root or (tmp_path / "host")
     host.mkdir(parents=True, exist_ok=True)
-    proc = run_dd("check", "--select", select, "--root", str(host), "--format", "json", *args, env=env)
-    return proc, json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else None
-
-
-def codes(report: dict) -> dict[str, dict]:
-    return {f["code"]: f for f in report["findings"]}
+    return run_check("gpu", host, env=gpu_env(tmp_path, smi, torch, nvcc), options=options)
 
 
 @pytest.mark.parametrize(
@@ -140,11 +140,9 @@ def codes(report: dict) -> dict[str, dict]:
     ],
 )
 def test_each_nvidia_smi_failure_is_its_own_finding(tmp_path, error_file, code):
-    _, report = gpu_check(tmp_path, printing(NV / "nvidia-smi-errors" / error_file, 9, to_stderr=True))
-    found = codes(report)
+    found = gpu_check(tmp_path, printing(NV / "nvidia-smi-errors" / error_file, 9, to_stderr=True)).codes()
     assert code in found, found.keys()
-    assert found[code]["evidence"]["exit_code"] == 9
-    assert "Traceback" not in json.dumps(report)
+    assert found[code].evidence["exit_code"] == 9
 
 
 @pytest.mark.parametrize(
@@ -160,89 +158,94 @@ def test_kernel_log_events_are_findings(tmp_path, log_file, code):
     host = tmp_path / "host"
     (host / "var/log").mkdir(parents=True)
     shutil.copy(NV / "nvidia-smi-errors" / log_file, host / "var/log/kern.log")
-    _, report = gpu_check(tmp_path, printing(NV / "nvidia-smi-q-x/tesla-t4-driver-515.105.01-v11.xml"), root=host)
-    assert code in codes(report)
+    assert code in gpu_check(tmp_path, printing(NV / "nvidia-smi-q-x/tesla-t4-driver-515.105.01-v11.xml"), root=host).codes()
 
 
 def test_api_mismatch_from_the_kernel_log_joins_the_nvidia_smi_finding(tmp_path):
     host = tmp_path / "host"
     (host / "var/log").mkdir(parents=True)
     shutil.copy(NV / "nvidia-smi-errors/dmesg-api-mismatch-515.48.07-vs-510.73.05.txt", host / "var/log/kern.log")
-    _, report = gpu_check(tmp_path, printing(NV / "nvidia-smi-errors/driver-library-version-mismatch.txt", 18, to_stderr=True), root=host)
-    (finding,) = [f for f in report["findings"] if f["code"] == "GPU011"]
-    assert "515.48.07" in finding["message"] and "510.73.05" in finding["message"]
+    run = gpu_check(tmp_path, printing(NV / "nvidia-smi-errors/driver-library-version-mismatch.txt", 18, to_stderr=True), root=host)
+    (finding,) = [f for f in run.findings if f.code == "GPU011"]
+    assert "515.48.07" in finding.message and "510.73.05" in finding.message
 
 
 def test_hung_nvidia_smi_is_a_finding_within_its_timeout(tmp_path):
     started = time.monotonic()
-    _, report = gpu_check(tmp_path, "sleep 30", "--nvidia-smi-timeout", "1")
-    assert time.monotonic() - started < 4  # interpreter start + 1 s, never the 30 s sleep
-    assert "GPU016" in codes(report)
+    run = gpu_check(tmp_path, "sleep 30", options={"nvidia_smi_timeout": 1})
+    assert time.monotonic() - started < 12  # 1 s (and 10× room for a busy machine), never the 30 s sleep
+    assert "GPU016" in run.codes()
 
 
 def test_hung_nvidia_smi_under_the_check_timeout_is_reported_as_timed_out(tmp_path):
+    host = tmp_path / "host"
+    host.mkdir()
     started = time.monotonic()
-    _, report = gpu_check(tmp_path, "sleep 30", "--timeout", "1.5")
-    assert time.monotonic() - started < 4.5
-    (result,) = report["results"]
-    assert result["state"] == "timed out" and "while running: nvidia-smi -q -x" in result["reason"]
+    outcome = run_app("gpu", root=host, env=gpu_env(tmp_path, "sleep 30"), timeout=1.5)
+    assert time.monotonic() - started < 15
+    (result,) = outcome.report.results
+    assert result.state.value == "timed out" and "while running: nvidia-smi -q -x" in result.reason
 
 
 def test_torch_built_for_a_newer_cuda_than_the_driver(tmp_path):
-    _, report = gpu_check(
+    run = gpu_check(
         tmp_path, printing(NV / "nvidia-smi-q-x/gt1030-driver-470.74-v11.xml"),
         torch=("2.5.1+cu124", "12.4", "9.1.0"), nvcc=printing(NV / "cuda/nvcc-version/cuda-12.1.66.txt"),
     )
-    found = codes(report)
-    assert found["GPU001"]["message"].startswith("Driver 470.74 (CUDA ≤ 11.4, via nvidia-smi -q -x): GPU 0: NVIDIA GeForce GT 1030")
-    assert found["GPU021"]["message"] == (
+    found = run.codes()
+    assert run.facts.summary()[0].startswith("Driver 470.74 (CUDA ≤ 11.4, via nvidia-smi -q -x): GPU 0: NVIDIA GeForce GT 1030")
+    assert found["GPU021"].message == (
         "PyTorch 2.5.1+cu124 built for CUDA 12.4 needs driver >= 525.60.13 (minor-version compatibility) — found 470.74: "
         "upgrade the driver to >= 550 or install a cu118 build."
     )
-    assert found["GPU021"]["evidence"]["cudnn"] == "9.1.0"
-    assert found["GPU020"]["severity"] == "error" and "CUDA toolkit 12.1.66" in found["GPU020"]["message"]
+    assert found["GPU021"].evidence["cudnn"] == "9.1.0"
+    assert found["GPU020"].severity.value == "error" and "CUDA toolkit 12.1.66" in found["GPU020"].message
+    assert run.facts.torch.version == "2.5.1+cu124" and run.facts.toolkits[0].version == "12.1.66"
 
 
 def test_minor_version_compatibility_warns_with_the_ptx_caveat(tmp_path):
     host = tmp_path / "host"
     (host / "usr/local/cuda-13.3").mkdir(parents=True)
     shutil.copy(NV / "cuda/version-json/cuda-13.3.1-version-bundled-driver-610.43.02.json", host / "usr/local/cuda-13.3/version.json")
-    _, report = gpu_check(tmp_path, printing(NV / "nvidia-smi-q-x/rtx3090-driver-590.44.01-v13.xml"), root=host, torch=("2.9.1+cu130", "13.0"))
-    found = codes(report)
-    assert found["GPU020"]["severity"] == "warning"
-    assert "minor-version compatibility" in found["GPU020"]["message"] and "cudaErrorUnsupportedPtxVersion" in found["GPU020"]["message"]
+    found = gpu_check(tmp_path, printing(NV / "nvidia-smi-q-x/rtx3090-driver-590.44.01-v13.xml"), root=host, torch=("2.9.1+cu130", "13.0")).codes()
+    assert found["GPU020"].severity.value == "warning"
+    assert "minor-version compatibility" in found["GPU020"].message and "cudaErrorUnsupportedPtxVersion" in found["GPU020"].message
     assert "GPU021" not in found  # cu130 on driver 590 is fully supported
 
 
 def test_cpu_only_torch_and_old_stack_on_a_gpu_host(tmp_path):
-    _, report = gpu_check(tmp_path, printing(NV / "nvidia-smi-q-x/rtx3090-driver-525.147.05-v12.xml"), torch=("2.4.0+cpu", None))
-    assert "GPU022" in codes(report)
-    _, old = gpu_check(tmp_path / "old", printing(NV / "nvidia-smi-q-x/rtx3090-driver-525.147.05-v12.xml"), torch=("1.12.1+cu113", "11.3", "8.3.2"))
-    below = codes(old)["GPU023"]["message"]
+    run = gpu_check(tmp_path, printing(NV / "nvidia-smi-q-x/rtx3090-driver-525.147.05-v12.xml"), torch=("2.4.0+cpu", None))
+    assert "GPU022" in run.codes()
+    old = gpu_check(tmp_path / "old", printing(NV / "nvidia-smi-q-x/rtx3090-driver-525.147.05-v12.xml"), torch=("1.12.1+cu113", "11.3", "8.3.2"))
+    below = old.codes()["GPU023"].message
     assert "PyTorch 1.12.1+cu113 < 2.0" in below and "cuDNN 8.3.2 < 8.6" in below and "CUDA 11.3 < 11.8" in below
 
 
 def test_no_gpu_is_skipped_once(tmp_path):
-    _, report = gpu_check(tmp_path, None, select="gpu,nvidia-container")
-    states = {r["check"]: (r["state"], r["reason"]) for r in report["results"]}
+    host = tmp_path / "host"
+    host.mkdir()
+    outcome = run_app("gpu", "nvidia-container", root=host, env=gpu_env(tmp_path, None))
+    states = {r.check: (r.state.value, r.reason) for r in outcome.report.results}
     assert states["gpu"][0] == "skipped" and "no NVIDIA GPU" in states["gpu"][1]
     assert states["nvidia-container"] == ("skipped", "no NVIDIA GPU")
-    assert report["findings"] == []
+    assert outcome.report.findings == []
 
 
 def test_jetson_is_recognised(tmp_path):
-    _, report = gpu_check(tmp_path, None, root=FIXTURES / "hosts/jetson-nano")
-    finding = codes(report)["GPU030"]
-    assert "NVIDIA Jetson Nano Developer Kit: # R32 (release), REVISION: 7.1" in finding["message"]
-    assert report["results"][0]["facts"]["gpu"]["unified_memory"] is True
+    run = gpu_check(tmp_path, None, root=FIXTURES / "hosts/jetson-nano")
+    assert "NVIDIA Jetson Nano Developer Kit: # R32 (release), REVISION: 7.1" in run.codes()["GPU030"].message
+    assert run.facts.unified_memory is True
 
 
 def test_nvml_is_the_first_probe(tmp_path):
-    proc = run_dd("check", "--select", "gpu", "--format", "json", env={"PYTHONPATH": str(FAKES), **fake_tool(tmp_path / "bin", "nvidia-smi", "exit 99")})
-    found = codes(json.loads(proc.stdout))
-    message = found["GPU001"]["message"]
-    assert message.startswith("Driver 590.48.01 (CUDA ≤ 13.1, via NVML): GPU 0: NVIDIA H200 (140 GiB")
-    assert "3352 GB/s theoretical" in message
+    """A subprocess: the stand-in pynvml must not be imported into the test process."""
+    env = {"PYTHONPATH": str(FAKES), **fake_tool(tmp_path / "bin", "nvidia-smi", "exit 99")}
+    proc = run_dd("check", "--select", "gpu", "--format", "json", "--verbose", env=env)
+    gpu = json.loads(proc.stdout)["facts"]["gpu"]
+    assert (gpu["driver"], gpu["cuda"], gpu["source"]) == ("590.48.01", "13.1", "NVML")
+    assert gpu["devices"][0]["name"] == "NVIDIA H200" and gpu["devices"][0]["theoretical_gbps"] == pytest.approx(3352.3, abs=0.1)
+    text = run_dd("check", "--select", "gpu", "--verbose", env=env).stdout
+    assert "gpu: Driver 590.48.01 (CUDA ≤ 13.1, via NVML): GPU 0: NVIDIA H200 (140 GiB" in text and "3352 GB/s theoretical" in text
 
 
 def container_host(tmp_path: Path, hooks: tuple[str, ...], daemon_json: str | None, cdi: bool) -> Path:
@@ -260,28 +263,47 @@ def container_host(tmp_path: Path, hooks: tuple[str, ...], daemon_json: str | No
     return host
 
 
+def container_check(tmp_path: Path, host: Path, smi: str):
+    outcome = run_app("gpu", "nvidia-container", root=host, env=gpu_env(tmp_path, smi))
+    return outcome
+
+
 def test_container_toolkit_missing_means_gpus_flag_fails(tmp_path):
     host = container_host(tmp_path, (), None, cdi=False)
-    _, report = gpu_check(tmp_path, printing(NV / "nvidia-smi-q-x/tesla-t4-driver-515.105.01-v11.xml"), root=host, select="gpu,nvidia-container")
-    found = codes(report)
-    assert 'could not select device driver \\"\\" with capabilities: [[gpu]]' in found["CTK001"]["message"]
-    assert "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml" in found["CTK002"]["message"]
-    assert "nvidia-ctk runtime configure --runtime=docker" in found["CTK003"]["message"]
+    outcome = container_check(tmp_path, host, printing(NV / "nvidia-smi-q-x/tesla-t4-driver-515.105.01-v11.xml"))
+    found = {f.code: f for f in outcome.report.findings}
+    assert 'could not select device driver "" with capabilities: [[gpu]]' in found["CTK001"].message
+    assert found["CTK001"].fix.applicability.value == "display-only"
+    assert found["CTK002"].fix.params["commands"] == ["sudo apt-get install -y nvidia-container-toolkit", "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"]
+    assert found["CTK003"].fix.params["commands"] == ["sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker"]
+
+
+def test_display_only_fixes_are_shown_never_applied(tmp_path):
+    from .support.harness import run_fix
+
+    host = container_host(tmp_path, (), None, cdi=False)
+    before = sorted(p.name for p in host.rglob("*"))
+    _, said = run_fix("gpu", "nvidia-container", root=host, env=gpu_env(tmp_path, printing(NV / "nvidia-smi-q-x/tesla-t4-driver-515.105.01-v11.xml")),
+                      state_dir=tmp_path / "state")
+    assert "CTK002 cannot be applied by decode-doctor; run these commands yourself:" in said.text
+    assert "    sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml" in said.lines
+    assert sorted(p.name for p in host.rglob("*")) == before and not (tmp_path / "state").exists()
 
 
 def test_container_toolkit_ready(tmp_path):
     host = container_host(tmp_path, ("nvidia-container-runtime-hook", "nvidia-ctk", "nvidia-container-runtime"), "nvidia-ctk-configured-args-form.json", cdi=True)
-    _, report = gpu_check(tmp_path, printing(NV / "nvidia-smi-q-x/tesla-t4-driver-515.105.01-v11.xml"), root=host, select="gpu,nvidia-container")
-    assert not {"CTK001", "CTK002", "CTK003"} & set(codes(report))
-    result = [r for r in report["results"] if r["check"] == "nvidia-container"][0]
-    assert result["state"] == "passed"
+    outcome = container_check(tmp_path, host, printing(NV / "nvidia-smi-q-x/tesla-t4-driver-515.105.01-v11.xml"))
+    assert not {"CTK001", "CTK002", "CTK003"} & {f.code for f in outcome.report.findings}
+    result = [r for r in outcome.report.results if r.check == "nvidia-container"][0]
+    assert result.state.value == "passed"
 
 
 def test_budget_uses_the_driver_inventory_when_nothing_measured_the_gpu(tmp_path):
     from .support.modelgen import qwen2_7b
 
     model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)
-    _, report = gpu_check(tmp_path, printing(NV / "nvidia-smi-q-x/rtx3090-driver-590.44.01-v13.xml"), "--model", str(model), "--bandwidth", "936", select="gpu,decode-budget")
-    budgets = codes(report)["DEC001"]["evidence"]["budgets"]
-    assert budgets["cuda:0"]["capacity_bytes"] == 24576 << 20
-    assert budgets["cuda:0"]["fit"] == "fits" and budgets["cuda:0"]["bandwidth_source"] == "given"
+    gpu = gpu_check(tmp_path, printing(NV / "nvidia-smi-q-x/rtx3090-driver-590.44.01-v13.xml"))
+    run = run_check("decode-budget", models=(model,), options={"bandwidth": 936}, facts={"gpu": gpu.facts})
+    budgets = {b.device: b for b in run.facts.models[0].budgets}
+    assert budgets["cuda:0"].capacity_bytes == 24576 << 20
+    assert budgets["cuda:0"].fit == "fits" and budgets["cuda:0"].bandwidth_source == "given"

@@ -8,19 +8,20 @@ from importlib import resources
 import jsonschema
 import pytest
 
-from .conftest import FIXTURES, SWAP_ONLY, run_dd
+from .conftest import FIXTURES, SWAP_ONLY
+from .support.harness import cli
 
 SWAP_HOST = str(FIXTURES / "hosts" / "swap60-rhel7")
 
 
 @pytest.fixture(scope="module")
 def schema():
-    text = resources.files("decode_doctor.schema").joinpath("report-v1.schema.json").read_text()
+    text = resources.files("decode_doctor.schema").joinpath("report-v2.schema.json").read_text()
     return json.loads(text)
 
 
 def test_json_report_validates_against_the_shipped_schema(schema):
-    proc = run_dd("check", *SWAP_ONLY, "--root", SWAP_HOST, "--format", "json")
+    proc = cli("check", *SWAP_ONLY, "--root", SWAP_HOST, "--format", "json")
     report = json.loads(proc.stdout)
     jsonschema.Draft202012Validator(schema).validate(report)
     (finding,) = report["findings"]
@@ -28,12 +29,14 @@ def test_json_report_validates_against_the_shipped_schema(schema):
     assert finding["evidence"]["swappiness"] == 60
     assert report["results"][0]["state"] == "findings"
     assert report["results"][0]["files"][0] == "/proc/sys/vm/swappiness"
+    assert report["facts"]["swappiness"]["swappiness"] == 60
+    assert finding["fix"]["fixer"] == "swappiness" and finding["fix"]["applicability"] == "safe"
     assert report["run"]["host"] == "rhel7-node"
     assert report["summary"]["warnings"] == 1 and report["summary"]["exit_code"] == 0
 
 
 def test_schema_rejects_a_broken_report(schema):
-    report = json.loads(run_dd("check", *SWAP_ONLY, "--root", SWAP_HOST, "--format", "json").stdout)
+    report = json.loads(cli("check", *SWAP_ONLY, "--root", SWAP_HOST, "--format", "json").stdout)
     report["findings"][0]["severity"] = "fatal"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(report, schema)
@@ -41,7 +44,7 @@ def test_schema_rejects_a_broken_report(schema):
 
 def test_output_file_and_markdown(tmp_path):
     target = tmp_path / "report.md"
-    proc = run_dd("check", *SWAP_ONLY, "--root", SWAP_HOST, "--format", "markdown", "-o", str(target))
+    proc = cli("check", *SWAP_ONLY, "--root", SWAP_HOST, "--format", "markdown", "-o", str(target))
     assert proc.stdout == ""
     text = target.read_text()
     assert "| SWAP001 | warning | swappiness |" in text
@@ -50,7 +53,7 @@ def test_output_file_and_markdown(tmp_path):
 
 
 def test_plain_text_when_piped():
-    proc = run_dd("check", *SWAP_ONLY, "--root", SWAP_HOST)
+    proc = cli("check", *SWAP_ONLY, "--root", SWAP_HOST)
     assert "\x1b[" not in proc.stdout
     assert proc.stdout.startswith("SWAP001   warning  swappiness")
     assert "1 fixable" in proc.stdout
@@ -58,40 +61,40 @@ def test_plain_text_when_piped():
 
 @pytest.mark.parametrize(("fail_on", "code"), [("error", 0), ("warning", 1), ("info", 1), ("never", 0)])
 def test_exit_code_follows_fail_on(fail_on, code):
-    assert run_dd("check", *SWAP_ONLY, "--root", SWAP_HOST, "--fail-on", fail_on).returncode == code
+    assert cli("check", *SWAP_ONLY, "--root", SWAP_HOST, "--fail-on", fail_on).exit_code == code
 
 
 def test_usage_errors_exit_2():
-    assert run_dd("check", *SWAP_ONLY, "--root", "/no/such/dir").returncode == 2
-    proc = run_dd("check", "--root", SWAP_HOST, "--select", "NOPE")
-    assert proc.returncode == 2 and "--select NOPE matches no check or code" in proc.stderr
-    proc = run_dd("check", "--root", SWAP_HOST, "--select", "swappiness", "--ignore", "SWP001")
-    assert proc.returncode == 2 and "--ignore SWP001 matches no check or code" in proc.stderr
-    assert run_dd("check", "--dry-run").returncode == 2
+    assert cli("check", *SWAP_ONLY, "--root", "/no/such/dir").exit_code == 2
+    proc = cli("check", "--root", SWAP_HOST, "--select", "NOPE")
+    assert proc.exit_code == 2 and "--select NOPE matches no check or code" in proc.stderr
+    proc = cli("check", "--root", SWAP_HOST, "--select", "swappiness", "--ignore", "SWP001")
+    assert proc.exit_code == 2 and "--ignore SWP001 matches no check or code" in proc.stderr
+    assert cli("check", "--dry-run").exit_code == 2
 
 
 def test_explain_has_every_section():
-    proc = run_dd("explain", "swap001")
-    assert proc.returncode == 0
+    proc = cli("explain", "swap001")
+    assert proc.exit_code == 0
     for heading in ("SWAP001 (warning, check: swappiness)", "What it means", "Why it matters for LLM decode", "How to fix it by hand", "Automatic fix", "sysctl -w vm.swappiness=1"):
         assert heading in proc.stdout
-    unknown = run_dd("explain", "SWAP999")
-    assert unknown.returncode == 2 and "Did you mean" in unknown.stderr
+    unknown = cli("explain", "SWAP999")
+    assert unknown.exit_code == 2 and "Did you mean" in unknown.stderr
 
 
 def test_list_text():
-    proc = run_dd("list")
+    proc = cli("list")
     assert "swappiness:" in proc.stdout
     assert "SWAP001   warning  vm.swappiness is high on a host with swap  [fixable]" in proc.stdout
 
 
 def test_every_builtin_code_is_documented_and_unique():
-    from decode_doctor import registry
+    from decode_doctor.engine.registry import load
 
-    loaded = registry.checks()
+    loaded = load()
     assert loaded.errors == []
     seen = set()
-    for cls in loaded.items.values():
+    for cls in loaded.checks.values():
         assert cls.name and cls.codes, cls
         for code in cls.codes:
             assert code.code not in seen
@@ -107,15 +110,16 @@ def test_a_report_from_every_check_validates(schema, tmp_path):
     qwen2_7b(tmp_path / "model")
     write_corpus(tmp_path / "model" / "texts")
     write_dataset(tmp_path / "images")
-    proc = run_dd("check", "--model", str(tmp_path / "model"), "--images", str(tmp_path / "images"), "--root", SWAP_HOST,
+    proc = cli("check", "--model", str(tmp_path / "model"), "--images", str(tmp_path / "images"), "--root", SWAP_HOST,
                   "--format", "json", env={"DOCKER_HOST": f"unix://{tmp_path}/none.sock"})
     report = json.loads(proc.stdout)
     jsonschema.Draft202012Validator(schema).validate(report)
     checks = {r["check"] for r in report["results"]}
-    from decode_doctor import registry
+    from decode_doctor.engine.registry import load
 
-    assert checks == set(registry.checks().items)
-    assert {f["check"] for f in report["findings"]} >= {"bandwidth", "decode-budget", "encodings", "images", "swappiness", "docker"}
+    assert checks == set(load().checks)
+    assert {f["check"] for f in report["findings"]} >= {"decode-budget", "encodings", "images", "swappiness", "docker"}
+    assert {"bandwidth", "decode-budget", "encodings", "images", "swappiness", "docker"} <= set(report["facts"])
 
 
 def test_terminal_output_is_a_rich_table_and_honours_no_color(tmp_path):

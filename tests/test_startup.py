@@ -11,7 +11,7 @@ HEAVY = ("docker", "PIL", "numpy", "chardet", "cpuinfo", "rich", "psutil")
 
 PROBE = """
 import sys
-from decode_doctor.cli import main
+from decode_doctor.cli.main import main
 try:
     main({argv!r})
 except SystemExit:

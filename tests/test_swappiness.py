@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from decode_doctor.checks.swappiness import Swappiness, persistent_setting, proc_sys_read_only
-from decode_doctor.context import Context
-from decode_doctor.model import Severity
+from decode_doctor.checks.swappiness import persistent_setting, proc_sys_read_only
+from decode_doctor.engine import Applicability, Context, Severity
 
 from .conftest import FIXTURES
+from .support.harness import run_check
 
 
 def run_on(root: Path):
-    return Swappiness().run(Context(root=root))
+    return run_check("swappiness", root).findings
 
 
 def test_high_swappiness_with_swap_is_a_fixable_warning():
@@ -26,14 +26,16 @@ def test_high_swappiness_with_swap_is_a_fixable_warning():
     assert finding.evidence["swap_devices"] == ["/dev/dm-1"]
     assert finding.evidence["source"] == "/proc/sys/vm/swappiness"
     assert finding.fix is not None and finding.fix.fixer == "swappiness"
+    assert finding.fix.applicability is Applicability.SAFE
     assert "3.0 GiB of swap" in finding.message
 
 
-def test_no_swap_is_info_only():
-    (finding,) = run_on(FIXTURES / "hosts" / "noswap-desktop")
-    assert finding.code == "SWAP002"
-    assert finding.severity is Severity.INFO
-    assert finding.fix is None
+def test_no_swap_is_a_fact_not_a_finding():
+    run = run_check("swappiness", FIXTURES / "hosts" / "noswap-desktop")
+    assert run.findings == []
+    assert run.facts.swappiness == 60 and not run.facts.has_swap
+    assert run.facts.summary() == ["vm.swappiness 60 with no swap (it has no effect)"]
+    assert [(row.name, row.value) for row in run.facts.environment()] == [("vm.swappiness", "60"), ("swap", "no swap")]
 
 
 def test_read_only_proc_sys_says_so_and_offers_no_fix():

@@ -6,8 +6,9 @@ import os
 import signal
 import time
 
-from decode_doctor.check import Check, Needs
-from decode_doctor.model import Code, Severity
+from dataclasses import dataclass
+
+from decode_doctor.engine import Check, Code, Facts, Needs, Severity
 
 TEST001 = Code("TEST001", "a test finding", Severity.WARNING, "w", "y", "f")
 
@@ -90,12 +91,18 @@ class NeedsModel(Check):
         return []
 
 
+@dataclass(frozen=True)
+class Answer(Facts):
+    value: int
+
+
 class Publisher(Check):
     name = "publisher"
     needs = Needs(exclusive=True)
+    facts_type = Answer
 
     def run(self, ctx):
-        ctx.publish("answer", {"value": 42})
+        ctx.publish(Answer(42))
         return []
 
 
@@ -105,4 +112,4 @@ class Reader(Check):
     needs = Needs(after=("publisher",))
 
     def run(self, ctx):
-        return [self.finding("TEST002", f"saw {ctx.facts.get('answer')}")]
+        return [self.finding("TEST002", f"saw {ctx.facts.get('publisher')}")]

@@ -1,0 +1,248 @@
+"""Docker Engine: reachable or why not, versions, image store, mirrors, disk, runtimes, and whether
+pulls go through containerd's referrers client ("failed to decode referrers index")."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from decode_doctor.engine import Check, Code, Context, EnvRow, Facts, Finding, FixRef, Metric, Sample, Severity
+
+from .daemon_json import DAEMON_JSON, read_daemon_json
+
+MIN_API = "1.24"  # the docker SDK's floor
+REFERRERS_FROM = (29, 1)  # Engine version whose containerd store queries the referrers API
+LOW_DISK_BYTES = 50 * 10**9
+
+DKR003 = Code("DKR003", "The Docker daemon is not running", Severity.ERROR,
+    what="Docker is installed but nothing answers on the Engine socket (no socket file, or a stale one: connection refused).",
+    why="docker pull and docker run fail with \"Cannot connect to the Docker daemon\".",
+    fix_by_hand="sudo systemctl start docker (and enable it: sudo systemctl enable --now docker); check journalctl -u docker for why it stopped.")
+DKR004 = Code("DKR004", "Permission denied on the Docker socket", Severity.ERROR,
+    what="The Engine's socket exists, but this user may not connect to it.",
+    why="Every docker command fails for this user with \"permission denied while trying to connect to the Docker daemon socket\".",
+    fix_by_hand="sudo usermod -aG docker $USER, then log out and in (members of the docker group are root-equivalent); or use rootless Docker.")
+DKR005 = Code("DKR005", "The Docker Engine's API version is too old", Severity.ERROR,
+    what=f"The Engine speaks an API older than {MIN_API}, the oldest the Docker SDK and current CLIs support.",
+    why="Current clients and tools (compose, the SDK, GPU tooling) refuse to talk to it.",
+    fix_by_hand="Upgrade Docker Engine.")
+DKR010 = Code("DKR010", "Little free space for Docker images", Severity.WARNING,
+    what="The filesystem holding Docker's root directory has less than 50 GB free.",
+    why="Inference images (CUDA + PyTorch + engine) are 10–25 GB each, and pulls unpack a second copy; pulls fail with \"no space left on device\" half-way.",
+    fix_by_hand="docker system prune (removes unused images and build cache), or move data-root to a larger disk in daemon.json.")
+DKR020 = Code("DKR020", "Pulls use containerd's referrers API (containerd image store, Engine ≥ 29.1)", Severity.INFO,
+    what="With the containerd image store, Engine 29.1 and later ask the registry — or the configured mirror — for GET /v2/<repo>/referrers/<digest> whenever a pulled index carries attestations, and decode any 2xx body as an OCI image index.",
+    why="A mirror or proxy that answers that request with 200 and an HTML page, an empty body or other JSON breaks every such pull with \"failed to decode referrers index: invalid character '<' looking for beginning of value\" (or \": EOF\"). It is not an old client: upgrading does not help.",
+    fix_by_hand="Probe the mirrors (decode-doctor check --select referrers); fix or remove a broken mirror (it must answer 404, or a valid index with \"manifests\": []), or switch to the classic store with \"features\": {\"containerd-snapshotter\": false} in daemon.json and restart dockerd — images pulled into the containerd store then disappear from `docker images`.",
+    fix_safety="Unsafe (needs --unsafe-fixes): sets features.containerd-snapshotter to false in daemon.json, keeping every other key; journaled and undoable. decode-doctor never restarts dockerd: it prints the command, and images in the containerd store are hidden until you switch back.")
+
+
+@dataclass(frozen=True)
+class DockerFacts(Facts):
+    installed: bool
+    reachable: bool = False
+    endpoint: str | None = None
+    endpoint_from: str | None = None
+    version: str | None = None
+    api_version: str | None = None
+    platform: str | None = None
+    storage_driver: str | None = None
+    image_store: str | None = None
+    mirrors: list[str] = field(default_factory=list)
+    runtimes: list[str] = field(default_factory=list)
+    default_runtime: str | None = None
+    cdi_spec_dirs: list[str] | None = None
+    docker_root_dir: str | None = None
+    docker_root_free_bytes: int | None = None
+    referrers_exposed: bool = False
+    daemon: dict[str, Any] | None = None  # /etc/docker/daemon.json as read
+    daemon_error: str | None = None
+
+    def summary(self) -> list[str]:
+        if not self.installed:
+            return ["Docker is not installed"]
+        if not self.reachable:
+            return [f"Docker Engine not reachable at {self.endpoint}"]
+        return [
+            f"Docker {self.version} (API {self.api_version}, {self.platform}) via {self.endpoint_from}: "
+            f"storage {self.storage_driver}, {self.image_store} image store, mirrors: {', '.join(self.mirrors) or 'none'}, "
+            f"runtimes: {', '.join(self.runtimes) or 'none'}"
+        ]
+
+    def environment(self) -> list[EnvRow]:
+        if not self.installed:
+            return [EnvRow("Docker Engine", "not installed")]
+        if not self.reachable:
+            return [EnvRow("Docker Engine", f"not reachable at {self.endpoint}", ("DKR",))]
+        value = f"{self.version} (API {self.api_version}, {self.image_store} store)"
+        rows = [EnvRow("Docker Engine", value, ("DKR", "REF", "CTK"))]
+        if self.mirrors:
+            rows.append(EnvRow("registry mirrors", ", ".join(self.mirrors), ("REF",)))
+        return rows
+
+    def metrics(self) -> list[Metric]:
+        if not self.reachable:
+            return []
+        exposed = Sample({"store": self.image_store or "unknown"}, 1.0 if self.referrers_exposed else 0.0)
+        return [Metric("decode_doctor_docker_referrers_exposed", "1 when pulls go through containerd's referrers client.", (exposed,))]
+
+    def compared(self) -> dict[str, str | float]:
+        if not self.reachable:
+            return {"Docker Engine": "not installed" if not self.installed else "not reachable"}
+        return {"Docker Engine": self.version or "?", "Docker image store": self.image_store or "?"}
+
+
+def version_tuple(version: str | None) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version or "")[:3])
+
+
+def image_store(info: dict[str, Any], daemon: dict[str, Any] | None) -> str:
+    status = info.get("DriverStatus") or []
+    if info.get("Driver") == "overlayfs" or any(isinstance(row, list) and row[:2] == ["driver-type", "io.containerd.snapshotter.v1"] for row in status):
+        return "containerd"
+    if info.get("Driver"):
+        return "classic"
+    features = (daemon or {}).get("features") or {}
+    return "containerd" if features.get("containerd-snapshotter") else "classic"
+
+
+def api_version(version: dict[str, Any]) -> str | None:
+    return version.get("ApiVersion") or version.get("APIVersion")  # 29.0.0 briefly spelled it APIVersion
+
+
+def mirrors(info: dict[str, Any], daemon: dict[str, Any] | None) -> list[str]:
+    found = list((info.get("RegistryConfig") or {}).get("Mirrors") or [])
+    for mirror in (daemon or {}).get("registry-mirrors") or []:
+        if mirror not in found and mirror.rstrip("/") + "/" not in found:
+            found.append(mirror)
+    return [m.rstrip("/") for m in found]
+
+
+def referrers_exposed(version: dict[str, Any], store: str) -> bool:
+    return store == "containerd" and version_tuple(version.get("Version"))[:2] >= REFERRERS_FROM
+
+
+def engine_url(ctx: Context) -> tuple[str, str]:
+    """(base URL, where it came from): DOCKER_HOST, else the CLI's current context, else the default socket."""
+    if ctx.env.get("DOCKER_HOST"):
+        return ctx.env["DOCKER_HOST"], "DOCKER_HOST"
+    try:
+        from docker.context import ContextAPI
+
+        context = ContextAPI.get_current_context()
+        if context is not None and context.Host and context.name != "default":
+            return context.Host, f"docker context {context.name}"
+    except Exception:
+        pass
+    return "unix:///var/run/docker.sock", "default socket"
+
+
+def classify_connection_error(text: str) -> str:
+    if "too new" in text or "too old" in text or "no longer supported" in text:
+        return "api"
+    if "PermissionError" in text or "Permission denied" in text or "Errno 13" in text:
+        return "permission"
+    if "FileNotFoundError" in text or "No such file" in text or "ConnectionRefused" in text or "Connection refused" in text:
+        return "not running"
+    return "not running"
+
+
+class DockerEngine(Check):
+    name = "docker"
+    description = "Docker Engine reachability, versions, image store, mirrors, disk space and the referrers exposure"
+    codes = (DKR003, DKR004, DKR005, DKR010, DKR020)
+    timeout_s = 20.0
+    facts_type = DockerFacts
+    retired = {
+        "DKR001": "the Engine's versions and settings are now facts (check --verbose, JSON facts.docker)",
+        "DKR002": "Docker not being installed is now a fact (the environment table's Docker Engine row)",
+    }
+
+    def run(self, ctx: Context) -> list[Finding]:
+        import docker
+        from docker.errors import DockerException
+
+        daemon, daemon_error = read_daemon_json(ctx)
+        url, origin = engine_url(ctx)
+        installed = any(ctx.which(b) for b in ("docker", "dockerd")) or ctx.host_path("/etc/docker").is_dir()
+        socket_path = url[len("unix://") :] if url.startswith("unix://") else None
+        if not installed and origin == "default socket" and socket_path and not os.path.exists(socket_path):
+            ctx.publish(DockerFacts(installed=False, daemon=daemon, daemon_error=daemon_error))
+            return []
+        base = DockerFacts(installed=True, endpoint=url, endpoint_from=origin, daemon=daemon, daemon_error=daemon_error)
+        evidence: dict[str, Any] = {"endpoint": url, "endpoint_from": origin, "daemon_json_error": daemon_error}
+        try:
+            client = docker.DockerClient(base_url=url, timeout=10, version="auto")
+            version = client.version()
+            info = client.info()
+        except DockerException as exc:
+            ctx.publish(base)
+            kind = classify_connection_error(str(exc))
+            evidence["error"] = str(exc)[:400]
+            if kind == "permission":
+                message = f"Permission denied on {socket_path or url}: this user is not allowed to use the Docker Engine."
+                return [self.finding("DKR004", message, evidence=evidence)]
+            if kind == "api":
+                return [self.finding("DKR005", f"The Engine at {url} refuses this client's API version: {str(exc)[:160]}", evidence=evidence)]
+            state = "no socket" if socket_path and not os.path.exists(socket_path) else "connection refused"
+            where = f"{socket_path}: {state}" if socket_path else url
+            return [self.finding("DKR003", f"The Docker daemon is not running ({where}).", evidence=evidence)]
+        facts = self._facts(ctx, base, version, info)
+        ctx.publish(facts)
+        return self._judge(facts, version, evidence)
+
+    @staticmethod
+    def _facts(ctx: Context, base: DockerFacts, version: dict[str, Any], info: dict[str, Any]) -> DockerFacts:
+        from dataclasses import replace
+
+        store = image_store(info, base.daemon)
+        root_dir = info.get("DockerRootDir")
+        free = None
+        if root_dir and (base.endpoint or "").startswith("unix://") and ctx.host_path(root_dir).exists():
+            stat = os.statvfs(ctx.host_path(root_dir))
+            free = stat.f_bavail * stat.f_frsize
+        return replace(
+            base,
+            reachable=True,
+            version=version.get("Version"),
+            api_version=api_version(version),
+            platform=(version.get("Platform") or {}).get("Name") or info.get("OperatingSystem"),
+            storage_driver=info.get("Driver"),
+            image_store=store,
+            mirrors=mirrors(info, base.daemon),
+            runtimes=sorted(info.get("Runtimes") or {}),
+            default_runtime=info.get("DefaultRuntime"),
+            cdi_spec_dirs=info.get("CDISpecDirs"),
+            docker_root_dir=root_dir,
+            docker_root_free_bytes=free,
+            referrers_exposed=referrers_exposed(version, store),
+        )
+
+    def _judge(self, facts: DockerFacts, version: dict[str, Any], evidence: dict[str, Any]) -> list[Finding]:
+        evidence = {**evidence, **facts.to_dict()}
+        findings = []
+        api = facts.api_version
+        if api and version_tuple(api) < version_tuple(MIN_API):
+            message = f"Engine {facts.version} speaks API {api}, older than {MIN_API}."
+            findings.append(self.finding("DKR005", message, evidence=evidence))
+        free = facts.docker_root_free_bytes
+        if free is not None and free < LOW_DISK_BYTES:
+            message = (
+                f"{facts.docker_root_dir} has {free / 1e9:.1f} GB free; "
+                "inference images need 10–25 GB each, twice while pulling."
+            )
+            findings.append(self.finding("DKR010", message, evidence={"docker_root_dir": facts.docker_root_dir, "free_bytes": free}))
+        if facts.image_store == "containerd":
+            fix = FixRef("switch dockerd to the classic image store", {"action": "classic-store"})
+            if facts.referrers_exposed:
+                note = "this Engine queries the referrers API on pulls"
+            else:
+                note = f"Engine {facts.version} does not query it yet; 29.1 and later do"
+            message = (
+                f"containerd image store: {note}; a mirror or proxy that answers it with HTML or an empty 200 "
+                "breaks pulls (\"failed to decode referrers index\")."
+            )
+            findings.append(self.finding("DKR020", message, evidence=evidence, fix=fix if facts.referrers_exposed else None))
+        return findings

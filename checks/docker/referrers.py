@@ -1,0 +1,279 @@
+"""A live probe of registries and mirrors: do they answer the OCI referrers API the way containerd's
+client needs ("failed to decode referrers index" otherwise)?"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from decode_doctor.engine import Check, Code, Context, Finding, FixRef, Needs, Option, Severity, SkipCheck
+
+from .engine import DockerFacts
+
+INDEX_TYPE = "application/vnd.oci.image.index.v1+json"
+MANIFEST_TYPES = ", ".join((
+    INDEX_TYPE, "application/vnd.oci.image.manifest.v1+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json", "application/vnd.docker.distribution.manifest.v2+json",
+))
+MAX_INDEX_BYTES = 4 * 1048 * 1048  # containerd's limit on a referrers body
+TIMEOUT_S = 10.0
+PROBE_DIGEST = "sha256:" + hashlib.sha256(b"decode-doctor referrers probe").hexdigest()
+FIX = ("fix or remove the mirror (it must answer 404, or a valid index with \"manifests\": []), or set "
+       "\"features\": {\"containerd-snapshotter\": false} in daemon.json; upgrading Docker does not help")
+
+
+REMOVE_MIRROR = (
+    "Unsafe (needs --unsafe-fixes), offered for a mirror configured in daemon.json: removes it from "
+    "registry-mirrors, keeping every other key and the file's indentation; journaled and undoable. "
+    "decode-doctor never restarts dockerd: it prints the command."
+)
+
+
+def _code(code: str, title: str, what: str, severity: Severity = Severity.ERROR, fix_safety: str = REMOVE_MIRROR) -> Code:
+    return Code(code, title, severity, what=what, fix_safety=fix_safety,
+        why="containerd (Docker Engine ≥ 29.1 with the containerd image store) decodes any 2xx answer as an OCI image index, "
+        "whatever its Content-Type; this answer makes every pull of an image with attestations fail with \"failed to decode referrers index\". "
+        "An old Docker client is not the cause, and upgrading does not help.",
+        fix_by_hand=f"The registry or mirror must answer GET /v2/<repo>/referrers/<digest> with 404 or a valid OCI index; meanwhile {FIX}.")
+
+
+REF001 = _code("REF001", "Referrers endpoint answers 200 with HTML", "The mirror or proxy answers the referrers request with an HTML page (a login, error or captive portal page): containerd fails with \"invalid character '<' looking for beginning of value\".")
+REF002 = _code("REF002", "Referrers endpoint answers 200 with an empty body", "An empty 2xx body: containerd fails with \"failed to decode referrers index: EOF\".")
+REF003 = _code("REF003", "Referrers endpoint answers JSON that is not an OCI index", "The body is JSON, but not an image index with schemaVersion 2 and a manifests array of descriptors (a JSON array, an {\"errors\": …} document sent with 200, a null manifests list…).")
+REF004 = _code("REF004", "Referrers endpoint answers more than one JSON value", "Data follows the JSON object (a second object, HTML after JSON): containerd rejects trailing data.")
+REF005 = _code("REF005", "Referrers endpoint answers an oversized body", f"The body exceeds {MAX_INDEX_BYTES:,} bytes, containerd's limit for a referrers index.")
+REF006 = _code("REF006", "Referrers index served with the wrong Content-Type", f"The index is valid but not served as {INDEX_TYPE}, as the distribution spec requires; containerd ignores it today, other clients may not.", Severity.WARNING, fix_safety="")
+REF007 = _code("REF007", "Referrers endpoint answers with a server error", "The registry or mirror answers 5xx: pulls that need referrers fail or retry.")
+REF008 = Code("REF008", "Registry answers the referrers API correctly", Severity.INFO,
+    what="404 (then the sha256-<hex> tag fallback) or a valid OCI index: pulls through it are safe.", why="Evidence that the mirror is not the problem.", fix_by_hand="Nothing to fix.")
+REF009 = Code("REF009", "Registry could not be probed", Severity.WARNING,
+    what="The registry or mirror did not answer (DNS, TLS, connection), refused anonymous access, or the image's manifest could not be resolved.",
+    why="decode-doctor cannot vouch for it; the Engine may fail to pull through it for the same reason.",
+    fix_by_hand="Check the URL, the network path (proxy, firewall) and credentials; pass --image with an image that exists there.")
+
+
+@dataclass
+class Answer:
+    status: int | None
+    content_type: str
+    body: bytes
+    error: str | None = None
+    url: str = ""
+    challenge: str | None = None  # WWW-Authenticate of a 401
+
+
+def _is_local(host: str) -> bool:
+    name = host.rsplit(":", 1)[0].strip("[]")
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_reference(ref: str) -> tuple[str, str, str]:
+    """(registry host, repository, tag or digest) with Docker's defaults."""
+    name, sep, digest = ref.partition("@")
+    first, _, rest = name.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        host, path = first, rest
+    else:
+        host, path = "docker.io", name
+    if ":" in path.rsplit("/", 1)[-1]:
+        path, tag = path.rsplit(":", 1)
+    else:
+        tag = "latest"
+    if host == "docker.io" and "/" not in path:
+        path = f"library/{path}"
+    return host, path, digest if sep else tag
+
+
+def base_url(host: str) -> str:
+    if host.startswith(("http://", "https://")):
+        return host.rstrip("/")
+    if host == "docker.io":
+        return "https://registry-1.docker.io"
+    return f"{'http' if _is_local(host) else 'https'}://{host}"
+
+
+class Session:
+    """Anonymous bearer-token flow, the way the Engine does it."""
+
+    def __init__(self) -> None:
+        self.tokens: dict[str, str] = {}
+
+    def get(self, url: str, accept: str, scope_hint: str | None = None, limit: int = MAX_INDEX_BYTES + 1) -> Answer:
+        headers = {"Accept": accept, "User-Agent": "decode-doctor"}
+        origin = urllib.parse.urlsplit(url).netloc
+        if origin in self.tokens:
+            headers["Authorization"] = f"Bearer {self.tokens[origin]}"
+        answer = self._fetch(url, headers, limit)
+        if answer.status == 401 and origin not in self.tokens:
+            token = self._token(answer.challenge, scope_hint) if answer.challenge else None
+            if token:
+                self.tokens[origin] = token
+                headers["Authorization"] = f"Bearer {token}"
+                answer = self._fetch(url, headers, limit)
+        return answer
+
+    def _fetch(self, url: str, headers: dict[str, str], limit: int) -> Answer:
+        request = urllib.request.Request(url, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+                return Answer(response.status, response.headers.get("Content-Type", ""), response.read(limit), url=url)
+        except urllib.error.HTTPError as exc:
+            return Answer(exc.code, exc.headers.get("Content-Type", ""), exc.read(64 * 1024), url=url, challenge=exc.headers.get("WWW-Authenticate"))
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            return Answer(None, "", b"", error=str(reason), url=url)
+
+    def _token(self, challenge: str, scope_hint: str | None) -> str | None:
+        params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
+        if not challenge.lower().startswith("bearer") or "realm" not in params:
+            return None
+        query = {"service": params.get("service", "")}
+        scope = params.get("scope") or scope_hint
+        if scope:
+            query["scope"] = scope
+        answer = self._fetch(params["realm"] + "?" + urllib.parse.urlencode(query), {"User-Agent": "decode-doctor"}, 1 << 20)
+        if answer.status != 200:
+            return None
+        try:
+            data = json.loads(answer.body)
+        except json.JSONDecodeError:
+            return None
+        return data.get("token") or data.get("access_token")
+
+
+def judge_referrers(answer: Answer) -> tuple[str, str]:
+    """(code, what came back) for one answer of the referrers endpoint (or its tag fallback)."""
+    head = answer.body[:80].decode("utf-8", errors="replace")
+    if answer.status is not None and answer.status >= 500:
+        return "REF007", f"HTTP {answer.status}: {head!r}"
+    if answer.status is None or not 200 <= answer.status < 300:
+        return "OK-404" if answer.status == 404 else "REF009", f"HTTP {answer.status or answer.error}"
+    if len(answer.body) > MAX_INDEX_BYTES:
+        return "REF005", f"HTTP {answer.status} with more than {MAX_INDEX_BYTES:,} bytes"
+    text = answer.body.decode("utf-8", errors="replace")
+    if not text.strip():
+        return "REF002", f"HTTP {answer.status} with an empty body (containerd: failed to decode referrers index: EOF)"
+    if text.lstrip().startswith("<"):
+        return "REF001", f"HTTP {answer.status}, {answer.content_type or 'no Content-Type'}: {head!r} (containerd: invalid character '<' looking for beginning of value)"
+    decoder = json.JSONDecoder()
+    try:
+        value, end = decoder.raw_decode(text.lstrip())
+    except json.JSONDecodeError as exc:
+        return "REF003", f"HTTP {answer.status}: not JSON ({exc.msg}): {head!r}"
+    if text.lstrip()[end:].strip():
+        return "REF004", f"HTTP {answer.status}: data after the JSON value: {text.lstrip()[end:end + 40]!r}"
+    problem = index_problem(value)
+    if problem:
+        return "REF003", f"HTTP {answer.status}: {problem}: {head!r}"
+    if answer.content_type.split(";")[0].strip() != INDEX_TYPE:
+        return "REF006", f"HTTP {answer.status}: a valid index served as {answer.content_type or 'no Content-Type'}"
+    return "OK-INDEX", f"HTTP {answer.status}: a valid index with {len(value['manifests'])} referrer(s)"
+
+
+def index_problem(value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return f"a JSON {type(value).__name__}, not an object"
+    if "errors" in value and "manifests" not in value:
+        return "an error document sent with a success status"
+    if value.get("schemaVersion") != 2:
+        return f"schemaVersion is {value.get('schemaVersion')!r}, not 2"
+    manifests = value.get("manifests")
+    if not isinstance(manifests, list):
+        return "manifests is null or not an array"
+    for descriptor in manifests:
+        if not isinstance(descriptor, dict) or not all(k in descriptor for k in ("mediaType", "digest", "size")):
+            return "a descriptor lacks mediaType, digest or size"
+    return None
+
+
+class Referrers(Check):
+    name = "referrers"
+    description = "probes registries and mirrors for the OCI referrers API containerd's pulls depend on"
+    codes = (REF001, REF002, REF003, REF004, REF005, REF006, REF007, REF008, REF009)
+    needs = Needs(after=("docker",))
+    options = (
+        Option("--registry", "A registry or mirror URL to probe (repeatable; the Engine's mirrors are probed by default).", multiple=True),
+        Option("--image", "An image to resolve and probe (repeatable), e.g. mysql:8.0.", multiple=True),
+        Option("--no-network", "Probe nothing over the network.", is_flag=True, default=False),
+    )
+    timeout_s = 120.0
+
+    def run(self, ctx: Context) -> list[Finding]:
+        if ctx.options.get("no_network"):
+            raise SkipCheck("--no-network")
+        engine = ctx.facts.get("docker")
+        configured = list(engine.mirrors) if isinstance(engine, DockerFacts) else []
+        registries = list(ctx.options.get("registry") or []) + [m for m in configured if m not in (ctx.options.get("registry") or [])]
+        images = list(ctx.options.get("image") or [])
+        if not registries and not images:
+            raise SkipCheck("no registry to probe (no mirrors configured; pass --registry URL or --image REF)")
+        # a broken mirror is an error where pulls go through the referrers client, or where that is unknown
+        exposed = engine.referrers_exposed if isinstance(engine, DockerFacts) and engine.reachable else None
+        severity = None if exposed in (True, None) else Severity.WARNING
+        session = Session()
+        findings = []
+        targets: list[tuple[str, str, str | None, bool]] = []  # (base, repository, reference, mirror)
+        for registry in registries:
+            for image in images or [None]:
+                if image is None:
+                    targets.append((base_url(registry), "library/alpine", None, True))
+                else:
+                    _, repo, ref = parse_reference(image)
+                    targets.append((base_url(registry), repo, ref, True))
+        if not registries:
+            for image in images:
+                host, repo, ref = parse_reference(image)
+                targets.append((base_url(host), repo, ref, False))
+        for base, repo, ref, mirror in targets:
+            findings.append(self._probe(session, base, repo, ref, mirror, configured, severity))
+        return findings
+
+    def _probe(self, session: Session, base: str, repo: str, ref: str | None, mirror: bool, configured: list[str], severity: Severity | None) -> Finding:
+        ns = "?ns=docker.io" if mirror else ""
+        scope = f"repository:{repo}:pull"
+        evidence: dict[str, Any] = {"registry": base, "repository": repo, "reference": ref}
+        digest = PROBE_DIGEST
+        if ref is not None:
+            if ref.startswith("sha256:"):
+                digest = ref
+            else:
+                answer = session.get(f"{base}/v2/{repo}/manifests/{ref}{ns}", MANIFEST_TYPES, scope)
+                evidence["manifest_status"] = answer.status
+                if answer.status != 200:
+                    return self.finding("REF009", f"{base}: cannot resolve {repo}:{ref} (HTTP {answer.status or answer.error}).", evidence=evidence)
+                digest = "sha256:" + hashlib.sha256(answer.body).hexdigest()
+        evidence["digest"] = digest
+        url = f"{base}/v2/{repo}/referrers/{digest}{ns}"
+        answer = session.get(url, f"{INDEX_TYPE}, */*", scope)
+        evidence.update(url=url, status=answer.status, content_type=answer.content_type, first_bytes=answer.body[:200].decode("utf-8", errors="replace"), error=answer.error)
+        code, what = judge_referrers(answer)
+        if code == "OK-404":
+            fallback = session.get(f"{base}/v2/{repo}/manifests/sha256-{digest.split(':', 1)[1]}{ns}", f"{INDEX_TYPE}, */*", scope)
+            evidence.update(fallback_status=fallback.status, fallback_content_type=fallback.content_type)
+            if fallback.status == 404:
+                return self.finding("REF008", f"{base}: referrers 404, tag fallback 404: no referrers, pulls are safe.", evidence=evidence)
+            code, what = judge_referrers(fallback)
+            url = fallback.url
+            if code in ("OK-INDEX", "OK-404"):
+                return self.finding("REF008", f"{base}: referrers 404, tag fallback {what}.", evidence=evidence)
+        if code == "OK-INDEX":
+            return self.finding("REF008", f"{base}: {what}.", evidence=evidence)
+        if code == "REF009":
+            return self.finding("REF009", f"{base}: the referrers probe got {what}.", evidence=evidence)
+        fix = None
+        in_config = [m for m in configured if m.rstrip("/") == base.rstrip("/")]
+        if in_config and self.code(code).declares_fix:
+            fix = FixRef(f"remove the mirror {base} from registry-mirrors", {"action": "remove-mirror", "mirror": in_config[0]})
+        return self.finding(code, f"{url} → {what}. Fix: {FIX}.", evidence=evidence, fix=fix, severity=severity if code != "REF006" else None)

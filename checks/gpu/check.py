@@ -1,0 +1,437 @@
+"""The GPU stack: driver, the CUDA it supports, the toolkit, PyTorch's CUDA build and cuDNN, and
+whether each pair works together; driver failures told apart; Jetson boards recognised."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from decode_doctor.engine import Check, Code, CommandRecord, Context, EnvRow, Facts, Finding, Metric, Needs, Option, Sample
+from decode_doctor.engine import Severity, SkipCheck
+
+from .nvidia import DriverInfo, GpuDevice
+
+SMI_TIMEOUT_S = 15.0
+KERNEL_LOGS = ("/var/log/kern.log", "/var/log/syslog", "/var/log/messages")
+DRIVER_FIX = "Install the NVIDIA driver for this GPU (ubuntu-drivers install, or the distribution's nvidia-driver package), then reboot."
+
+GPU010 = Code("GPU010", "nvidia-smi cannot talk to the NVIDIA driver", Severity.ERROR,
+    what="nvidia-smi says it couldn't communicate with the NVIDIA driver: the kernel module is not loaded (not installed, blocked by Secure Boot, or nouveau holds the GPU).",
+    why="No CUDA program can use the GPU; inference falls back to the CPU or fails at start.",
+    fix_by_hand=f"{DRIVER_FIX} Check `lsmod | grep nvidia`, `mokutil --sb-state` and `dmesg | grep -i nvrm`.")
+GPU011 = Code("GPU011", "NVIDIA driver and library versions do not match", Severity.ERROR,
+    what="\"Failed to initialize NVML: Driver/library version mismatch\": the user-space libraries were upgraded but the old kernel module is still loaded (the kernel log says \"API mismatch\").",
+    why="NVML, CUDA and nvidia-container-cli all refuse to start until they match: every GPU workload on the host is down.",
+    fix_by_hand="Reboot; or, with no GPU process running, reload the module: sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia.")
+GPU012 = Code("GPU012", "The NVIDIA driver finds no GPU", Severity.ERROR,
+    what="nvidia-smi prints \"No devices were found\": the driver is loaded but no GPU is bound to it (unsupported GPU for this driver branch, GPU passed to a VM, or a failed probe).",
+    why="No CUDA device is visible to inference servers.",
+    fix_by_hand="Check `lspci -nn | grep -i nvidia` and the kernel log; install a driver branch that supports the GPU.")
+GPU013 = Code("GPU013", "nvidia-smi reports an Unknown Error for a GPU", Severity.ERROR,
+    what="\"Unable to determine the device handle for GPU …: Unknown Error\": the driver lost the GPU (power, thermal, PCIe or hardware fault).",
+    why="That GPU cannot run work; jobs scheduled on it fail.",
+    fix_by_hand="Look for Xid errors in the kernel log, reseat or power-cycle the node, and check cooling and power.")
+GPU014 = Code("GPU014", "A GPU has fallen off the bus", Severity.ERROR,
+    what="The kernel log says the GPU \"has fallen off the bus and is not responding to commands\".",
+    why="The GPU is gone until a reset or reboot; this is usually power, thermal, riser or hardware trouble, and recurs.",
+    fix_by_hand="Reboot (or nvidia-smi -r for that GPU); check power supply, cooling and PCIe seating; report repeated events to the vendor.")
+GPU015 = Code("GPU015", "An NVIDIA GPU is present but nvidia-smi is not installed", Severity.WARNING,
+    what="The PCI bus shows an NVIDIA display controller, but there is no nvidia-smi (and no NVML): the proprietary driver is probably not installed.",
+    why="Without the driver, CUDA cannot use the GPU.",
+    fix_by_hand=DRIVER_FIX)
+GPU016 = Code("GPU016", "nvidia-smi hangs", Severity.ERROR,
+    what="nvidia-smi did not answer within its time limit.",
+    why="A hung nvidia-smi is itself a symptom: the driver is stuck (a GPU in a bad state, a kernel module waiting on hardware); CUDA programs will hang the same way.",
+    fix_by_hand="Look at the kernel log for Xid or fallen-off-the-bus messages; reset the GPU (nvidia-smi -r) or reboot.")
+GPU017 = Code("GPU017", "nvidia-smi output could not be read", Severity.WARNING,
+    what="nvidia-smi -q -x ran but printed something that is not its XML report.",
+    why="decode-doctor cannot judge the driver; a broken or mismatched nvidia-smi binary is a symptom too.",
+    fix_by_hand="Run nvidia-smi -q yourself and attach the output to the ticket.")
+GPU020 = Code("GPU020", "The CUDA toolkit needs a newer driver", Severity.ERROR,
+    what="The installed CUDA toolkit (nvcc, /usr/local/cuda*/version.json) is newer than the driver fully supports.",
+    why="Under minor-version compatibility (same major version) programs built with it run with a limited feature set, and PTX it generates fails to JIT on the older driver (cudaErrorUnsupportedPtxVersion); across major versions nothing it builds runs.",
+    fix_by_hand="Upgrade the driver to the version named in the finding, or install the toolkit matching the driver.")
+GPU021 = Code("GPU021", "PyTorch's CUDA build and the driver", Severity.ERROR,
+    what="The PyTorch wheel was built for a CUDA version that this driver cannot run, or runs only through minor-version compatibility.",
+    why="An incompatible pair fails at the first CUDA call (\"The NVIDIA driver on your system is too old\"), and torch.cuda.is_available() returns False.",
+    fix_by_hand="Upgrade the driver to the version named in the finding, or install the PyTorch build named there (pip install torch --index-url https://download.pytorch.org/whl/cu118).")
+GPU022 = Code("GPU022", "PyTorch is a CPU-only build on a GPU host", Severity.ERROR,
+    what="torch/version.py says cuda = None: this PyTorch has no CUDA support.",
+    why="Inference runs on the CPU, orders of magnitude slower at decode, with no error message.",
+    fix_by_hand="Install a CUDA build: pip install torch --index-url https://download.pytorch.org/whl/cu124 (pick the build the driver supports).")
+GPU023 = Code("GPU023", "Below the baseline for LLM inference (CUDA 11.8+, cuDNN 8.6+, PyTorch 2.0+)", Severity.WARNING,
+    what="A component is older than the baseline the field write-ups assume.",
+    why="Serving engines (vLLM, TGI, TensorRT-LLM) and flash attention require at least these versions; older stacks miss fused kernels and bf16 support.",
+    fix_by_hand="Upgrade the component named in the finding.")
+GPU030 = Code("GPU030", "NVIDIA Jetson / Tegra board (unified memory)", Severity.INFO,
+    what="An NVIDIA Tegra board (Jetson): no nvidia-smi; the GPU shares the system RAM with the CPU.",
+    why="The decode budget has one memory pool for weights, KV cache and the OS; vm.swappiness and zram matter more, since pages the GPU needs can be swapped out.",
+    fix_by_hand="Budget against total RAM minus the OS, keep swappiness low, and use tegrastats to watch memory.")
+
+
+def _record_evidence(record: CommandRecord) -> dict[str, Any]:
+    return {"command": " ".join(record.argv), "exit_code": record.exit_code, "output": record.excerpt(800), "timed_out": record.timed_out}
+
+
+def nvidia_pci_devices(ctx: Context) -> list[str]:
+    base = ctx.host_path("/sys/bus/pci/devices")
+    found = []
+    if base.is_dir():
+        for device in sorted(base.iterdir()):
+            try:
+                vendor = (device / "vendor").read_text().strip()
+                klass = (device / "class").read_text().strip()
+            except OSError:
+                continue
+            if vendor == "0x10de" and klass.startswith("0x03"):
+                found.append(device.name)
+    return found
+
+
+TORCH_PROBE = r"""
+import importlib.util, json, sys
+out = {"python": sys.executable, "torch_dir": None, "cudnn": None}
+spec = importlib.util.find_spec("torch")
+if spec and spec.submodule_search_locations:
+    out["torch_dir"] = list(spec.submodule_search_locations)[0]
+try:
+    from importlib import metadata
+    for name in ("nvidia-cudnn-cu13", "nvidia-cudnn-cu12", "nvidia-cudnn-cu11"):
+        try:
+            out["cudnn"] = metadata.version(name)
+            break
+        except metadata.PackageNotFoundError:
+            pass
+except Exception:
+    pass
+print(json.dumps(out))
+"""
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    version: str
+    judged: str  # the X.Y the compatibility table is read with
+    source: str
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    version: str | None
+    cuda: str | None
+    hip: str | None
+    cudnn: str | None
+    python: str
+    torch_dir: str
+
+
+@dataclass(frozen=True)
+class GpuFacts(Facts):
+    driver: str | None = None
+    cuda: str | None = None  # the highest CUDA the driver supports
+    source: str | None = None  # NVML, nvidia-smi -q -x, nvidia-smi -q
+    attached: int | None = None
+    devices: list[GpuDevice] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    unified_memory: bool = False  # Jetson: the GPU allocates from system RAM
+    board: str | None = None
+    toolkits: list[Toolkit] = field(default_factory=list)
+    torch: TorchBuild | None = None
+
+    def summary(self) -> list[str]:
+        lines = []
+        if self.driver or self.devices:
+            parts = [_device_text(d) for d in self.devices] or ["no GPU listed"]
+            head = f"Driver {self.driver or '?'} (CUDA ≤ {self.cuda or '?'}, via {self.source})"
+            notes = f" ({'; '.join(self.notes)})" if self.notes else ""
+            lines.append(f"{head}: " + "; ".join(parts) + notes)
+        if self.board:
+            lines.append(self.board)
+        lines += [f"CUDA toolkit {t.version} ({t.source})" for t in self.toolkits]
+        if self.torch:
+            build = f"CUDA {self.torch.cuda}" if self.torch.cuda else "CPU-only"
+            lines.append(f"PyTorch {self.torch.version} ({build}, cuDNN {self.torch.cudnn or '?'}) in {self.torch.python}")
+        return lines
+
+    def environment(self) -> list[EnvRow]:
+        rows = []
+        if self.driver or self.devices:
+            rows.append(EnvRow("NVIDIA driver", self.driver or "unknown", ("GPU01", "GPU020", "GPU021")))
+            rows.append(EnvRow("CUDA (driver)", self.cuda or "unknown", ("GPU02",)))
+        if self.board:
+            rows.append(EnvRow("board", self.board, ("GPU030",)))
+        rows += [EnvRow(f"GPU {d.index}", f"{d.name} ({d.memory_mib} MiB)") for d in self.devices]
+        if self.toolkits:
+            rows.append(EnvRow("CUDA toolkit", ", ".join(f"{t.version} ({t.source})" for t in self.toolkits), ("GPU020", "GPU023")))
+        if self.torch:
+            rows.append(EnvRow("PyTorch (serving)", f"{self.torch.version}, CUDA {self.torch.cuda or 'none'}", ("GPU021", "GPU022", "GPU023")))
+        return rows
+
+    def metrics(self) -> list[Metric]:
+        samples = tuple(
+            Sample({"gpu": str(d.index), "name": d.name}, float(d.memory_mib << 20)) for d in self.devices if d.memory_mib
+        )
+        return [Metric("decode_doctor_gpu_memory_bytes", "Memory of each NVIDIA GPU, in bytes.", samples)] if samples else []
+
+    def compared(self) -> dict[str, str | float]:
+        values: dict[str, str | float] = {}
+        if self.driver:
+            values["NVIDIA driver"] = self.driver
+        if self.cuda:
+            values["CUDA (driver)"] = self.cuda
+        if self.torch and self.torch.version:
+            values["PyTorch"] = self.torch.version
+        for toolkit in self.toolkits:
+            values[f"CUDA toolkit ({toolkit.source})"] = toolkit.version
+        return values
+
+
+def _device_text(device: GpuDevice) -> str:
+    memory = f"{device.memory_mib / 1024:.0f} GiB" if device.memory_mib else "memory unknown"
+    bandwidth = f"{device.theoretical_gbps:.0f} GB/s theoretical" if device.theoretical_gbps else "bandwidth unknown (no bus width)"
+    mig = ", MIG enabled" if (device.mig_mode or "").lower() == "enabled" else ""
+    arch = f", {device.architecture}" if device.architecture else ""
+    return f"GPU {device.index}: {device.name} ({memory}{arch}{mig}, {bandwidth})"
+
+
+def probe_torch(ctx: Context) -> TorchBuild | str | None:
+    """PyTorch's version and CUDA build from torch/version.py, without importing torch; a string says
+    why the probe failed; None: no torch."""
+    from .nvidia import parse_torch_version_py
+
+    python = ctx.options.get("python") or sys.executable
+    record = ctx.run([python, "-c", TORCH_PROBE], timeout_s=20)
+    if not record.ok:
+        return record.error or record.stderr.strip()[-200:] or "the probe failed"
+    data = json.loads(record.stdout.strip().splitlines()[-1])
+    if not data.get("torch_dir"):
+        return None
+    torch_dir = Path(data["torch_dir"])
+    try:
+        version = parse_torch_version_py((torch_dir / "version.py").read_text())
+    except OSError:
+        return f"{torch_dir}/version.py is unreadable"
+    cudnn = data.get("cudnn")
+    if not cudnn:
+        libs = sorted((torch_dir / "lib").glob("libcudnn.so.*")) if (torch_dir / "lib").is_dir() else []
+        cudnn = libs[0].name.split(".so.", 1)[1] if libs else None
+    return TorchBuild(version["version"], version["cuda"], version["hip"], cudnn, data["python"], str(torch_dir))
+
+
+def toolkits(ctx: Context) -> list[Toolkit]:
+    from .nvidia import parse_nvcc, parse_version_json
+
+    found = []
+    nvcc = ctx.which("nvcc")
+    if nvcc:
+        record = ctx.run([nvcc, "--version"], timeout_s=10)
+        version = parse_nvcc(record.stdout)
+        if version:
+            # nvcc's third number is its own build (12.8.61), not the toolkit update (12.8.1): judge X.Y
+            found.append(Toolkit(version, ".".join(version.split(".")[:2]), nvcc))
+    local = ctx.host_path("/usr/local")
+    if local.is_dir():
+        for directory in sorted(local.glob("cuda*")):
+            text = ctx.read_text(f"/usr/local/{directory.name}/version.json") if directory.is_dir() else None
+            version = parse_version_json(text) if text else None
+            if version and not any(t.version == version for t in found):
+                found.append(Toolkit(version, version, f"/usr/local/{directory.name}/version.json"))
+    return found
+
+
+def kernel_events(ctx: Context) -> list[tuple[str, str]]:
+    from .nvidia import scan_kernel_log
+
+    events: list[tuple[str, str]] = []
+    texts = []
+    for log in KERNEL_LOGS:
+        text = ctx.read_text(log, limit=4 << 20)
+        if text:
+            texts.append(text[-(2 << 20):])
+    if ctx.live_host and ctx.which("dmesg"):
+        record = ctx.run(["dmesg"], timeout_s=5)
+        if record.ok:
+            texts.append(record.stdout)
+    for text in texts:
+        for event in scan_kernel_log(text):
+            if event not in events:
+                events.append(event)
+    return events
+
+
+class GpuStack(Check):
+    name = "gpu"
+    description = "NVIDIA driver, CUDA, toolkit, PyTorch and cuDNN versions and whether they work together"
+    codes = (GPU010, GPU011, GPU012, GPU013, GPU014, GPU015, GPU016, GPU017, GPU020, GPU021, GPU022, GPU023, GPU030)
+    needs = Needs(platforms=("linux",))
+    options = (
+        Option("--python", "The Python interpreter whose PyTorch to inspect (default: decode-doctor's own)."),
+        Option("--nvidia-smi-timeout", "Seconds nvidia-smi may take before it counts as hung [default: 15].", type=float),
+    )
+    timeout_s = 45.0
+    facts_type = GpuFacts
+    retired = {"GPU001": "the GPUs and driver are now facts (check --verbose, JSON facts.gpu)"}
+
+    def run(self, ctx: Context) -> list[Finding]:
+        from .nvidia import probe_nvml
+
+        findings: list[Finding] = []
+        info: DriverInfo | None = probe_nvml() if ctx.live_host else None
+        smi_failed = False
+        if info is None:
+            info, smi_failed = self._nvidia_smi(ctx, findings)
+        events = kernel_events(ctx)
+        findings.extend(self._kernel_findings(events, findings))
+        tegra = ctx.read_text("/etc/nv_tegra_release")
+        pci = nvidia_pci_devices(ctx)
+        driver_dir = ctx.host_path("/proc/driver/nvidia").is_dir()
+        if info is None and not tegra and not pci and not driver_dir and not findings:
+            raise SkipCheck("no NVIDIA GPU (no NVML, nvidia-smi, /proc/driver/nvidia or NVIDIA PCI device)")
+        board = None
+        if tegra:
+            model = (ctx.read_text("/proc/device-tree/model") or "NVIDIA Jetson").strip("\x00\n ")
+            release = tegra.strip().splitlines()[0]
+            board = f"{model}: {release}"
+            message = f"{board}. CPU and GPU share the system RAM."
+            findings.append(self.finding("GPU030", message, evidence={"model": model, "release": release}))
+        elif info is None and pci and not smi_failed and not ctx.which("nvidia-smi"):
+            message = f"NVIDIA GPU(s) at {', '.join(pci)} but no nvidia-smi: the driver is not installed."
+            findings.append(self.finding("GPU015", message, evidence={"pci_devices": pci}))
+        torch = probe_torch(ctx)
+        facts = GpuFacts(
+            driver=info.driver_version if info else None,
+            cuda=info.cuda_version if info else None,
+            source=info.source if info else None,
+            attached=info.attached if info else None,
+            devices=list(info.devices) if info else [],
+            notes=list(info.notes) if info else [],
+            unified_memory=bool(tegra),
+            board=board,
+            toolkits=toolkits(ctx),
+            torch=torch if isinstance(torch, TorchBuild) else None,
+        )
+        ctx.publish(facts)
+        findings.extend(self._software(facts, bool(facts.devices) or bool(pci) or bool(tegra)))
+        return findings
+
+    def _nvidia_smi(self, ctx: Context, findings: list[Finding]) -> tuple[Any, bool]:
+        from .nvidia import classify_smi_failure, parse_smi_text, parse_smi_xml
+
+        if not ctx.which("nvidia-smi"):
+            return None, False
+        limit = ctx.options.get("nvidia_smi_timeout") or SMI_TIMEOUT_S
+        record = ctx.run(["nvidia-smi", "-q", "-x"], timeout_s=limit)
+        evidence = _record_evidence(record)
+        if record.timed_out:
+            findings.append(self.finding("GPU016", f"nvidia-smi -q -x did not answer within {limit:g} s: the driver is stuck.", evidence=evidence))
+            return None, True
+        output = record.stdout + record.stderr
+        if record.exit_code == 0:
+            try:
+                return parse_smi_xml(record.stdout), False
+            except ValueError as exc:
+                text = ctx.run(["nvidia-smi", "-q"], timeout_s=limit)
+                try:
+                    return parse_smi_text(text.stdout), False
+                except ValueError:
+                    findings.append(self.finding("GPU017", f"{exc}.", evidence=evidence))
+                    return None, True
+        kind = classify_smi_failure(output)
+        code, message = {
+            "no-driver": ("GPU010", "nvidia-smi cannot communicate with the NVIDIA driver: the kernel module is not loaded."),
+            "version-mismatch": ("GPU011", "Driver/library version mismatch: the driver was upgraded but the old kernel module is still loaded; reboot or reload it."),
+            "no-devices": ("GPU012", "The NVIDIA driver is loaded but finds no GPU."),
+            "unknown-error": ("GPU013", "nvidia-smi cannot get a handle for a GPU (Unknown Error): the driver lost it."),
+            "missing": ("GPU015", "nvidia-smi is not installed: the NVIDIA driver is missing."),
+        }.get(kind or "", ("GPU017", f"nvidia-smi failed with exit code {record.exit_code}."))
+        findings.append(self.finding(code, message + f" Output: {output.strip()[:200]}", evidence=evidence))
+        return None, True
+
+    def _kernel_findings(self, events: list[tuple[str, str]], findings: list[Finding]) -> list[Finding]:
+        extra = []
+        off_bus = [text for kind, text in events if kind == "off-bus"]
+        if off_bus:
+            extra.append(self.finding("GPU014", f"The kernel log says: {off_bus[-1]}.", evidence={"kernel_log": off_bus[-5:]}))
+        no_adapter = [text for kind, text in events if kind == "no-adapter"]
+        if no_adapter and not any(f.code in ("GPU010", "GPU012") for f in findings):
+            extra.append(self.finding("GPU012", "The kernel log says: No NVIDIA graphics adapter probed (another driver such as nouveau holds the GPU, or it is unsupported).", evidence={"kernel_log": no_adapter[-5:]}))
+        mismatch = [text for kind, text in events if kind == "api-mismatch"]
+        if mismatch and not any(f.code == "GPU011" for f in findings):
+            extra.append(self.finding("GPU011", f"The kernel log says: {mismatch[-1]} Reboot or reload the module.", evidence={"kernel_log": mismatch[-5:]}))
+        elif mismatch:
+            for i, finding in enumerate(findings):
+                if finding.code == "GPU011":
+                    findings[i] = self.finding("GPU011", finding.message + f" Kernel log: {mismatch[-1]}", evidence={**finding.evidence, "kernel_log": mismatch[-5:]})
+        return extra
+
+    def _software(self, facts: GpuFacts, gpu_host: bool) -> list[Finding]:
+        from .nvidia import compat_table, vkey
+
+        baseline = compat_table()["baseline"]
+        behind = []
+        findings = []
+        for toolkit in facts.toolkits:
+            if vkey(toolkit.version) < vkey(baseline["cuda"]):
+                behind.append(f"CUDA toolkit {toolkit.version} ({toolkit.source}) < {baseline['cuda']}")
+            if facts.driver:
+                findings.extend(self._toolkit_against_driver(toolkit, facts.driver))
+        torch = facts.torch
+        if torch:
+            label = f"PyTorch {torch.version}"
+            if torch.version and vkey(torch.version) < vkey(baseline["torch"]):
+                behind.append(f"{label} < {baseline['torch']}")
+            if torch.cudnn and vkey(torch.cudnn) < vkey(baseline["cudnn"]):
+                behind.append(f"cuDNN {torch.cudnn} < {baseline['cudnn']}")
+            if torch.cuda and vkey(torch.cuda) < vkey(baseline["cuda"]):
+                behind.append(f"{label} built for CUDA {torch.cuda} < {baseline['cuda']}")
+            findings.extend(self._torch_against_driver(torch, facts.driver, gpu_host))
+        if behind:
+            message = "Below the LLM-inference baseline: " + "; ".join(behind) + "."
+            findings.append(self.finding("GPU023", message, evidence={"below": behind, "baseline": baseline}))
+        return findings
+
+    def _toolkit_against_driver(self, toolkit: Toolkit, driver: str) -> list[Finding]:
+        from .nvidia import compat_table, judge
+
+        verdict = judge(toolkit.judged, driver, f"CUDA toolkit {toolkit.version} ({toolkit.source})")
+        evidence = {
+            "toolkit": toolkit.version, "source": toolkit.source, "driver": driver,
+            "needs_full": verdict.needs_full, "minor_floor": verdict.floor,
+        }
+        if verdict.level == "incompatible":
+            message = verdict.message + f": upgrade the driver to >= {verdict.needs_full}."
+            return [self.finding("GPU020", message, evidence=evidence)]
+        if verdict.level == "minor-compat":
+            message = verdict.message + ": limited features, and " + compat_table()["ptx_caveat"].split(", but ")[1]
+            return [self.finding("GPU020", message, evidence=evidence, severity=Severity.WARNING)]
+        return []
+
+    def _torch_against_driver(self, torch: TorchBuild, driver: str | None, gpu_host: bool) -> list[Finding]:
+        from .nvidia import build_for_driver, judge
+
+        label = f"PyTorch {torch.version}"
+        evidence = {
+            "torch": torch.version, "cuda": torch.cuda, "cudnn": torch.cudnn, "python": torch.python,
+            "torch_dir": torch.torch_dir, "driver": driver,
+        }
+        if not torch.cuda:
+            if not torch.hip and gpu_host:
+                message = f"{label} (in {torch.python}) is a CPU-only build on a host with an NVIDIA GPU."
+                return [self.finding("GPU022", message, evidence=evidence)]
+            return []
+        if not driver:
+            return []
+        verdict = judge(torch.cuda, driver, f"{label} built for CUDA {torch.cuda}")
+        if verdict.level == "incompatible":
+            alternative = build_for_driver(driver)
+            advice = f": upgrade the driver to >= {(verdict.needs_full or '').split('.')[0]}"
+            if alternative:
+                advice += f" or install a cu{alternative.replace('.', '')} build"
+            evidence.update(needs_full=verdict.needs_full, minor_floor=verdict.floor)
+            return [self.finding("GPU021", verdict.message + advice + ".", evidence=evidence)]
+        if verdict.level == "minor-compat":
+            return [self.finding("GPU021", verdict.message + ".", evidence=evidence, severity=Severity.INFO)]
+        return []

@@ -1,0 +1,290 @@
+"""The NVIDIA stack as its tools describe it: nvidia-smi (XML and text), NVML, nvcc, CUDA's
+version.json, torch/version.py, kernel log lines, and the toolkit → driver compatibility rules."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+PYTORCH_CUDA_BUILDS = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0")
+
+
+@dataclass
+class GpuDevice:
+    index: int
+    name: str
+    memory_mib: int | None = None
+    architecture: str | None = None
+    mig_mode: str | None = None
+    bus_id: str | None = None
+    uuid: str | None = None
+    max_mem_clock_mhz: int | None = None
+    bus_width_bits: int | None = None
+    theoretical_gbps: float | None = None  # NVML's figure: 2 transfers per clock × clock × bus width / 8
+
+    def __post_init__(self) -> None:
+        if self.theoretical_gbps is None and self.max_mem_clock_mhz and self.bus_width_bits:
+            self.theoretical_gbps = round(2 * self.max_mem_clock_mhz * 1e6 * self.bus_width_bits / 8 / 1e9, 1)
+
+
+@dataclass
+class DriverInfo:
+    driver_version: str | None
+    cuda_version: str | None  # the highest CUDA the driver supports
+    devices: list[GpuDevice] = field(default_factory=list)
+    attached: int | None = None
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def _text(node: ET.Element | None, path: str) -> str | None:
+    if node is None:
+        return None
+    found = node.find(path)
+    if found is None or found.text is None:
+        return None
+    value = found.text.strip()
+    return None if value in ("", "N/A", "Not Supported", "[N/A]") else value
+
+
+def _number(value: str | None) -> int | None:
+    match = re.match(r"\s*(\d+)", value or "")
+    return int(match.group(1)) if match else None
+
+
+def parse_smi_xml(text: str) -> DriverInfo:
+    """`nvidia-smi -q -x`, drivers 418 (no DOCTYPE) to 595+; fields looked up where each generation puts them."""
+    try:
+        root = ET.fromstring(text.strip())
+    except ET.ParseError as exc:
+        raise ValueError(f"nvidia-smi -q -x printed XML that does not parse: {exc}") from None
+    if root.tag != "nvidia_smi_log":
+        raise ValueError(f"nvidia-smi -q -x printed <{root.tag}>, not <nvidia_smi_log>")
+    info = DriverInfo(_text(root, "driver_version") or _text(root, "kmd_version"), _text(root, "cuda_version") or _text(root, "cuda_umd_version"), source="nvidia-smi -q -x")
+    info.attached = _number(_text(root, "attached_gpus"))
+    for index, gpu in enumerate(root.findall("gpu")):
+        info.devices.append(
+            GpuDevice(
+                index=_number(_text(gpu, "minor_number")) if _text(gpu, "minor_number") else index,
+                name=_text(gpu, "product_name") or "unknown NVIDIA GPU",
+                memory_mib=_number(_text(gpu, "fb_memory_usage/total")),
+                architecture=_text(gpu, "product_architecture"),
+                mig_mode=_text(gpu, "mig_mode/current_mig"),
+                bus_id=gpu.get("id") or _text(gpu, "pci/pci_bus_id"),
+                uuid=_text(gpu, "uuid"),
+                max_mem_clock_mhz=_number(_text(gpu, "max_clocks/mem_clock")),
+            )
+        )
+    if info.attached is not None and info.attached != len(info.devices):
+        info.notes.append(f"attached_gpus says {info.attached} but the output lists {len(info.devices)}")
+    return info
+
+
+def parse_smi_text(text: str) -> DriverInfo:
+    """`nvidia-smi -q` as text; driver 610 deprecates 'Driver Version' for 'KMD Version'."""
+    def field_value(label: str) -> str | None:
+        match = re.search(rf"^{label}\s*:\s*(\S[^\n\[]*?)\s*(?:\[.*)?$", text, re.M | re.I)
+        if not match or match.group(1).lower().startswith(("deprecated", "n/a")):
+            return None
+        return match.group(1).strip()
+
+    info = DriverInfo(field_value("KMD Version") or field_value("Driver Version"), field_value("CUDA UMD Version") or field_value("CUDA Version"), source="nvidia-smi -q")
+    info.attached = _number(field_value("Attached GPUs"))
+    blocks = re.split(r"^GPU ([0-9A-Fa-f:.]+)\s*$", text, flags=re.M)
+    for index, (bus_id, body) in enumerate(zip(blocks[1::2], blocks[2::2])):
+        def inner(label: str, body: str = body) -> str | None:
+            match = re.search(rf"^\s+{label}\s*:\s*(.+?)\s*$", body, re.M)
+            return match.group(1) if match and match.group(1) not in ("N/A",) else None
+
+        memory = re.search(r"FB Memory Usage\s*\n\s+Total\s*:\s*(\d+)", body)
+        mem_clock = re.search(r"Max Clocks\s*\n(?:\s+.*\n)*?\s+Memory\s*:\s*(\d+)", body)
+        mig = re.search(r"MIG Mode\s*\n\s+Current\s*:\s*(\S+)", body)
+        info.devices.append(
+            GpuDevice(
+                index=index,
+                name=inner("Product Name") or "unknown NVIDIA GPU",
+                memory_mib=int(memory.group(1)) if memory else None,
+                architecture=inner("Product Architecture"),
+                mig_mode=mig.group(1) if mig and mig.group(1) != "N/A" else None,
+                bus_id=bus_id,
+                uuid=inner("GPU UUID"),
+                max_mem_clock_mhz=int(mem_clock.group(1)) if mem_clock else None,
+            )
+        )
+    if info.driver_version is None:
+        raise ValueError("nvidia-smi -q printed no driver version")
+    return info
+
+
+# --- failures --------------------------------------------------------------------------------
+
+SMI_FAILURES = (
+    ("no-driver", re.compile(r"couldn't communicate with the NVIDIA driver", re.I)),
+    ("version-mismatch", re.compile(r"Driver/library version mismatch", re.I)),
+    ("no-devices", re.compile(r"No devices were found", re.I)),
+    ("unknown-error", re.compile(r"Unable to determine the device handle|Unknown Error", re.I)),
+    ("missing", re.compile(r"nvidia-smi: (command )?not found|Command 'nvidia-smi' not found", re.I)),
+)
+KERNEL_PATTERNS = (
+    ("off-bus", re.compile(r"GPU ([0-9a-f:.]+)[^.]*?fallen off the bus", re.I)),
+    ("api-mismatch", re.compile(r"API mismatch: the client(?: '[^']*' \(pid \d+\))? has the version ([\d.]+), but this kernel module has the version ([\d.]+)", re.I)),
+    ("no-adapter", re.compile(r"NVRM: No NVIDIA graphics adapter probed", re.I)),
+    ("xid", re.compile(r"NVRM: Xid \(PCI:([0-9a-f:]+)\): (\d+)", re.I)),
+)
+
+
+def classify_smi_failure(output: str) -> str | None:
+    for kind, pattern in SMI_FAILURES:
+        if pattern.search(output):
+            return kind
+    return None
+
+
+def scan_kernel_log(text: str) -> list[tuple[str, str]]:
+    """(kind, the matching text) for driver trouble in dmesg or syslog output."""
+    text = text.replace("#012", "\n")  # rsyslog escapes the newlines of multi-line kernel messages
+    # join the continuation lines of a multi-line NVRM message ("\n    NVRM: ...") into one line
+    text = re.sub(r"\s*\n[ \t]*NVRM:\s*", " ", text)
+    found = []
+    for kind, pattern in KERNEL_PATTERNS:
+        for match in pattern.finditer(text):
+            found.append((kind, " ".join(match.group(0).split())))
+    return found
+
+
+# --- toolkit, PyTorch, cuDNN -------------------------------------------------------------------
+
+def parse_nvcc(text: str) -> str | None:
+    match = re.search(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)", text)
+    return match.group(2) if match else None
+
+
+def parse_version_json(text: str) -> str | None:
+    try:
+        return json.loads(text)["cuda"]["version"]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def parse_torch_version_py(text: str) -> dict[str, str | None]:
+    def assigned(name: str) -> str | None:
+        match = re.search(rf"^{name}\s*(?::\s*[^=]+)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", text, re.M)
+        if not match:
+            return None
+        return match.group(1) if match.group(1) is not None else match.group(2)
+
+    return {"version": assigned("__version__"), "cuda": assigned("cuda"), "hip": assigned("hip")}
+
+
+# --- compatibility -----------------------------------------------------------------------------
+
+def vkey(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:4])
+
+
+def _padded(version: str) -> tuple[int, ...]:
+    key = vkey(version)
+    return key + (0,) * (3 - len(key))
+
+
+@cache
+def compat_table() -> dict[str, Any]:
+    return json.loads(resources.files(__package__).joinpath("data/cuda-drivers.json").read_text())
+
+
+def min_driver(cuda: str) -> tuple[str, str] | None:
+    """(table row, minimum driver) for a CUDA version: the latest row not newer than it."""
+    rows = sorted(compat_table()["toolkit_min_driver"].items(), key=lambda item: _padded(item[0]))
+    best = None
+    for row, driver in rows:
+        if _padded(row) <= _padded(cuda):
+            best = (row, driver)
+    return best
+
+
+def minor_floor(cuda: str) -> str | None:
+    return compat_table()["minor_version_floor"].get(str(vkey(cuda)[0]))
+
+
+@dataclass
+class Compat:
+    level: str  # "ok", "minor-compat", "incompatible", "unknown"
+    needs_full: str | None  # driver for full support
+    floor: str | None  # driver for minor-version compatibility
+    message: str
+
+
+def judge(cuda: str, driver: str, what: str) -> Compat:
+    row = min_driver(cuda)
+    floor = minor_floor(cuda)
+    if row is None:
+        return Compat("unknown", None, floor, f"{what}: CUDA {cuda} is older than the compatibility table")
+    full = row[1]
+    if vkey(driver) >= vkey(full):
+        return Compat("ok", full, floor, f"{what} needs driver >= {full}; found {driver}")
+    if floor and vkey(driver) >= vkey(floor):
+        return Compat("minor-compat", full, floor, f"{what} runs on driver {driver} only through minor-version compatibility (full support from {full})")
+    return Compat("incompatible", full, floor, f"{what} needs driver >= {floor or full}" + (" (minor-version compatibility)" if floor else "") + f" — found {driver}")
+
+
+def build_for_driver(driver: str) -> str | None:
+    """The newest PyTorch CUDA build a driver can run (at least through minor-version compatibility)."""
+    usable = [b for b in PYTORCH_CUDA_BUILDS if (minor_floor(b) and vkey(driver) >= vkey(minor_floor(b)))]
+    return usable[-1] if usable else None
+
+
+def device_from_nvml(index: int, pynvml: Any, handle: Any) -> GpuDevice:
+    def attempt(fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception:  # NOT_SUPPORTED on integrated parts, FUNCTION_NOT_FOUND on old drivers
+            return None
+
+    name = attempt(pynvml.nvmlDeviceGetName, handle)
+    memory = attempt(pynvml.nvmlDeviceGetMemoryInfo, handle)
+    mig = attempt(pynvml.nvmlDeviceGetMigMode, handle)
+    return GpuDevice(
+        index=index,
+        name=name.decode() if isinstance(name, bytes) else (name or "unknown NVIDIA GPU"),
+        memory_mib=int(memory.total) >> 20 if memory is not None else None,
+        mig_mode=("Enabled" if mig[0] else "Disabled") if mig else None,
+        max_mem_clock_mhz=attempt(pynvml.nvmlDeviceGetMaxClockInfo, handle, getattr(pynvml, "NVML_CLOCK_MEM", 2)),
+        bus_width_bits=attempt(pynvml.nvmlDeviceGetMemoryBusWidth, handle),
+        uuid=attempt(pynvml.nvmlDeviceGetUUID, handle),
+    )
+
+
+def probe_nvml() -> DriverInfo | None:
+    """NVML through nvidia-ml-py (the `gpu` extra), when it is installed and initialises."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    try:
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        driver = driver.decode() if isinstance(driver, bytes) else driver
+        try:
+            cuda_int = pynvml.nvmlSystemGetCudaDriverVersion()
+            cuda = f"{cuda_int // 1000}.{cuda_int % 1000 // 10}"
+        except Exception:
+            cuda = None
+        info = DriverInfo(driver, cuda, source="NVML")
+        count = pynvml.nvmlDeviceGetCount()
+        info.attached = count
+        for index in range(count):
+            info.devices.append(device_from_nvml(index, pynvml, pynvml.nvmlDeviceGetHandleByIndex(index)))
+        return info
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass

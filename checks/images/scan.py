@@ -1,0 +1,148 @@
+"""Decoding a dataset in parallel: a pool of forked workers (engine.workers) fed from a streaming walk.
+
+Each worker limits every file with an alarm; a worker that still overruns (stuck inside a C
+decoder) or dies is killed and replaced, and its batch is retried one file at a time, so the one
+bad file is found and reported. Memory stays flat: at most one batch per worker is in flight.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections import deque
+from collections.abc import Callable, Iterator
+from itertools import islice
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from decode_doctor.engine.workers import Child, wait_ready
+
+from .decode import Problem, inspect_file
+from .walk import iter_images
+
+BATCH = 16  # paths per message: one pipe round trip per batch, not per file
+SLACK_S = 2.0  # beyond the per-file limits, before a worker counts as stuck
+Result = dict[str, Any]
+
+
+class _FileTimeout(Exception):
+    pass
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise _FileTimeout()
+
+
+def _timed_out(path: str, limit: float) -> Result:
+    return {"path": path, "problems": [Problem("IMG011", "timed out", f"decoding took longer than {limit:g} s").__dict__]}
+
+
+def _crashed(path: str, why: str) -> Result:
+    return {"path": path, "problems": [Problem("IMG001", "decoder crash", why).__dict__]}
+
+
+def _worker(conn: Connection, max_pixels: int, file_timeout: float) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGALRM, _on_alarm)
+    while True:
+        try:
+            batch = conn.recv()
+        except EOFError:
+            break
+        if batch is None:
+            break
+        results = []
+        for path in batch:
+            try:
+                signal.setitimer(signal.ITIMER_REAL, file_timeout)
+                result = inspect_file(path, max_pixels)
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            except _FileTimeout:
+                result = _timed_out(path, file_timeout)
+            except Exception as exc:  # never let one file stop the worker
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                result = _crashed(path, f"{type(exc).__name__}: {exc}")
+            results.append(result)
+        conn.send(results)
+    conn.close()
+
+
+def _preload_decoders() -> None:
+    """Import the decoders once, before forking, instead of once in every worker."""
+    import simplejpeg  # noqa: F401
+    from PIL import GifImagePlugin, Image, ImageSequence, PngImagePlugin, TiffImagePlugin, WebPImagePlugin  # noqa: F401
+
+    Image.init()
+
+
+def decode_all(paths: Iterator[Path], jobs: int, max_pixels: int, file_timeout: float, on_result: Callable[[Result], None]) -> None:
+    """Feeds batches of paths to `jobs` forked workers as they free up; calls on_result per file."""
+    _preload_decoders()
+
+    def spawn() -> Child:
+        return Child.start(_worker, max_pixels, file_timeout, duplex=True)
+
+    workers = [spawn() for _ in range(max(1, jobs))]
+    batches: dict[Child, list[str]] = {}
+    source = iter(paths)
+    retry: deque[str] = deque()
+
+    def feed(worker: Child) -> None:
+        batch = [retry.popleft()] if retry else [str(p) for p in islice(source, BATCH)]
+        if batch:
+            batches[worker] = batch
+            worker.set_deadline(file_timeout * len(batch) + SLACK_S)
+            worker.conn.send(batch)
+
+    def replace(worker: Child, why: str) -> None:
+        batch = batches.pop(worker)
+        worker.kill()
+        fresh = spawn()
+        workers[workers.index(worker)] = fresh
+        if len(batch) == 1:
+            if why == "timeout":
+                on_result(_timed_out(batch[0], file_timeout))
+            else:
+                on_result(_crashed(batch[0], "the decoder crashed on this file"))
+        else:
+            retry.extend(batch)
+        feed(fresh)
+
+    try:
+        for worker in workers:
+            feed(worker)
+        while batches:
+            readable, overdue = wait_ready(batches)
+            for worker in readable:
+                try:
+                    results = worker.conn.recv()
+                except EOFError:
+                    replace(worker, "crash")
+                    continue
+                del batches[worker]
+                for result in results:
+                    on_result(result)
+                feed(worker)
+            for worker in overdue:
+                replace(worker, "timeout")
+    finally:
+        for worker in workers:
+            try:
+                worker.conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+        for worker in workers:
+            if worker in batches:
+                worker.kill()
+            else:
+                worker.reap()
+
+
+def _count(conn: Connection, dataset: Path) -> None:
+    conn.send(sum(1 for _ in iter_images(dataset, [], [])))
+
+
+def start_counter(dataset: Path) -> Child:
+    """A forked process that walks the tree once more, only counting, so progress can show an ETA
+    while the decoders stream through it; its answer arrives long before they finish."""
+    return Child.start(_count, dataset)

@@ -1,0 +1,37 @@
+"""Image files under a dataset, streamed (a directory stack, never the whole list); links reported,
+never followed."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".gif", ".webp", ".bmp", ".dib", ".tif", ".tiff", ".heic", ".heif", ".avif"}
+
+
+def iter_images(root: Path, links: list[str], appledouble: list[str]) -> Iterator[Path]:
+    """Image files under root, streaming (a directory stack, never the whole list): links reported,
+    not followed; ._* files and directories named like images set aside."""
+    stack = [root]
+    while stack:
+        directory = stack.pop()
+        try:
+            entries = os.scandir(directory)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                if entry.is_symlink():
+                    links.append(entry.path)
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                    continue
+                suffix = os.path.splitext(entry.name)[1].lower()
+                if suffix not in IMAGE_SUFFIXES or not entry.is_file(follow_symlinks=False):
+                    continue
+                if entry.name.startswith("._"):
+                    appledouble.append(entry.path)
+                    continue
+                yield Path(entry.path)

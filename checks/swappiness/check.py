@@ -1,0 +1,160 @@
+"""vm.swappiness: paging out weights or KV cache turns a steady decode into latency spikes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from decode_doctor.engine import Check, Code, Context, EnvRow, Facts, Finding, FixRef, Metric, Needs, Sample, Severity
+
+from .sysctl import SWAPPINESS, persistent_setting, proc_sys_read_only
+
+THRESHOLD = 10
+TARGET = 1
+
+SWAP001 = Code(
+    code="SWAP001",
+    title="vm.swappiness is high on a host with swap",
+    severity=Severity.WARNING,
+    what="The kernel's vm.swappiness is above 10 while swap is enabled, so under memory pressure the "
+    "kernel readily pages out anonymous memory instead of dropping page cache.",
+    why="An inference server keeps model weights and the KV cache in anonymous (or pinned) memory. "
+    "When they are paged out, every decode step that touches them waits for the disk: tokens/s "
+    "collapses and tail latency spikes by orders of magnitude. On unified-memory boards (Jetson), "
+    "the GPU allocates from the same pool and allocations fail or stall instead.",
+    fix_by_hand="sudo sysctl -w vm.swappiness=1\n"
+    "echo 'vm.swappiness = 1' | sudo tee /etc/sysctl.d/90-decode-doctor.conf\n"
+    "A tuned profile (tuned-adm active) or a later sysctl.d file can set it again at boot: check both.",
+    example="vm.swappiness = 60 (the distribution default) with 8 GiB of swap on an 80 GiB host.",
+    fix_safety="Safe: writes 1 to /proc/sys/vm/swappiness and a sysctl.d file so it survives reboots; "
+    "both are journaled and `decode-doctor undo` restores the previous value and file exactly.",
+    concerns=("memory",),
+)
+SWAP003 = Code(
+    code="SWAP003",
+    title="/proc/sys is read-only here (container)",
+    severity=Severity.INFO,
+    what="/proc/sys is mounted read-only, as inside most containers: vm.swappiness is the host's "
+    "and cannot be changed from here.",
+    why="The value still governs this container's memory: a high host swappiness pages out the "
+    "inference server's weights and KV cache just the same.",
+    fix_by_hand="Set it on the host (sudo sysctl -w vm.swappiness=1 plus a sysctl.d file), or ask the "
+    "platform team to; Kubernetes treats vm.* as unsafe sysctls, so pod securityContext cannot set it.",
+)
+SWAP004 = Code(
+    code="SWAP004",
+    title="vm.swappiness will rise again at boot",
+    severity=Severity.WARNING,
+    what="The running value is fine, but the sysctl configuration applied at boot sets a value above 10.",
+    why="After the next reboot the kernel pages out weights and KV cache again, and decode latency "
+    "regresses with nothing changed in the deployment.",
+    fix_by_hand="Edit the named sysctl file, or add a later one that sets vm.swappiness = 1.",
+    fix_safety="Safe: writes a sysctl.d file that sets vm.swappiness = 1; journaled and undoable.",
+    concerns=("memory",),
+)
+
+
+@dataclass(frozen=True)
+class SwappinessFacts(Facts):
+    swappiness: int
+    swap_devices: list[str]
+    swap_total_kib: int | None
+    persistent_value: str | None
+    persistent_source: str | None
+    proc_sys_read_only: bool
+    tuned_profile: str | None = None
+
+    @property
+    def has_swap(self) -> bool:
+        return bool(self.swap_devices) or bool(self.swap_total_kib)
+
+    def swap_text(self) -> str:
+        if not self.has_swap:
+            return "no swap"
+        size = f"{self.swap_total_kib / 1048576:.1f} GiB of swap" if self.swap_total_kib else "swap"
+        return size + (f" on {', '.join(self.swap_devices)}" if self.swap_devices else "")
+
+    def summary(self) -> list[str]:
+        effect = "" if self.has_swap else " (it has no effect)"
+        return [f"vm.swappiness {self.swappiness} with {self.swap_text()}{effect}"]
+
+    def environment(self) -> list[EnvRow]:
+        boot = f", {self.persistent_value} at boot ({self.persistent_source})" if self.persistent_value else ""
+        return [
+            EnvRow("vm.swappiness", f"{self.swappiness}{boot}", ("SWAP",)),
+            EnvRow("swap", self.swap_text(), ("SWAP001",)),
+        ]
+
+    def metrics(self) -> list[Metric]:
+        swap_bytes = (self.swap_total_kib or 0) * 1024
+        return [
+            Metric("decode_doctor_vm_swappiness", "vm.swappiness now.", (Sample({}, self.swappiness),)),
+            Metric("decode_doctor_swap_bytes", "Swap configured, in bytes.", (Sample({}, swap_bytes),)),
+        ]
+
+    def compared(self) -> dict[str, str | float]:
+        return {"vm.swappiness": str(self.swappiness), "swap": self.swap_text()}
+
+
+def _swap_devices(ctx: Context) -> list[str]:
+    text = ctx.read_text("/proc/swaps") or ""
+    return [line.split()[0] for line in text.splitlines()[1:] if line.strip()]
+
+
+def _as_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return 0
+
+
+class Swappiness(Check):
+    name = "swappiness"
+    description = "vm.swappiness against the swap configured, now and at boot"
+    codes = (SWAP001, SWAP003, SWAP004)
+    needs = Needs(platforms=("linux",))
+    timeout_s = 5.0
+    facts_type = SwappinessFacts
+    retired = {"SWAP002": "no swap is now a fact (the environment table's swap row; check --verbose)"}
+
+    def run(self, ctx: Context) -> list[Finding]:
+        raw = ctx.read_text(SWAPPINESS)
+        if raw is None:
+            return []  # nothing to judge without the tunable
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ValueError(f"{SWAPPINESS} holds {raw.strip()[:40]!r}, not a number") from None
+        total = ctx.meminfo_bytes("SwapTotal")
+        persistent = persistent_setting(ctx)
+        tuned = ctx.read_text("/etc/tuned/active_profile")
+        facts = SwappinessFacts(
+            swappiness=value,
+            swap_devices=_swap_devices(ctx),
+            swap_total_kib=None if total is None else total // 1024,
+            persistent_value=persistent.value if persistent else None,
+            persistent_source=persistent.source if persistent else None,
+            proc_sys_read_only=proc_sys_read_only(ctx),
+            tuned_profile=tuned.strip() if tuned else None,
+        )
+        ctx.publish(facts)
+        evidence = {"source": SWAPPINESS, **facts.to_dict()}
+        findings = []
+        read_only = facts.proc_sys_read_only
+        if read_only:
+            message = f"/proc/sys is read-only; vm.swappiness is {value} on the host."
+            findings.append(self.finding("SWAP003", message, evidence=evidence))
+        if not facts.has_swap:
+            return findings
+        fix = None if read_only else FixRef(f"set vm.swappiness={TARGET} now and at boot", {"target": TARGET})
+        if value > THRESHOLD:
+            message = (
+                f"vm.swappiness is {value} (> {THRESHOLD}) with {facts.swap_text()}: "
+                "weights and KV cache can be paged out."
+            )
+            if read_only:
+                message += " Change it on the host."
+            findings.append(self.finding("SWAP001", message, evidence=evidence, path=SWAPPINESS, fix=fix))
+        elif persistent and _as_int(persistent.value) > THRESHOLD:
+            message = f"vm.swappiness is {value} now, but {persistent.source} sets {persistent.value} at boot."
+            findings.append(self.finding("SWAP004", message, evidence=evidence, path=persistent.source, fix=fix))
+        return findings

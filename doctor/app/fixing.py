@@ -1,0 +1,108 @@
+"""The --fix dialogue: plan, preview, check privileges, confirm, apply, re-check.
+
+It speaks through an injected Dialogue, so it runs the same in the CLI and in a test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engine.findings import Applicability, Finding
+from ..fixes.actions import Plan
+from ..fixes.journal import LockBusy, apply_plans, default_state_dir
+from .requests import Dialogue, FixRequest
+from .service import Outcome, recheck
+
+
+@dataclass
+class Plans:
+    to_apply: list[Plan] = field(default_factory=list)
+    to_show: list[Plan] = field(default_factory=list)  # display-only: commands for a person
+
+
+def plan_fixes(outcome: Outcome, findings: list[Finding], unsafe: bool, dialogue: Dialogue) -> Plans:
+    """Plans for the findings. A fixer that cannot plan is said, not raised: the others go on."""
+    plans = Plans()
+    for finding in findings:
+        assert finding.fix is not None and finding.fix.fixer is not None
+        fixer_cls = outcome.registry.fixers[finding.fix.fixer]
+        applicability = finding.fix.applicability
+        if applicability is Applicability.UNSAFE and not unsafe:
+            dialogue.say(f"{finding.code}: the fix is marked unsafe ({finding.fix.summary}); pass --unsafe-fixes to apply it")
+            continue
+        try:
+            plan = fixer_cls().plan(finding, outcome.ctx)
+        except Exception as exc:
+            dialogue.say(f"{finding.code}: could not plan the fix: {type(exc).__name__}: {exc}")
+            continue
+        if not plan.actions:
+            dialogue.say(f"{finding.code}: nothing left to change")
+            continue
+        (plans.to_show if applicability is Applicability.DISPLAY_ONLY else plans.to_apply).append(plan)
+    return plans
+
+
+def _shell(plans: list[Plan], dialogue: Dialogue) -> None:
+    for plan in plans:
+        for action in plan.actions:
+            dialogue.say("    " + action.shell().replace("\n", "\n    "))
+
+
+def fix(outcome: Outcome, request: FixRequest, dialogue: Dialogue) -> Outcome:
+    """Previews and (unless dry_run) applies the fixes for the outcome's findings; returns the outcome
+    after the re-check, with report.fixes saying what happened."""
+    summary: dict[str, Any] = {"applied": False, "run_id": None, "outcomes": []}
+    outcome.report.fixes = summary
+    findings = outcome.report.fixable()
+    if not findings:
+        dialogue.say("Nothing to fix.")
+        return outcome
+    plans = plan_fixes(outcome, findings, request.unsafe, dialogue)
+    for plan in plans.to_show:
+        dialogue.say(f"{plan.finding.code} cannot be applied by decode-doctor; run these commands yourself:")
+        _shell([plan], dialogue)
+    if not plans.to_apply:
+        return outcome
+    dialogue.say(f"Planned fixes ({len(plans.to_apply)}):")
+    for plan in plans.to_apply:
+        dialogue.say(plan.preview())
+    if request.dry_run:
+        dialogue.say("Dry run: nothing was changed.")
+        return outcome
+    if not all(action.permitted() for plan in plans.to_apply for action in plan.actions):
+        dialogue.say("This process cannot write the targets (it needs root, or the filesystem is read-only); nothing was changed.")
+        dialogue.say("Run them as root (sudo decode-doctor check --fix), or run these commands yourself:")
+        _shell(plans.to_apply, dialogue)
+        return outcome
+    if not request.yes:
+        if not dialogue.interactive:
+            dialogue.say("Not applying: confirming needs a terminal. Pass --yes to apply, or --dry-run to only preview.")
+            return outcome
+        if not dialogue.confirm(f"Apply {len(plans.to_apply)} fix(es)?"):
+            dialogue.say("Nothing was changed.")
+            return outcome
+    meta = {"argv": list(outcome.request.argv), "root": str(outcome.ctx.root)}
+    try:
+        result = apply_plans(plans.to_apply, request.state_dir, meta, on_step=request.on_step)
+    except LockBusy as exc:
+        dialogue.say(f"Not applying: {exc}. Try again when it has finished.")
+        return outcome
+    for item in result.outcomes:
+        dialogue.say(f"{item.code}: {item.shown}: {item.status}")
+    undo_hint = f"decode-doctor undo {result.run_id}"
+    if request.state_dir != default_state_dir():
+        undo_hint += f" --state-dir {request.state_dir}"
+    dialogue.say(f"Fix run {result.run_id} recorded in {result.run_dir}. Undo with: {undo_hint}")
+    summary.update(
+        applied=True,
+        run_id=result.run_id,
+        outcomes=[{"code": o.code, "target": o.shown, "status": o.status} for o in result.outcomes],
+    )
+    after = recheck(outcome, {plan.finding.check for plan in plans.to_apply})
+    still = {(f.code, f.path) for r in after.report.results for f in r.findings}
+    dialogue.say("After the fix:")
+    for plan in plans.to_apply:
+        state = "still present" if (plan.finding.code, plan.finding.path) in still else "resolved"
+        dialogue.say(f"    {plan.finding.code}: {state}")
+    return after

@@ -1,0 +1,48 @@
+"""What the application layer is asked to do, as typed values the CLI (or a test) fills in."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..fixes.journal import StepHook
+
+
+class RequestError(ValueError):
+    """A request that cannot be carried out as asked (an unknown selector…); the message is for the user."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    root: Path = Path("/")
+    models: tuple[Path, ...] = ()
+    images: tuple[Path, ...] = ()
+    select: tuple[str, ...] = ()  # check names, codes or code prefixes; empty: every check
+    ignore: tuple[str, ...] = ()
+    reasons: Mapping[str, str] = field(default_factory=dict)  # ignore selector → why
+    fail_on: str = "error"
+    timeout: float | None = None  # seconds per check; None: each check's own
+    options: Mapping[str, Any] = field(default_factory=dict)  # check options by key (Option.key)
+    env: Mapping[str, str] | None = None  # None: this process's environment
+    argv: tuple[str, ...] = ()  # recorded in the report
+
+
+@dataclass(frozen=True)
+class FixRequest:
+    state_dir: Path
+    dry_run: bool = False
+    yes: bool = False
+    unsafe: bool = False
+    on_step: StepHook | None = None  # called after each journaled step (kill-injection tests)
+
+
+class Dialogue(Protocol):
+    """How the fix dialogue talks to the person: the CLI gives click's echo and confirm."""
+
+    interactive: bool  # may confirm() ask?
+
+    def say(self, text: str) -> None: ...
+
+    def confirm(self, question: str) -> bool: ...

@@ -1,0 +1,114 @@
+"""Running checks for a request and turning their results into a Report."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import socket
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..engine.check import Check
+from ..engine.commands import CommandRunner
+from ..engine.config import check_selected, ignored_by
+from ..engine.context import Context
+from ..engine.findings import CheckResult
+from ..engine.registry import Registry, load
+from ..engine.runner import Progress, run_checks
+from ..reports.report import Ignored, Report
+from .requests import RequestError, RunRequest
+
+
+@dataclass
+class Outcome:
+    request: RunRequest
+    report: Report
+    ctx: Context
+    registry: Registry
+
+
+def host_name(root: Path) -> str:
+    if root.resolve() != Path("/"):
+        try:
+            return (root / "etc/hostname").read_text().strip() or str(root)
+        except OSError:
+            return str(root)
+    return socket.gethostname()
+
+
+def select_checks(registry: Registry, selectors: Iterable[str]) -> list[type[Check]]:
+    chosen = list(selectors)
+    unknown = [s for s in chosen if not any(check_selected([s], cls.name, (c.code for c in cls.codes)) for cls in registry.checks.values())]
+    if unknown:
+        raise RequestError(f"{', '.join(unknown)} matches no check or code; see `decode-doctor list`")
+    return [cls for cls in registry.checks.values() if check_selected(chosen, cls.name, (c.code for c in cls.codes))]
+
+
+def with_dependencies(registry: Registry, names: Iterable[str]) -> list[type[Check]]:
+    """The named checks and, transitively, the checks whose facts they read (Needs.after)."""
+    wanted = set(names)
+    pending = list(wanted)
+    while pending:
+        cls = registry.checks.get(pending.pop())
+        for dependency in cls.needs.after if cls else ():
+            if dependency in registry.checks and dependency not in wanted:
+                wanted.add(dependency)
+                pending.append(dependency)
+    return [cls for name, cls in registry.checks.items() if name in wanted]
+
+
+def context_for(request: RunRequest) -> Context:
+    env = dict(os.environ if request.env is None else request.env)
+    return Context(
+        root=request.root, runner=CommandRunner(env=env), env=env,
+        models=request.models, images=request.images, options=dict(request.options),
+    )
+
+
+def build_report(request: RunRequest, registry: Registry, results: list[CheckResult], meta: dict[str, Any]) -> Report:
+    kept, ignored = [], []
+    select, ignore = list(request.select), list(request.ignore)
+    results = [replace(r, findings=[registry.resolve(f) for f in r.findings]) for r in results]
+    for result in results:
+        for finding in result.findings:
+            selector = ignored_by(finding, ignore, select)
+            if selector is None:
+                kept.append(finding)
+            else:
+                ignored.append(Ignored(finding, selector, request.reasons.get(selector)))
+    return Report(results, kept, ignored, meta, request.fail_on, load_errors=list(registry.errors))
+
+
+def run(request: RunRequest, registry: Registry | None = None, progress: Progress | None = None) -> Outcome:
+    """Runs the checks the request selects; the Report says what they found."""
+    registry = registry or load()
+    classes = select_checks(registry, request.select)
+    if not classes:
+        raise RequestError("no check is selected; see `decode-doctor list`")
+    started = time.time()
+    ctx = context_for(request)
+    results = run_checks(classes, ctx, timeout_s=request.timeout, progress=progress)
+    meta = {
+        "started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(timespec="seconds"),
+        "duration_s": round(time.time() - started, 3),
+        "root": str(request.root),
+        "host": host_name(request.root),
+        "argv": list(request.argv),
+        "version": __version__,
+    }
+    return Outcome(request, build_report(request, registry, results, meta), ctx, registry)
+
+
+def recheck(outcome: Outcome, checks: Iterable[str]) -> Outcome:
+    """Runs the named checks again (and the ones they read facts from) and rebuilds the report."""
+    classes = with_dependencies(outcome.registry, checks)
+    ctx = context_for(outcome.request)
+    fresh = {r.check: r for r in run_checks(classes, ctx, timeout_s=outcome.request.timeout)}
+    results = [fresh.get(r.check, r) for r in outcome.report.results]
+    report = build_report(outcome.request, outcome.registry, results, outcome.report.meta)
+    report.fixes = outcome.report.fixes
+    return Outcome(outcome.request, report, ctx, outcome.registry)

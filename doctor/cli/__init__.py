@@ -1,0 +1,1 @@
+"""The command line: parses and validates options, calls the application layer, renders."""

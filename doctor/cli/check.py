@@ -1,0 +1,88 @@
+"""`decode-doctor check`: run the checks, report, and optionally fix."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+import click
+
+from ..reports.render import FORMATS
+from .common import CONTEXT, Progress, TerminalDialogue, guarded, run_options, run_request, validate_selectors
+
+# Test hook for the CLI samples of kill-injection: SIGKILL this process after the Nth journaled step.
+KILL_AT_ENV = "DECODE_DOCTOR_TEST_KILL_AT_STEP"
+
+
+def kill_at_step() -> Any:
+    value = os.environ.get(KILL_AT_ENV, "")
+    if not value.isdigit():
+        return None
+
+    def on_step(step: int) -> None:
+        if step == int(value):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return on_step
+
+
+@click.command(context_settings=CONTEXT)
+@run_options
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to this file instead of standard output.")
+@click.option("-v", "--verbose", is_flag=True, help="Also show what the checks learned about the host (drivers, bandwidth, versions).")
+@click.option("--fix", is_flag=True, help="Preview the fixes for the findings, then apply them after confirmation.")
+@click.option("--dry-run", is_flag=True, help="With --fix: only preview, change nothing.")
+@click.option("--yes", "-y", is_flag=True, help="With --fix: apply without asking (for scripts).")
+@click.option("--unsafe-fixes", is_flag=True, help="With --fix: also apply fixes marked unsafe.")
+@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where fix journals and backups live [default: $XDG_STATE_HOME/decode-doctor].")
+def check(**params: Any) -> None:
+    """Run the checks and report what they find."""
+    from ..app.requests import FixRequest
+    from ..fixes.journal import default_state_dir
+
+    own = ("root", "models", "images", "select", "ignore", "config_path", "fail_on", "timeout", "debug", "fmt", "output",
+           "verbose", "fix", "dry_run", "yes", "unsafe_fixes", "state_dir")
+    check_options = {k: v for k, v in params.items() if k not in own}
+    if (params["dry_run"] or params["yes"] or params["unsafe_fixes"]) and not params["fix"]:
+        raise click.UsageError("--dry-run, --yes and --unsafe-fixes go with --fix")
+    request = run_request(params, check_options)
+    validate_selectors(request)
+    fix_request = None
+    if params["fix"]:
+        state_dir = params["state_dir"] or default_state_dir()
+        fix_request = FixRequest(state_dir, params["dry_run"], params["yes"], params["unsafe_fixes"], kill_at_step())
+    guarded(params["debug"], lambda: _run(request, fix_request, params))
+
+
+def _run(request: Any, fix_request: Any, params: dict[str, Any]) -> int:
+    from ..app import fixing, service
+    from ..reports.render import render
+    from ..reports.view import build_view
+
+    fmt, output = params["fmt"], params["output"]
+    started = time.time()
+    progress = Progress(sys.stderr.isatty() and fmt == "text")
+    try:
+        outcome = service.run(request, progress=progress)
+    finally:
+        progress.clear()
+    chat: TextIO = sys.stdout if (fmt == "text" and output is None) else sys.stderr
+    if fix_request is not None:
+        outcome = fixing.fix(outcome, fix_request, TerminalDialogue(chat, interactive=sys.stdin.isatty()))
+    report = outcome.report
+    report.meta["duration_s"] = round(time.time() - started, 3)
+    codes = {code: spec for code, (spec, _) in outcome.registry.codes().items()}
+    view = build_view(report, codes=codes, debug=params["debug"])
+    if output is not None:
+        with open(output, "w", encoding="utf-8") as stream:
+            render(view, fmt, stream, tty=False, verbose=params["verbose"])
+        click.echo(f"report written to {output}", err=True)
+    else:
+        render(view, fmt, sys.stdout, tty=sys.stdout.isatty(), verbose=params["verbose"])
+    return report.exit_code

@@ -1,0 +1,175 @@
+"""What the commands that run checks share: their options, turning them into a RunRequest, the
+progress line, the fix dialogue on a terminal, and the error contract (usage errors exit 2 with one
+line; anything else is an internal error, exit 2, with the --debug hint)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..engine.config import ConfigError, load_config, split_selectors
+from ..engine.findings import FAIL_ON_LEVELS
+
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+# Flags of the commands themselves: a check option may not take one of these.
+CORE_FLAGS = {
+    "--root", "--model", "--images", "--select", "--ignore", "--config", "--fail-on", "--timeout", "--debug",
+    "--verbose", "-v", "--format", "-o", "--output", "--fix", "--dry-run", "--yes", "-y", "--unsafe-fixes",
+    "--state-dir", "--redact-hosts", "--no-redact", "--help", "-h",
+}
+
+
+class Progress:
+    """One status line on a terminal's stderr while checks run; silent when not a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.running: list[str] = []
+        self.done = 0
+        self.detail = ""
+
+    def __call__(self, event: str, name: str) -> None:
+        if not self.enabled:
+            return
+        if event == "start":
+            self.running.append(name)
+        elif event == "progress":
+            self.detail = name
+        else:
+            self.running.remove(name)
+            self.done += 1
+            self.detail = ""
+        line = f"checking ({self.done} done): {', '.join(self.running)}" if self.running else ""
+        if self.detail and self.running:
+            line = f"{line} — {self.detail}"
+        width = shutil.get_terminal_size((100, 20)).columns - 1
+        sys.stderr.write("\r\033[K" + line[:width])
+        sys.stderr.flush()
+
+    def clear(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+class TerminalDialogue:
+    """The fix dialogue on stdout (or stderr when stdout carries data), confirming on a terminal."""
+
+    def __init__(self, stream: Any, interactive: bool):
+        self.stream = stream
+        self.interactive = interactive
+
+    def say(self, text: str) -> None:
+        click.echo(text, file=self.stream)
+
+    def confirm(self, question: str) -> bool:
+        return click.confirm(question, default=False)
+
+
+def _check_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Adds the options that checks declare (Check.options). A flag that is one of the commands' own
+    is left out and reported as a load error; two checks sharing a flag never load (registry)."""
+    from ..engine.registry import load
+
+    registry = load()
+    for cls in registry.checks.values():
+        for option in cls.options:
+            if option.flag in CORE_FLAGS:
+                message = f"check {cls.name!r}: option {option.flag} is one of decode-doctor's own; left out"
+                if message not in registry.errors:
+                    registry.errors.append(message)
+                continue
+            func = click.option(
+                option.flag,
+                option.key,
+                multiple=option.multiple,
+                default=option.default,
+                is_flag=option.is_flag,
+                type=None if option.is_flag else (click.Choice(option.choices) if option.choices else option.type),
+                help=f"{option.help} [{cls.name}]",
+            )(func)
+    return func
+
+
+def run_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The options shared by `check` and `report`: what to look at and which checks to run."""
+    path = click.Path(exists=True, path_type=Path)
+    directory = click.Path(exists=True, file_okay=False, path_type=Path)
+    decorators = [
+        click.option("--root", type=directory, default=Path("/"), show_default=True,
+                     help="Read /proc, /sys and /etc under this directory (a captured or mounted host)."),
+        click.option("--model", "models", multiple=True, type=path, help="A model directory or file to check (repeatable)."),
+        click.option("--images", "images", multiple=True, type=directory, help="An image dataset directory to check (repeatable)."),
+        click.option("--select", multiple=True, help="Only these codes, code prefixes or check names (comma-separated, repeatable)."),
+        click.option("--ignore", multiple=True, help="Leave out these codes, code prefixes or check names (counted, not hidden)."),
+        click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help="A TOML config file (default: ./decode-doctor.toml or [tool.decode-doctor] in ./pyproject.toml)."),
+        click.option("--fail-on", type=click.Choice(FAIL_ON_LEVELS), default=None,
+                     help="Exit 1 when a finding is at or above this severity [default: error]."),
+        click.option("--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds each check may run (default: each check's own)."),
+        click.option("--debug", is_flag=True, help="Show tracebacks of crashed checks and internal errors."),
+        _check_options,
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def run_request(params: dict[str, Any], check_options: dict[str, Any]) -> Any:
+    """A RunRequest from the run options (and the config file they may name); usage errors raise."""
+    from ..app.requests import RunRequest
+
+    try:
+        config = load_config(params["config_path"], Path.cwd())
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    select = split_selectors(params["select"]) or config.select
+    return RunRequest(
+        root=params["root"].resolve(),
+        models=tuple(p.resolve() for p in params["models"]),
+        images=tuple(p.resolve() for p in params["images"]),
+        select=tuple(select),
+        ignore=tuple(config.ignore + split_selectors(params["ignore"])),
+        reasons=config.reasons,
+        fail_on=params["fail_on"] or config.fail_on or "error",
+        timeout=params["timeout"] or config.timeout,
+        options=check_options,
+        argv=tuple(sys.argv[1:]),
+    )
+
+
+def validate_selectors(request: Any) -> None:
+    from ..app.requests import RequestError
+    from ..app.service import select_checks
+    from ..engine.registry import load
+
+    for flag, values in (("--select", request.select), ("--ignore", request.ignore)):
+        try:
+            select_checks(load(), values)
+        except RequestError as exc:
+            raise click.UsageError(f"{flag} {exc}") from None
+
+
+def guarded(debug: bool, action: Callable[[], int]) -> None:
+    """Runs a command body: usage errors stay click's; anything else is an internal error, exit 2."""
+    try:
+        code = action()
+    except (click.exceptions.Exit, click.ClickException):
+        raise
+    except BrokenPipeError:  # `decode-doctor check | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(141)
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        click.echo(f"decode-doctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", err=True)
+        sys.exit(2)
+    sys.exit(code)

@@ -1,0 +1,85 @@
+"""`decode-doctor list` and `decode-doctor explain CODE`."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import click
+
+from .common import CONTEXT
+
+
+@click.command("list", context_settings=CONTEXT)
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+def list_checks(fmt: str) -> None:
+    """List the checks, the codes each can emit, and which are fixable."""
+    from ..engine.registry import load
+
+    registry = load()
+    rows = []
+    for name, cls in registry.checks.items():
+        needs = cls.needs
+        codes = []
+        for c in cls.codes:
+            fix = registry.fixable(c.code)
+            codes.append({"code": c.code, "severity": c.severity.value, "title": c.title, "fix": fix.value if fix else None})
+        rows.append({
+            "check": name,
+            "origin": registry.origins["check:" + name],
+            "description": cls.description,
+            "exclusive": needs.exclusive,
+            "needs": [*needs.platforms, *(f"--{i.rstrip('s')}" for i in needs.inputs)],
+            "after": list(needs.after),
+            "options": [option.flag for option in cls.options],
+            "timeout_s": cls.timeout_s,
+            "codes": codes,
+        })
+    if fmt == "json":
+        click.echo(json.dumps({"checks": rows, "load_errors": registry.errors}, indent=2))
+        return
+    for row in rows:
+        extra = ", ".join(row["needs"] + (["runs alone"] if row["exclusive"] else []))
+        origin = "" if row["origin"] == "builtin" else f" [{row['origin']}]"
+        click.echo(f"{row['check']}: {row['description']}" + (f" ({extra})" if extra else "") + origin)
+        for code in row["codes"]:
+            fix = "" if not code["fix"] else "  [fixable]" if code["fix"] == "safe" else f"  [fixable: {code['fix']}]"
+            click.echo(f"    {code['code']:<9} {code['severity']:<8} {code['title']}{fix}")
+    for error in registry.errors:
+        click.echo(f"could not load: {error}", err=True)
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("code")
+def explain(code: str) -> None:
+    """Explain a finding code: what it means, why it matters, how to fix it by hand."""
+    from ..engine.registry import load
+
+    registry = load()
+    codes = registry.codes()
+    wanted = code.upper()
+    entry = codes.get(wanted)
+    if entry is None:
+        for cls in registry.checks.values():
+            if wanted in cls.retired:
+                click.echo(f"{wanted} (check: {cls.name}) is no longer a finding: {cls.retired[wanted]}.")
+                return
+        close = [c for c in codes if c.startswith(wanted[:3])]
+        hint = f" Did you mean {', '.join(sorted(close))}?" if close else " `decode-doctor list` shows every code."
+        raise click.UsageError(f"unknown code {code!r}.{hint}")
+    spec, cls = entry
+
+    def section(title: str, body: str) -> None:
+        click.echo(f"\n{title}")
+        for paragraph in body.split("\n"):
+            click.echo(textwrap.fill(paragraph, width=96, initial_indent="  ", subsequent_indent="  ") if paragraph else "")
+
+    click.echo(f"{spec.code} ({spec.severity.value}, check: {cls.name}): {spec.title}")
+    section("What it means", spec.what)
+    section("Why it matters for LLM decode", spec.why)
+    if spec.example:
+        section("Example", spec.example)
+    section("How to fix it by hand", spec.fix_by_hand)
+    fix = registry.fixable(spec.code)
+    automatic = f"{spec.fix_safety} [{fix.value}]" if fix else "None: decode-doctor does not change this for you."
+    section("Automatic fix", automatic)

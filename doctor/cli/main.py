@@ -1,0 +1,77 @@
+"""The command line. Subcommands load on demand so `decode-doctor --help` stays fast and light.
+
+Core commands are listed here; a feature may add its own by shipping checks/<feature>/commands.py
+with a COMMANDS tuple of click commands (that module may import only click at its top).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import sys
+from pathlib import Path
+
+import click
+
+from .. import __version__
+
+# name → (module, attribute, one-line help); the help is here so --help imports no subcommand.
+CORE = {
+    "check": ("decode_doctor.cli.check", "check", "Run the checks; with --fix, preview and apply fixes."),
+    "list": ("decode_doctor.cli.info", "list_checks", "List the checks, their codes and which are fixable."),
+    "explain": ("decode_doctor.cli.info", "explain", "Explain a finding code: what it means, why, how to fix."),
+    "report": ("decode_doctor.cli.report", "report", "Write a ticket-ready support bundle with secrets removed."),
+    "diff": ("decode_doctor.cli.report", "diff", "What differs between two reports."),
+    "merge": ("decode_doctor.cli.report", "merge", "A host × check matrix for a fleet of reports."),
+    "undo": ("decode_doctor.cli.undo", "undo", "Roll back the last fix run (or a named one) exactly."),
+}
+
+
+@functools.cache
+def feature_commands() -> dict[str, click.Command]:
+    """Commands that features ship in checks/<feature>/commands.py."""
+    import decode_doctor.checks as checks
+
+    found: dict[str, click.Command] = {}
+    for directory in sorted(Path(checks.__path__[0]).iterdir()):
+        if (directory / "commands.py").is_file() and not directory.name.startswith("_"):
+            module = importlib.import_module(f"decode_doctor.checks.{directory.name}.commands")
+            for command in getattr(module, "COMMANDS", ()):
+                if command.name not in CORE:
+                    found[command.name] = command
+    return found
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*CORE, *feature_commands()]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in CORE:
+            module_name, attribute, _ = CORE[cmd_name]
+            return getattr(importlib.import_module(module_name), attribute)
+        return feature_commands().get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_text) for name, (_, _, help_text) in CORE.items()]
+        rows += [(name, command.get_short_help_str(200)) for name, command in feature_commands().items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="decode-doctor")
+def cli() -> None:
+    """decode-doctor: checks a host and its model files before LLM inference goes live.
+
+    Findings carry a stable code (`decode-doctor explain CODE`), evidence and, where one exists,
+    an automatic fix that can be previewed (--fix --dry-run) and undone (`decode-doctor undo`).
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="decode-doctor", standalone_mode=True)
+    except KeyboardInterrupt:  # pragma: no cover - interactive
+        click.echo("interrupted", err=True)
+        sys.exit(130)

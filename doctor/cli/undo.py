@@ -1,0 +1,39 @@
+"""`decode-doctor undo [RUN]`: replay a fix run's journal backwards."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..fixes.journal import LockBusy, UndoError, default_state_dir, list_runs, undo_run
+from .common import CONTEXT
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("run_id", required=False)
+@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where fix journals live [default: $XDG_STATE_HOME/decode-doctor].")
+@click.option("--list", "list_only", is_flag=True, help="List the fix runs instead of undoing one.")
+@click.option("--force", is_flag=True, help="Restore originals even over files changed after the fix.")
+def undo(run_id: str | None, state_dir: Path | None, list_only: bool, force: bool) -> None:
+    """Roll back the last fix run (or RUN_ID) to byte-identical originals."""
+    state_dir = state_dir or default_state_dir()
+    if list_only:
+        runs = list_runs(state_dir)
+        if not runs:
+            click.echo(f"No fix runs in {state_dir}.")
+        for run in runs:
+            click.echo(f"{run.run_id}  {run.started}  {run.actions} action(s)  {run.status}  {' '.join(run.argv)}")
+        return
+    try:
+        undone_id, outcomes = undo_run(state_dir, run_id, force=force)
+    except (UndoError, LockBusy) as exc:
+        click.echo(f"decode-doctor undo: {exc}", err=True)
+        sys.exit(2)
+    click.echo(f"Undo of fix run {undone_id}:")
+    for target, status in outcomes:
+        click.echo(f"    {target}: {status}")
+    if any(status.startswith("conflict") for _, status in outcomes):
+        click.echo("Some targets changed after the fix and were left alone; the originals are in the run's backups/. Use --force to restore them anyway.")
+        sys.exit(1)

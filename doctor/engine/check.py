@@ -1,0 +1,97 @@
+"""The contract a check implements. A check lives in its feature package under checks/ (or a plugin)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .findings import Code, Finding, FixRef, Severity
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .facts import Facts
+
+
+class SkipCheck(Exception):
+    """Raised by a check that finds at run time that it does not apply (e.g. "no NVIDIA GPU")."""
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a check needs before it can run; the engine skips it with a reason otherwise."""
+
+    platforms: tuple[str, ...] = ()  # e.g. ("linux",); empty: any
+    inputs: tuple[str, ...] = ()  # context inputs that must be non-empty: "models", "images"
+    exclusive: bool = False  # timing probes: run alone, nothing beside them
+    after: tuple[str, ...] = ()  # checks whose published facts this one reads (ctx.facts)
+
+
+@dataclass(frozen=True)
+class Option:
+    """A command-line option a check adds to `decode-doctor check` (lands in ctx.options[key]).
+
+    Flags are one namespace across all checks: two checks declaring the same flag is an error when
+    the registry loads, never a silent first-wins.
+    """
+
+    flag: str  # "--from-encoding"
+    help: str
+    multiple: bool = False
+    default: Any = None
+    is_flag: bool = False
+    type: type = str
+    choices: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+class Check:
+    """Base class. Subclasses set the class attributes and implement run()."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    codes: ClassVar[tuple[Code, ...]] = ()
+    needs: ClassVar[Needs] = Needs()
+    options: ClassVar[tuple[Option, ...]] = ()
+    timeout_s: ClassVar[float] = 10.0
+    facts_type: ClassVar[type[Facts] | None] = None  # what run() publishes with ctx.publish
+    retired: ClassVar[dict[str, str]] = {}  # codes this check no longer emits → where they went
+
+    def run(self, ctx: Context) -> list[Finding]:
+        raise NotImplementedError
+
+    @classmethod
+    def code(cls, code: str) -> Code:
+        for spec in cls.codes:
+            if spec.code == code:
+                return spec
+        raise KeyError(f"{cls.name} declares no code {code}")
+
+    def finding(
+        self,
+        code: str,
+        message: str,
+        *,
+        evidence: dict[str, Any] | None = None,
+        path: str | None = None,
+        fix: FixRef | None = None,
+        severity: Severity | None = None,
+        sensitive: tuple[str, ...] = (),
+    ) -> Finding:
+        """Builds a finding from a declared code, so title and severity stay in one place."""
+        spec = self.code(code)
+        if fix is not None and not spec.declares_fix:
+            raise ValueError(f"{code} offers a fix but declares no fix_safety; no fixer may claim it")
+        return Finding(
+            code=spec.code,
+            check=self.name,
+            severity=severity or spec.severity,
+            title=spec.title,
+            message=message,
+            evidence=evidence or {},
+            path=path,
+            fix=fix,
+            sensitive=sensitive,
+        )

@@ -1,0 +1,102 @@
+"""The one way a check runs a command: a timeout that kills the whole process group, and a record."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from .findings import CommandRecord
+from .workers import kill_group
+
+DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_MAX_OUTPUT = 1 << 20
+
+GroupHook = Callable[[int, tuple[str, ...]], None]
+
+
+def _decode(data: bytes, limit: int) -> tuple[str, bool]:
+    truncated = len(data) > limit
+    return data[:limit].decode("utf-8", errors="replace"), truncated
+
+
+class CommandRunner:
+    """Runs commands for checks and keeps a record of each one.
+
+    Each command gets its own process group, so a timeout kills the command and everything it
+    started. The engine registers hooks to learn about live groups: if the check itself is killed
+    for running too long, the engine kills the groups that are still alive.
+    """
+
+    def __init__(self, env: Mapping[str, str] | None = None, default_timeout_s: float = DEFAULT_TIMEOUT_S):
+        self.env = dict(os.environ if env is None else env)
+        self.default_timeout_s = default_timeout_s
+        self.records: list[CommandRecord] = []
+        self.on_spawn: GroupHook | None = None
+        self.on_reap: GroupHook | None = None
+
+    def which(self, name: str) -> str | None:
+        return shutil.which(name, path=self.env.get("PATH", os.defpath))
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float | None = None,
+        input_bytes: bytes | None = None,
+        max_output: int = DEFAULT_MAX_OUTPUT,
+        env: Mapping[str, str] | None = None,
+    ) -> CommandRecord:
+        argv = tuple(argv)
+        timeout_s = self.default_timeout_s if timeout_s is None else timeout_s
+        started = time.monotonic()
+        executable = argv[0] if os.sep in argv[0] else self.which(argv[0])
+        if executable is None:
+            return self._keep(CommandRecord(argv, None, 0.0, "", "", error=f"{argv[0]}: not found on PATH"))
+        try:
+            proc = subprocess.Popen(
+                (executable, *argv[1:]),
+                stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={**self.env, **(env or {})},
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return self._keep(CommandRecord(argv, None, time.monotonic() - started, "", "", error=str(exc)))
+        if self.on_spawn:
+            self.on_spawn(proc.pid, argv)
+        timed_out = False
+        try:
+            out, err = proc.communicate(input_bytes, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill_group(proc.pid)
+            try:
+                out, err = proc.communicate(timeout=2)
+            except subprocess.TimeoutExpired:  # a grandchild left the group and holds the pipes
+                proc.kill()
+                out, err = b"", b""
+        finally:
+            if self.on_reap:
+                self.on_reap(proc.pid, argv)
+        stdout, cut_out = _decode(out or b"", max_output)
+        stderr, cut_err = _decode(err or b"", max_output)
+        return self._keep(
+            CommandRecord(
+                argv,
+                None if timed_out else proc.returncode,
+                time.monotonic() - started,
+                stdout,
+                stderr,
+                timed_out=timed_out,
+                error=f"timed out after {timeout_s:g} s" if timed_out else None,
+                truncated=cut_out or cut_err,
+            )
+        )
+
+    def _keep(self, record: CommandRecord) -> CommandRecord:
+        self.records.append(record)
+        return record

@@ -1,0 +1,118 @@
+"""Selection and configuration: --select/--ignore, and [tool.decode-doctor] or decode-doctor.toml."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+from .findings import FAIL_ON_LEVELS, Finding
+
+KNOWN_KEYS = {"select", "ignore", "fail-on", "timeout"}
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass
+class Config:
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)  # ignore selector → why
+    fail_on: str | None = None
+    timeout: float | None = None
+
+
+def _parse(table: dict[str, Any], source: str) -> Config:
+    unknown = set(table) - KNOWN_KEYS
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(KNOWN_KEYS))}")
+    config = Config()
+    select = table.get("select", [])
+    if not isinstance(select, list) or not all(isinstance(s, str) for s in select):
+        raise ConfigError(f"{source}: select must be a list of codes or check names")
+    config.select = select
+    for item in table.get("ignore", []):
+        if isinstance(item, str):
+            config.ignore.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("code"), str):
+            config.ignore.append(item["code"])
+            if item.get("reason"):
+                config.reasons[item["code"]] = str(item["reason"])
+        else:
+            raise ConfigError(f"{source}: ignore items are codes or {{code = \"…\", reason = \"…\"}} tables, not {item!r}")
+    fail_on = table.get("fail-on")
+    if fail_on is not None and fail_on not in FAIL_ON_LEVELS:
+        raise ConfigError(f"{source}: fail-on must be one of {', '.join(FAIL_ON_LEVELS)}")
+    config.fail_on = fail_on
+    timeout = table.get("timeout")
+    if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise ConfigError(f"{source}: timeout must be a positive number of seconds")
+    config.timeout = float(timeout) if timeout is not None else None
+    return config
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+
+
+def _table(data: dict[str, Any], source: str) -> dict[str, Any]:
+    if "tool" in data:
+        if "decode-doctor" not in data["tool"]:
+            raise ConfigError(f"{source} has no [tool.decode-doctor] table")
+        return data["tool"]["decode-doctor"]
+    return data
+
+
+def load_config(explicit: Path | None, cwd: Path) -> Config:
+    if explicit is not None:
+        return _parse(_table(_read_toml(explicit), str(explicit)), str(explicit))
+    own = cwd / "decode-doctor.toml"
+    if own.is_file():
+        return _parse(_table(_read_toml(own), str(own)), str(own))
+    pyproject = cwd / "pyproject.toml"
+    if pyproject.is_file():
+        table = _read_toml(pyproject).get("tool", {}).get("decode-doctor")
+        if table is not None:
+            return _parse(table, f"{pyproject} [tool.decode-doctor]")
+    return Config()
+
+
+def split_selectors(values: Iterable[str]) -> list[str]:
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def matches(selector: str, check: str, code: str) -> bool:
+    """A selector is a check name, a full code, or a code prefix (like ruff's "SWAP")."""
+    return selector == check or code.startswith(selector)
+
+
+def check_selected(selectors: list[str], check: str, codes: Iterable[str]) -> bool:
+    if not selectors:
+        return True
+    code_list = list(codes)
+    return any(selector == check or any(c.startswith(selector) for c in code_list) for selector in selectors)
+
+
+def ignored_by(finding: Finding, ignore: list[str], select: list[str]) -> str | None:
+    """The selector that filters this finding out, if any."""
+    for selector in ignore:
+        if matches(selector, finding.check, finding.code):
+            return selector
+    if select and not any(matches(s, finding.check, finding.code) for s in select):
+        return "not selected"
+    return None

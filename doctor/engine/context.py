@@ -1,0 +1,73 @@
+"""Everything a check may learn about the host goes through a Context."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .commands import CommandRunner
+from .facts import Facts
+from .findings import CommandRecord
+
+DEFAULT_READ_LIMIT = 1 << 20
+
+
+@dataclass
+class Context:
+    root: Path = Path("/")
+    runner: CommandRunner = field(default_factory=CommandRunner)
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    models: tuple[Path, ...] = ()
+    images: tuple[Path, ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)
+    files_read: list[str] = field(default_factory=list)
+    # Facts published by checks that ran earlier (check name → facts); see Needs.after.
+    facts: dict[str, Facts] = field(default_factory=dict)
+    published: Facts | None = None
+    # Long checks report progress ("1,234 files, 850/s"); the engine shows it on a terminal.
+    progress: Callable[[str], None] = field(default=lambda text: None, repr=False)
+
+    def publish(self, facts: Facts) -> None:
+        """The check's facts: for the report, and for the checks that run after this one."""
+        self.published = facts
+
+    def host_path(self, path: str | os.PathLike[str]) -> Path:
+        """Maps an absolute host path such as /proc/sys/vm/swappiness under --root."""
+        relative = PurePosixPath(os.fspath(path)).relative_to("/")
+        return self.root.joinpath(relative)
+
+    def read_text(self, path: str, limit: int = DEFAULT_READ_LIMIT) -> str | None:
+        """Reads a host file (under root); None when it does not exist. Other errors propagate."""
+        target = self.host_path(path)
+        try:
+            with open(target, "rb") as handle:
+                data = handle.read(limit)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        self.files_read.append(path)
+        return data.decode("utf-8", errors="replace")
+
+    def meminfo_bytes(self, field: str) -> int | None:
+        """A /proc/meminfo field (MemTotal, MemAvailable, SwapTotal…) in bytes; None when absent."""
+        for line in (self.read_text("/proc/meminfo") or "").splitlines():
+            name, _, rest = line.partition(":")
+            if name == field and rest.split():
+                return int(rest.split()[0]) * (1024 if rest.strip().endswith("kB") else 1)
+        return None
+
+    def note_file(self, path: str | os.PathLike[str]) -> None:
+        """Records a file read outside the host tree (a model file) for the support bundle."""
+        self.files_read.append("file://" + os.path.abspath(path))
+
+    def which(self, name: str) -> str | None:
+        return self.runner.which(name)
+
+    def run(self, argv: list[str] | tuple[str, ...], **kwargs: Any) -> CommandRecord:
+        return self.runner.run(argv, **kwargs)
+
+    @property
+    def live_host(self) -> bool:
+        return self.root.resolve() == Path("/")

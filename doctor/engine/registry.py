@@ -1,0 +1,171 @@
+"""Discovers checks and fixers, and holds them to their contracts when they load.
+
+Built-in checks are the feature packages under checks/ (a package's checks are the Check
+subclasses defined in it or its submodules), built-in fixers the modules under fixers/; plugins
+register the entry-point groups below. The engine never names a check. Loading verifies:
+- every code belongs to one check;
+- option flags are one namespace: a flag two checks declare is an error, not first-wins;
+- the fix contract: every code that declares a fix (Code.fix_safety) is claimed by exactly one
+  fixer, and a fixer claims only codes that exist and declare one.
+What breaks a contract is left out and named in `errors`, shown by `list` and every report.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import sys
+from dataclasses import dataclass, field, replace
+from importlib import metadata
+from types import ModuleType
+from typing import Any, TypeVar
+
+from .check import Check
+from .findings import Applicability, Code, Finding
+from .fixer import Fixer
+
+CHECK_GROUP = "decode_doctor.checks"
+FIXER_GROUP = "decode_doctor.fixers"
+CHECKS_PACKAGE = "decode_doctor.checks"
+FIXERS_PACKAGE = "decode_doctor.fixers"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Claim:
+    fixer: str
+    applicability: Applicability
+
+
+@dataclass
+class Registry:
+    checks: dict[str, type[Check]] = field(default_factory=dict)
+    fixers: dict[str, type[Fixer]] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict)  # "check:NAME" / "fixer:NAME" → builtin / plugin …
+    errors: list[str] = field(default_factory=list)
+    claims: dict[str, Claim] = field(default_factory=dict)  # code → the fixer that acts on it
+
+    def codes(self) -> dict[str, tuple[Code, type[Check]]]:
+        return {spec.code: (spec, cls) for cls in self.checks.values() for spec in cls.codes}
+
+    def fixable(self, code: str) -> Applicability | None:
+        claim = self.claims.get(code)
+        return claim.applicability if claim else None
+
+    def resolve(self, finding: Finding) -> Finding:
+        """The finding with its fix bound to the fixer that claims its code (dropped if none does)."""
+        if finding.fix is None:
+            return finding
+        claim = self.claims.get(finding.code)
+        if claim is None:
+            return replace(finding, fix=None)
+        return replace(finding, fix=replace(finding.fix, fixer=claim.fixer, applicability=claim.applicability))
+
+
+def _defined_in(module: ModuleType, base: type[T]) -> list[type[T]]:
+    """Subclasses of base defined in module or its submodules (a feature package), with a name."""
+    prefix = module.__name__
+    found: list[type[T]] = []
+    modules = [m for n, m in list(sys.modules.items()) if m is not None and (n == prefix or n.startswith(prefix + "."))]
+    for candidate in modules:
+        for _, obj in inspect.getmembers(candidate, inspect.isclass):
+            if obj in found or not issubclass(obj, base) or obj is base or "name" not in vars(obj):
+                continue
+            if obj.__module__ == prefix or obj.__module__.startswith(prefix + "."):
+                found.append(obj)
+    return sorted(found, key=lambda cls: cls.__module__ + "." + cls.__qualname__)
+
+
+def _discover(package: str, group: str, base: type[T], errors: list[str]) -> list[tuple[type[T], str]]:
+    found: list[tuple[type[T], str]] = []
+    pkg = importlib.import_module(package)
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        name = f"{package}.{info.name}"
+        try:
+            module = importlib.import_module(name)
+        except Exception as exc:  # a broken module must not take the CLI down
+            errors.append(f"{name}: {type(exc).__name__}: {exc}")
+            continue
+        found.extend((cls, "builtin") for cls in _defined_in(module, base))
+    for entry in metadata.entry_points(group=group):
+        try:
+            obj: Any = entry.load()
+        except Exception as exc:
+            errors.append(f"plugin {entry.name} ({entry.value}): {type(exc).__name__}: {exc}")
+            continue
+        origin = f"plugin {entry.dist.name if entry.dist else entry.value}"
+        classes = _defined_in(obj, base) if inspect.ismodule(obj) else [obj]
+        for cls in classes:
+            if inspect.isclass(cls) and issubclass(cls, base):
+                found.append((cls, origin))
+            else:
+                errors.append(f"plugin {entry.name}: {cls!r} is not a {base.__name__} subclass")
+    return found
+
+
+def _add_checks(registry: Registry, found: list[tuple[type[Check], str]]) -> None:
+    code_owner: dict[str, str] = {}
+    flag_owner: dict[str, str] = {}
+    for cls, origin in found:
+        name = cls.name
+        if name in registry.checks:
+            registry.errors.append(f"{origin}: check name {name!r} already taken by {registry.origins['check:' + name]}")
+            continue
+        clashes = [f"code {c.code} already belongs to {code_owner[c.code]!r}" for c in cls.codes if c.code in code_owner]
+        clashes += [f"option {o.flag} already belongs to {flag_owner[o.flag]!r}" for o in cls.options if o.flag in flag_owner]
+        if clashes:
+            registry.errors.append(f"check {name!r} ({origin}) not loaded: {'; '.join(clashes)}")
+            continue
+        registry.checks[name] = cls
+        registry.origins["check:" + name] = origin
+        code_owner.update({c.code: name for c in cls.codes})
+        flag_owner.update({o.flag: name for o in cls.options})
+
+
+def _add_fixers(registry: Registry, found: list[tuple[type[Fixer], str]]) -> None:
+    codes = registry.codes()
+    for cls, origin in found:
+        name = cls.name
+        problems = []
+        if name in registry.fixers:
+            problems.append(f"fixer name {name!r} already taken by {registry.origins['fixer:' + name]}")
+        for code, applicability in cls.claims.items():
+            if code not in codes:
+                problems.append(f"claims {code}, which no check declares")
+            elif not codes[code][0].declares_fix:
+                problems.append(f"claims {code}, which declares no fix (no fix_safety)")
+            elif code in registry.claims:
+                problems.append(f"claims {code}, already claimed by fixer {registry.claims[code].fixer!r}")
+            if not isinstance(applicability, Applicability):
+                problems.append(f"gives {code} the applicability {applicability!r}, not an Applicability")
+        if problems:
+            registry.errors.append(f"fixer {name!r} ({origin}) not loaded: {'; '.join(problems)}")
+            continue
+        registry.fixers[name] = cls
+        registry.origins["fixer:" + name] = origin
+        registry.claims.update({code: Claim(name, applicability) for code, applicability in cls.claims.items()})
+    for code, (spec, check) in codes.items():
+        if spec.declares_fix and code not in registry.claims:
+            registry.errors.append(f"check {check.name!r}: {code} declares a fix, but no fixer claims it")
+
+
+def build() -> Registry:
+    registry = Registry()
+    _add_checks(registry, _discover(CHECKS_PACKAGE, CHECK_GROUP, Check, registry.errors))
+    _add_fixers(registry, _discover(FIXERS_PACKAGE, FIXER_GROUP, Fixer, registry.errors))
+    return registry
+
+
+_loaded: Registry | None = None
+
+
+def load() -> Registry:
+    """The registry of this process, built once."""
+    global _loaded
+    if _loaded is None:
+        _loaded = build()
+    return _loaded

@@ -1,0 +1,202 @@
+"""Runs checks, each in a forked child process that can really be killed.
+
+Every check runs in its own process (a process group of its own, see workers.Child), talks back
+over a pipe, and is SIGKILLed with every command it started when its time is up. A check that
+raises, or dies, becomes a "crashed" result; the others go on. Checks that declare `exclusive`
+(timing probes) run alone; checks that declare `after` run once those have finished, and see the
+facts they published in ctx.facts.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+from .check import Check, SkipCheck
+from .context import Context
+from .findings import CheckResult, CommandRecord, State
+from .workers import Child, kill_group, wait_ready
+
+MAX_PARALLEL = 8
+Progress = Callable[[str, str], None]  # (event, text): "start" / "progress" / "done"
+INPUT_FLAGS = {"models": "--model DIR", "images": "--images DIR"}
+
+
+def unmet_need(cls: type[Check], ctx: Context) -> str | None:
+    needs = cls.needs
+    if needs.platforms and not any(sys.platform.startswith(p) for p in needs.platforms):
+        return f"needs {' or '.join(needs.platforms)} (this is {sys.platform})"
+    for name in needs.inputs:
+        value = getattr(ctx, name, None) or ctx.options.get(name)
+        if not value:
+            return f"needs {INPUT_FLAGS.get(name, '--' + name.replace('_', '-'))}"
+    return None
+
+
+@dataclass(eq=False)
+class _Job:
+    cls: type[Check]
+    child: Child
+    started: float
+    timeout_s: float
+    groups: dict[int, list[str]] = field(default_factory=dict)  # live command groups → argv
+
+
+def _child_main(conn: Connection, cls: type[Check], ctx: Context) -> None:
+    faulthandler.disable()  # a crashing probe is reported through the pipe, not dumped on screen
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    ctx.runner.records = []
+    ctx.files_read = []
+    ctx.published = None
+    ctx.runner.on_spawn = lambda pgid, argv: conn.send(("spawn", pgid, list(argv)))
+    ctx.runner.on_reap = lambda pgid, argv: conn.send(("reap", pgid, None))
+    ctx.progress = lambda text: conn.send(("progress", text, None))
+    payload: tuple[Any, ...]
+    try:
+        findings = cls().run(ctx) or []
+        payload = ("ok", list(findings), ctx.runner.records, ctx.files_read, ctx.published)
+    except SkipCheck as skip:
+        payload = ("skip", str(skip), ctx.runner.records, ctx.files_read, ctx.published)
+    except BaseException as exc:  # noqa: BLE001 - anything a check does wrong is its crash, not ours
+        payload = ("crash", f"{type(exc).__name__}: {exc}", traceback.format_exc(), ctx.runner.records)
+    try:
+        conn.send(payload)
+    except Exception as exc:  # unpicklable findings or facts
+        conn.send(("crash", f"result could not be sent back: {exc}", traceback.format_exc(), []))
+    conn.close()
+
+
+def _finish(job: _Job, message: tuple[Any, ...]) -> CheckResult:
+    job.child.reap()
+    duration = time.monotonic() - job.started
+    name = job.cls.name
+    if message[0] == "ok":
+        _, findings, records, files, facts = message
+        state = State.FINDINGS if findings else State.PASSED
+        return CheckResult(name, state, duration, findings=findings, commands=records, files=files, facts=facts)
+    if message[0] == "skip":
+        _, reason, records, files, facts = message
+        return CheckResult(name, State.SKIPPED, duration, reason=reason, commands=records, files=files, facts=facts)
+    _, reason, error, records = message
+    return CheckResult(name, State.CRASHED, duration, reason=reason, error=error, commands=records)
+
+
+def _kill(job: _Job) -> CheckResult:
+    job.child.kill()
+    for pgid in job.groups:
+        kill_group(pgid)
+    hung = [" ".join(argv) for argv in job.groups.values() if argv]
+    reason = f"timed out after {job.timeout_s:g} s"
+    if hung:
+        reason += f" while running: {'; '.join(hung)}"
+    records = [
+        CommandRecord(tuple(argv), None, job.timeout_s, "", "", timed_out=True, error="killed with its check")
+        for argv in job.groups.values()
+        if argv
+    ]
+    return CheckResult(job.cls.name, State.TIMED_OUT, time.monotonic() - job.started, reason=reason, commands=records)
+
+
+def _drive(jobs: list[_Job], results: dict[str, CheckResult], progress: Progress | None) -> None:
+    by_child = {job.child: job for job in jobs}
+    try:
+        while by_child:
+            readable, overdue = wait_ready(by_child)
+            for child in readable:
+                job = by_child[child]
+                try:
+                    message = child.conn.recv()
+                except (EOFError, OSError):
+                    reason = child.reap()
+                    duration = time.monotonic() - job.started
+                    results[job.cls.name] = CheckResult(job.cls.name, State.CRASHED, duration, reason=reason + " without a result")
+                else:
+                    if _relay(job, message, progress):
+                        continue
+                    results[job.cls.name] = _finish(job, message)
+                del by_child[child]
+                if progress:
+                    progress("done", job.cls.name)
+            for child in overdue:
+                job = by_child.pop(child)
+                results[job.cls.name] = _kill(job)
+                if progress:
+                    progress("done", job.cls.name)
+    except BaseException:  # Ctrl-C: the checks live in their own process groups, so take them down too
+        for job in by_child.values():
+            _kill(job)
+        raise
+
+
+def _relay(job: _Job, message: tuple[Any, ...], progress: Progress | None) -> bool:
+    """Handles a message that is not the result; True when it was one of those."""
+    kind = message[0]
+    if kind == "spawn":
+        job.groups[message[1]] = message[2]
+    elif kind == "reap":
+        job.groups.pop(message[1], None)
+    elif kind == "progress":
+        if progress:
+            progress("progress", f"{job.cls.name}: {message[1]}")
+    else:
+        return False
+    return True
+
+
+def run_checks(
+    classes: Sequence[type[Check]],
+    ctx: Context,
+    *,
+    timeout_s: float | None = None,
+    progress: Progress | None = None,
+) -> list[CheckResult]:
+    """Runs every check and returns one result per check, in the order given."""
+    results: dict[str, CheckResult] = {}
+    runnable: list[type[Check]] = []
+    for cls in classes:
+        reason = unmet_need(cls, ctx)
+        if reason:
+            results[cls.name] = CheckResult(cls.name, State.SKIPPED, 0.0, reason=reason)
+        else:
+            runnable.append(cls)
+
+    def run_wave(batch: list[type[Check]]) -> None:
+        for start in range(0, len(batch), MAX_PARALLEL):
+            jobs = []
+            for cls in batch[start : start + MAX_PARALLEL]:
+                if progress:
+                    progress("start", cls.name)
+                limit = timeout_s if timeout_s is not None else cls.timeout_s
+                child = Child.start(_child_main, cls, ctx, own_group=True)
+                child.set_deadline(limit)
+                jobs.append(_Job(cls, child, time.monotonic(), limit))
+            _drive(jobs, results, progress)
+        for cls in batch:  # later checks see what these published
+            facts = results[cls.name].facts
+            if facts is not None:
+                ctx.facts[cls.name] = facts
+
+    pending = list(runnable)
+    selected = {cls.name for cls in runnable}
+    while pending:
+        ready = [cls for cls in pending if not (set(cls.needs.after) & selected) - set(results)]
+        if not ready:
+            for cls in pending:
+                reason = f"waits on {', '.join(cls.needs.after)}, which never ran (a cycle?)"
+                results[cls.name] = CheckResult(cls.name, State.SKIPPED, 0.0, reason=reason)
+            break
+        run_wave([cls for cls in ready if not cls.needs.exclusive])
+        for cls in ready:
+            if cls.needs.exclusive:
+                run_wave([cls])
+        pending = [cls for cls in pending if cls.name not in results]
+    return [results[cls.name] for cls in classes]

@@ -1,0 +1,116 @@
+"""Forked worker processes with deadlines: the one way decode-doctor runs work it must be able to kill.
+
+Threads cannot be killed, so anything that may hang (a check, a C decoder stuck on a crafted
+image) runs in a forked child that talks back over a pipe. The parent waits on every child's pipe
+at once, up to the earliest deadline, and kills (SIGKILL, the whole process group when the child
+has its own) what overruns. Used by the check runner and by the images feature's decoder pool.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from multiprocessing import Pipe
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+CRASH_STATUS = 70  # a child whose target raised exits with this status
+
+
+def usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass(eq=False)
+class Child:
+    """A forked process running target(conn, *args); conn is the parent's end of the pipe."""
+
+    pid: int
+    conn: Connection
+    own_group: bool
+    deadline: float = math.inf
+    reaped: bool = False
+
+    @classmethod
+    def start(cls, target: Callable[..., Any], *args: Any, own_group: bool = False, duplex: bool = False) -> Child:
+        if duplex:
+            mine, theirs = Pipe(duplex=True)
+        else:
+            mine, theirs = Pipe(duplex=False)  # (reader, writer)
+        pid = os.fork()
+        if pid == 0:
+            status = 0
+            try:
+                if own_group:
+                    os.setpgid(0, 0)
+                mine.close()
+                target(theirs, *args)
+            except BaseException:  # noqa: BLE001 - the parent learns of it from the status
+                status = CRASH_STATUS
+            finally:
+                os._exit(status)
+        if own_group:
+            try:
+                os.setpgid(pid, pid)  # from both sides: no window where a kill misses the group
+            except (PermissionError, ProcessLookupError):
+                pass
+        theirs.close()
+        return cls(pid, mine, own_group)
+
+    def set_deadline(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+
+    def kill(self) -> None:
+        """SIGKILL (the group too, when the child leads one), then reap."""
+        if self.own_group:
+            kill_group(self.pid)
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.reap()
+
+    def reap(self) -> str:
+        """Waits for the child; says how it ended."""
+        if self.reaped:
+            return "the process had ended"
+        self.reaped = True
+        try:
+            _, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            return "the process vanished"
+        finally:
+            self.conn.close()
+        if os.WIFSIGNALED(status):
+            return f"the process was killed by {signal.Signals(os.WTERMSIG(status)).name}"
+        return f"the process exited with status {os.WEXITSTATUS(status)}"
+
+
+def wait_ready(children: Iterable[Child]) -> tuple[list[Child], list[Child]]:
+    """Blocks until a child's pipe is readable or the earliest deadline passes.
+
+    Returns (readable, overdue); a child is in at most one of them.
+    """
+    pending = list(children)
+    if not pending:
+        return [], []
+    timeout = min(child.deadline for child in pending) - time.monotonic()
+    ready = set(wait([child.conn for child in pending], timeout=None if math.isinf(timeout) else max(0.0, timeout)))
+    now = time.monotonic()
+    readable = [child for child in pending if child.conn in ready]
+    overdue = [child for child in pending if child.conn not in ready and now >= child.deadline]
+    return readable, overdue

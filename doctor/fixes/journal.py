@@ -1,0 +1,222 @@
+"""The fix executor: journal every action before doing it, back up, apply, and undo from the journal.
+
+Order for each action, each step fsynced before the next:
+  1. journal an "intent" record (what will change, the sha256 before and after);
+  2. back up the original into the run's backups/ directory;
+  3. apply the action atomically;
+  4. journal "done".
+A SIGKILL between any two steps leaves the target either original or complete, and undo decides
+which from the sha256 values, so it restores byte-identical originals in every case. Tests prove
+it by injecting on_step, which is called after every step and may kill the process there.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import json
+import os
+import secrets
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .actions import ACTION_KINDS, Plan
+from .atomic import fsync_dir
+
+StepHook = Callable[[int], None]  # called with the step number after each journaled step
+
+
+class LockBusy(Exception):
+    pass
+
+
+class UndoError(Exception):
+    pass
+
+
+def default_state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "decode-doctor"
+
+
+@contextmanager
+def state_lock(state_dir: Path) -> Iterator[None]:
+    """One fix or undo at a time per state directory; a second one refuses instead of interleaving."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state_dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
+            raise LockBusy(f"another decode-doctor fix or undo is running on {state_dir} (pid {holder})") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+class Journal:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, sort_keys=True) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def read(self) -> list[dict[str, Any]]:
+        records = []
+        try:
+            text = self.path.read_text()
+        except FileNotFoundError:
+            return []
+        for line in text.splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:  # a torn last line from a kill mid-write
+                break
+        return records
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def runs_dir(state_dir: Path) -> Path:
+    return state_dir / "runs"
+
+
+@dataclass
+class ActionOutcome:
+    code: str
+    shown: str
+    status: str  # "applied", "failed: …", "rolled back"
+
+
+@dataclass
+class ApplyResult:
+    run_id: str
+    run_dir: Path
+    outcomes: list[ActionOutcome] = field(default_factory=list)
+
+
+def apply_plans(plans: Sequence[Plan], state_dir: Path, meta: dict[str, Any], on_step: StepHook | None = None) -> ApplyResult:
+    steps = 0
+
+    def step() -> None:
+        nonlocal steps
+        steps += 1
+        if on_step is not None:
+            on_step(steps)
+
+    with state_lock(state_dir):
+        run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+        run_dir = runs_dir(state_dir) / run_id
+        (run_dir / "backups").mkdir(parents=True)
+        fsync_dir(run_dir.parent)
+        journal = Journal(run_dir / "journal.jsonl")
+        journal.append({"type": "run", "run_id": run_id, "started": _now(), **meta})
+        fsync_dir(run_dir)
+        step()
+        result = ApplyResult(run_id, run_dir)
+        seq = 0
+        for plan in plans:
+            done_in_plan: list[dict[str, Any]] = []
+            for action in plan.actions:
+                seq += 1
+                record: dict[str, Any] = {}
+                try:
+                    record = {"type": "intent", "seq": seq, "kind": action.kind, "code": plan.finding.code, "backup": f"backups/{seq}", **action.intent()}
+                    journal.append(record)
+                    step()
+                    action.backup(run_dir / record["backup"])
+                    step()
+                    action.apply()
+                    step()
+                    journal.append({"type": "done", "seq": seq})
+                    step()
+                except Exception as exc:  # roll this plan back; other plans go on
+                    journal.append({"type": "failed", "seq": seq, "error": f"{type(exc).__name__}: {exc}"})
+                    for earlier in reversed(done_in_plan + ([record] if record.get("type") == "intent" else [])):
+                        status = ACTION_KINDS[earlier["kind"]].undo(earlier, run_dir)
+                        journal.append({"type": "undo", "seq": earlier["seq"], "result": status})
+                    result.outcomes.append(ActionOutcome(plan.finding.code, getattr(action, "shown", str(action.path)), f"failed: {exc}"))
+                    break
+                done_in_plan.append(record)
+                result.outcomes.append(ActionOutcome(plan.finding.code, record.get("shown", str(action.path)), "applied"))
+        journal.append({"type": "finished", "finished": _now()})
+        step()
+        return result
+
+
+@dataclass
+class RunInfo:
+    run_id: str
+    started: str
+    actions: int
+    status: str  # "applied", "interrupted", "undone", "nothing applied"
+    argv: list[str]
+
+
+def run_info(run_dir: Path) -> RunInfo:
+    records = Journal(run_dir / "journal.jsonl").read()
+    head = records[0] if records and records[0].get("type") == "run" else {}
+    types = {r.get("type") for r in records}
+    intents = [r for r in records if r.get("type") == "intent"]
+    if "undone" in types:
+        status = "undone"
+    elif not intents:
+        status = "nothing applied"
+    elif "finished" in types:
+        status = "applied"
+    else:
+        status = "interrupted"
+    return RunInfo(run_dir.name, head.get("started", "?"), len(intents), status, head.get("argv", []))
+
+
+def list_runs(state_dir: Path) -> list[RunInfo]:
+    base = runs_dir(state_dir)
+    if not base.is_dir():
+        return []
+    return [run_info(d) for d in sorted(base.iterdir()) if (d / "journal.jsonl").exists()]
+
+
+def undo_run(state_dir: Path, run_id: str | None = None, force: bool = False) -> tuple[str, list[tuple[str, str]]]:
+    """Replays a run's journal backwards. Returns the run id and (target, result) pairs."""
+    with state_lock(state_dir):
+        runs = list_runs(state_dir)
+        if run_id is None:
+            candidates = [r for r in runs if r.status in ("applied", "interrupted")]
+            if not candidates:
+                raise UndoError(f"no fix run to undo in {state_dir}")
+            run_id = candidates[-1].run_id
+        run_dir = runs_dir(state_dir) / run_id
+        if not (run_dir / "journal.jsonl").exists():
+            known = ", ".join(r.run_id for r in runs) or "none"
+            raise UndoError(f"no fix run {run_id!r} in {state_dir} (known: {known})")
+        journal = Journal(run_dir / "journal.jsonl")
+        records = journal.read()
+        outcomes: list[tuple[str, str]] = []
+        for record in reversed([r for r in records if r.get("type") == "intent"]):
+            kind = ACTION_KINDS.get(record["kind"])
+            if kind is None:
+                outcomes.append((record.get("shown", "?"), f"conflict: unknown action kind {record['kind']!r}"))
+                continue
+            try:
+                status = kind.undo(record, run_dir, force)
+            except Exception as exc:  # keep going: undo what can be undone, report the rest
+                status = f"conflict: {type(exc).__name__}: {exc}"
+            journal.append({"type": "undo", "seq": record["seq"], "result": status})
+            outcomes.append((record.get("shown", record.get("path", "?")), status))
+        if not any(s.startswith("conflict") for _, s in outcomes):
+            journal.append({"type": "undone", "at": _now()})
+        return run_id, outcomes

@@ -1,0 +1,170 @@
+"""Reading reports back: `diff` (two reports) and `merge` (a host × check matrix for a fleet).
+
+What is compared comes from each feature's facts (Facts.compared): strings are versions and
+settings, numbers are measurements with a change in percent.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..engine.check import Check
+from ..engine.facts import Facts
+from ..engine.findings import Severity
+from .report import SCHEMA_VERSION
+
+MAX_REPORT_BYTES = 64 << 20
+ABSENT = "absent"
+
+
+class ReportError(Exception):
+    """A file given as a report that is not one; the message is for the user."""
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    """A report.json, or the report.json inside a bundle."""
+    try:
+        if path.name.endswith((".tar.gz", ".tgz")):
+            with tarfile.open(path) as tar:
+                member = next(m for m in tar.getmembers() if m.name.endswith("/report.json"))
+                handle = tar.extractfile(member)
+                raw = handle.read(MAX_REPORT_BYTES + 1) if handle else b""
+        else:
+            with open(path, "rb") as handle:
+                raw = handle.read(MAX_REPORT_BYTES + 1)
+        if len(raw) > MAX_REPORT_BYTES:
+            raise ReportError(f"{path}: larger than {MAX_REPORT_BYTES >> 20} MiB; not a decode-doctor report")
+        data = json.loads(raw.decode("utf-8"))
+    except (OSError, StopIteration, json.JSONDecodeError, UnicodeDecodeError, tarfile.TarError, RecursionError) as exc:
+        raise ReportError(f"{path}: not a decode-doctor report ({type(exc).__name__}: {exc})") from None
+    if not isinstance(data, dict) or "findings" not in data:
+        raise ReportError(f"{path}: not a decode-doctor report")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise ReportError(
+            f"{path}: report schema {data.get('schema_version')!r}; this decode-doctor reads schema {SCHEMA_VERSION} "
+            "(run the check again with this version)"
+        )
+    return data
+
+
+def typed_facts(report: dict[str, Any], checks: Mapping[str, type[Check]]) -> dict[str, Facts]:
+    """The report's facts rebuilt as each installed check's facts type; what does not fit is left out."""
+    found: dict[str, Facts] = {}
+    for name, data in (report.get("facts") or {}).items():
+        facts_type = checks[name].facts_type if name in checks else None
+        if facts_type is None:
+            continue
+        try:
+            found[name] = facts_type.from_dict(data)
+        except (ValueError, TypeError, KeyError):
+            continue
+    return found
+
+
+def compared(report: dict[str, Any], checks: Mapping[str, type[Check]]) -> dict[str, str | float]:
+    values: dict[str, str | float] = {"decode-doctor": str(report.get("tool", {}).get("version", "?"))}
+    for facts in typed_facts(report, checks).values():
+        values.update(facts.compared())
+    return values
+
+
+@dataclass
+class Difference:
+    before: dict[str, Any]
+    after: dict[str, Any]
+    changed: dict[str, tuple[str, str]]
+    measured: dict[str, tuple[float, float, float | None]]  # before, after, change in percent
+    appeared: list[dict[str, Any]]
+    disappeared: list[dict[str, Any]]
+    states: dict[str, tuple[str, str]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "before": self.before,
+            "after": self.after,
+            "changed": {k: {"before": a, "after": b} for k, (a, b) in self.changed.items()},
+            "measured": {k: {"before": a, "after": b, "change_percent": c} for k, (a, b, c) in self.measured.items()},
+            "appeared": self.appeared,
+            "disappeared": self.disappeared,
+            "states": {k: {"before": a, "after": b} for k, (a, b) in self.states.items()},
+        }
+
+    def lines(self) -> list[str]:
+        out = [
+            f"before: {self.before['host']} at {self.before['started']} ({self.before['file']})",
+            f"after:  {self.after['host']} at {self.after['started']} ({self.after['file']})",
+        ]
+        out += [f"changed  {name}: {a} → {b}" for name, (a, b) in self.changed.items()]
+        out += [f"+ {f['code']} {f['severity']} {f['check']}: {f['message']}" for f in self.appeared]
+        out += [f"- {f['code']} {f['severity']} {f['check']}: {f['message']}" for f in self.disappeared]
+        out += [f"state    {check}: {a} → {b}" for check, (a, b) in self.states.items()]
+        for name, (a, b, change) in self.measured.items():
+            out.append(f"measured {name}: {a:g} → {b:g}" + (f" ({change:+.1f} %)" if change is not None else ""))
+        if len(out) == 2:
+            out.append("no differences")
+        return out
+
+
+def _key(finding: dict[str, Any]) -> tuple[str, str, str]:
+    return str(finding.get("code")), str(finding.get("check")), str(finding.get("path") or "")
+
+
+def _brief(finding: dict[str, Any]) -> dict[str, Any]:
+    return {k: finding.get(k) for k in ("code", "severity", "check", "message", "path")}
+
+
+def _run_of(report: dict[str, Any], path: Path) -> dict[str, Any]:
+    run = report.get("run") or {}
+    return {"file": str(path), "host": run.get("host", "?"), "started": run.get("started", "?")}
+
+
+def difference(a: dict[str, Any], b: dict[str, Any], paths: tuple[Path, Path], checks: Mapping[str, type[Check]]) -> Difference:
+    va, vb = compared(a, checks), compared(b, checks)
+    changed: dict[str, tuple[str, str]] = {}
+    measured: dict[str, tuple[float, float, float | None]] = {}
+    for name in sorted(set(va) | set(vb), key=lambda n: (n not in va, n)):
+        x, y = va.get(name), vb.get(name)
+        if isinstance(x, float | int) and isinstance(y, float | int) and not isinstance(x, bool):
+            measured[name] = (x, y, round((y - x) / x * 100, 1) if x else None)
+        elif x != y:
+            changed[name] = (str(x) if x is not None else ABSENT, str(y) if y is not None else ABSENT)
+    fa = {_key(f): f for f in a["findings"] if isinstance(f, dict)}
+    fb = {_key(f): f for f in b["findings"] if isinstance(f, dict)}
+    states_a = {r.get("check"): r.get("state") for r in a.get("results", []) if isinstance(r, dict)}
+    states_b = {r.get("check"): r.get("state") for r in b.get("results", []) if isinstance(r, dict)}
+    states = {
+        str(c): (str(states_a.get(c) or ABSENT), str(states_b.get(c) or ABSENT))
+        for c in sorted(set(states_a) | set(states_b), key=str)
+        if states_a.get(c) != states_b.get(c)
+    }
+    return Difference(
+        before=_run_of(a, paths[0]),
+        after=_run_of(b, paths[1]),
+        changed=changed,
+        measured=measured,
+        appeared=[_brief(fb[k]) for k in sorted(set(fb) - set(fa))],
+        disappeared=[_brief(fa[k]) for k in sorted(set(fa) - set(fb))],
+        states=states,
+    )
+
+
+def matrix(reports: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[str], dict[tuple[str, str], str]]:
+    """(hosts, checks, cell text): the worst severity and its codes, or the check's state."""
+    hosts = [name for name, _ in reports]
+    checks = sorted({r["check"] for _, rep in reports for r in rep["results"]})
+    cells: dict[tuple[str, str], str] = {}
+    for name, rep in reports:
+        for result in rep["results"]:
+            findings = [f for f in rep["findings"] if f["check"] == result["check"]]
+            if findings:
+                worst = max((Severity(f["severity"]) for f in findings), key=lambda s: s.rank)
+                codes = sorted({f["code"] for f in findings if f["severity"] == worst.value})
+                cells[(name, result["check"])] = f"{worst.value}: {', '.join(codes)}"
+            else:
+                cells[(name, result["check"])] = result["state"]
+    return hosts, checks, cells

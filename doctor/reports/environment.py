@@ -1,0 +1,50 @@
+"""The host rows of a support bundle's environment table (like `python -m torch.utils.collect_env`):
+OS, kernel, CPU, memory, Python and packages. The features add their own rows through their facts."""
+
+from __future__ import annotations
+
+import platform
+import sys
+from importlib import metadata
+from typing import Any
+
+from ..engine.context import Context
+from ..engine.facts import EnvRow
+
+# Python packages as this interpreter sees them; the serving interpreter's torch is the gpu feature's row.
+PACKAGES = ("torch", "transformers", "vllm", "tokenizers", "safetensors", "flash-attn", "nvidia-ml-py")
+
+
+def _os_name(ctx: Context) -> str:
+    text = ctx.read_text("/etc/os-release") or ""
+    for line in text.splitlines():
+        if line.startswith("PRETTY_NAME="):
+            return line.split("=", 1)[1].strip('"')
+    return platform.platform() if ctx.live_host else "unknown"
+
+
+def host_rows(ctx: Context, cpu: dict[str, Any]) -> list[EnvRow]:
+    rows = [EnvRow("OS", _os_name(ctx))]
+    kernel = (ctx.read_text("/proc/sys/kernel/osrelease") or "").strip() or (platform.release() if ctx.live_host else "unknown")
+    rows.append(EnvRow("kernel", kernel))
+    cpuinfo = (ctx.read_text("/proc/cpuinfo") or "").splitlines()
+    model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "unknown")
+    cpu_name = cpu.get("brand_raw") or model
+    rows.append(EnvRow("CPU", f"{cpu_name} ({cpu.get('count', '?')} logical CPUs, {cpu.get('arch', platform.machine())})"))
+    total = ctx.meminfo_bytes("MemTotal")
+    if total is None and ctx.live_host:
+        import psutil
+
+        total = psutil.virtual_memory().total
+    rows.append(EnvRow("memory", f"{total / 2**30:.1f} GiB" if total else "unknown"))
+    rows.append(EnvRow("Python", sys.version.split()[0]))
+    for package in PACKAGES:
+        try:
+            rows.append(EnvRow(f"{package} (this Python)", metadata.version(package)))
+        except metadata.PackageNotFoundError:
+            continue
+    try:
+        rows.append(EnvRow("docker SDK (this Python)", metadata.version("docker")))
+    except metadata.PackageNotFoundError:
+        pass
+    return rows

@@ -1,0 +1,136 @@
+"""One self-contained HTML file: no scripts, no fonts, no network; charts are inline SVG drawn from
+the data the features' facts give (engine.facts.Chart)."""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+from ..engine.facts import Chart, HtmlBlock
+from .text import all_clear
+from .view import ReportView
+
+STYLE = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1d1d1f;background:#fff}
+h1{font-size:1.5rem;margin:0 0 .3rem}h2{font-size:1.15rem;margin:2rem 0 .6rem}
+table{border-collapse:collapse;width:100%;margin:.4rem 0}
+th,td{border-bottom:1px solid #ddd;padding:.35rem .5rem;text-align:left;vertical-align:top}
+th{background:#f5f5f7}.error{color:#b00020;font-weight:600}.warning{color:#9a6700;font-weight:600}.info{color:#0b57d0}
+.summary{padding:.6rem .8rem;background:#f5f5f7;border-radius:6px}.muted{color:#6e6e73}code{font-size:.92em}
+svg text{font:12px system-ui,sans-serif;fill:#1d1d1f}
+"""
+COLORS = ("#0b57d0", "#b00020", "#188038", "#9a6700", "#7b1fa2")
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _tick(value: float) -> str:
+    if value == 0:
+        return "0"
+    return f"{value:.3g}" if abs(value) < 10 else f"{value:,.0f}"
+
+
+def _x_tick(value: float) -> str:
+    return f"{value / 1024:g}k" if value >= 1024 else f"{value:g}"
+
+
+def svg_chart(chart: Chart, width: int = 720, height: int = 320) -> str:
+    series = [s for s in chart.series if s.points]
+    if not series:
+        return ""
+    left, right, top, bottom = 64, 20, 16, 44
+    xs = [x for s in series for x, _ in s.points]
+    ys = [y for s in series for _, y in s.points]
+    scale = math.log2 if chart.log_x else (lambda v: v)
+    x0, x1 = scale(min(xs)), scale(max(xs))
+    span = (x1 - x0) or 1
+    y1 = (max(ys) * 1.1) or 1
+
+    def px(x: float) -> float:
+        return left + (scale(x) - x0) / span * (width - left - right)
+
+    def py(y: float) -> float:
+        return top + (1 - y / y1) * (height - top - bottom)
+
+    base = py(0)
+    parts = [f'<svg width="{width}" height="{height}" role="img" aria-label="{_e(chart.y_label)} against {_e(chart.x_label)}">']
+    parts.append(f'<line x1="{left}" y1="{base:.1f}" x2="{width - right}" y2="{base:.1f}" stroke="#888"/>')
+    parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{base:.1f}" stroke="#888"/>')
+    for x in sorted(set(xs)):
+        parts.append(f'<text x="{px(x):.1f}" y="{height - bottom + 16}" text-anchor="middle">{_x_tick(x)}</text>')
+    for i in range(5):
+        value = y1 * i / 4
+        parts.append(f'<text x="{left - 6}" y="{py(value) + 4:.1f}" text-anchor="end">{_tick(value)}</text>')
+        parts.append(f'<line x1="{left}" y1="{py(value):.1f}" x2="{width - right}" y2="{py(value):.1f}" stroke="#eee"/>')
+    middle = (top + height - bottom) / 2
+    parts.append(f'<text x="{(left + width) / 2}" y="{height - 6}" text-anchor="middle">{_e(chart.x_label)}</text>')
+    parts.append(f'<text x="14" y="{middle}" transform="rotate(-90 14 {middle})" text-anchor="middle">{_e(chart.y_label)}</text>')
+    for i, item in enumerate(series):
+        color = COLORS[i % len(COLORS)]
+        path = " ".join(f"{'M' if j == 0 else 'L'}{px(x):.1f},{py(y):.1f}" for j, (x, y) in enumerate(item.points))
+        parts.append(f'<path d="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
+        parts.append(
+            f'<text x="{width - right - 4}" y="{top + 14 + 16 * i}" text-anchor="end" fill="{color}" '
+            f'style="fill:{color}">{_e(item.label)}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _block(block: HtmlBlock) -> str:
+    out = [f"<h2>{_e(block.title)}</h2>"]
+    if block.rows:
+        out.append("<table><tbody>")
+        out.extend(f"<tr><th>{_e(a)}</th><td>{_e(b)}</td></tr>" for a, b in block.rows)
+        out.append("</tbody></table>")
+    if block.chart is not None:
+        out.append(svg_chart(block.chart))
+    return "".join(out)
+
+
+def render_html(view: ReportView) -> str:
+    meta = view.meta
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>decode-doctor report: {_e(meta.get('host', ''))}</title>",
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; img-src data:">',
+        f"<style>{STYLE}</style></head><body>",
+        "<h1>decode-doctor report</h1>",
+        f'<p class="muted">host <code>{_e(meta.get("host"))}</code> · root <code>{_e(meta.get("root"))}</code> · '
+        f"{_e(meta.get('started'))} · decode-doctor {_e(meta.get('version'))}</p>",
+    ]
+    counts = {s: sum(1 for f in view.findings if f.severity.value == s) for s in ("error", "warning", "info")}
+    clear = all_clear(view)
+    out.append(
+        f'<p class="summary"><span class="error">{counts["error"]} error(s)</span> · '
+        f'<span class="warning">{counts["warning"]} warning(s)</span> · <span class="info">{counts["info"]} info</span> · '
+        f"{len(view.ignored)} ignored · exit code {view.exit_code}{' · ' + _e(clear) if clear else ''}</p>"
+    )
+    out.append("<h2>Findings</h2>")
+    if view.findings:
+        out.append("<table><thead><tr><th>Code</th><th>Severity</th><th>Check</th><th>Finding</th><th>Fix</th></tr></thead><tbody>")
+        for f in view.findings:
+            fix = _e(f.fix.summary) if f.fix else _e(view.explanations.get(f.code, ""))
+            out.append(
+                f'<tr><td><code>{_e(f.code)}</code></td><td class="{f.severity.value}">{f.severity.value}</td>'
+                f"<td>{_e(f.check)}</td><td>{_e(f.message)}</td><td>{fix}</td></tr>"
+            )
+        out.append("</tbody></table>")
+    else:
+        out.append("<p>No findings.</p>")
+    out.extend(_block(block) for block in view.html_blocks)
+    if view.environment:
+        out.append("<h2>Environment</h2><table><thead><tr><th>Item</th><th>Value</th><th>Judged</th></tr></thead><tbody>")
+        for row in view.environment:
+            css = "" if row.judged == "ok" else ' class="warning"'
+            out.append(f"<tr><td>{_e(row.name)}</td><td>{_e(row.value)}</td><td{css}>{_e(row.judged)}</td></tr>")
+        out.append("</tbody></table>")
+    out.append("<h2>Checks</h2><table><thead><tr><th>Check</th><th>State</th><th>Duration</th><th>Note</th></tr></thead><tbody>")
+    for r in view.results:
+        out.append(f"<tr><td>{_e(r.check)}</td><td>{_e(r.state.value)}</td><td>{r.duration_s:.2f} s</td><td>{_e(r.reason or '')}</td></tr>")
+    out.append("</tbody></table></body></html>")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,53 @@
+"""The report as Markdown, to paste into a ticket."""
+
+from __future__ import annotations
+
+import json
+
+from .text import all_clear, summary_line
+from .view import ReportView
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", "<br>")
+
+
+def markdown(view: ReportView) -> str:
+    meta = view.meta
+    out = [
+        "# decode-doctor report",
+        "",
+        f"- host: `{meta.get('host', '?')}`, root: `{meta.get('root', '/')}`, started {meta.get('started', '?')}, "
+        f"decode-doctor {meta.get('version', '?')}",
+        f"- {all_clear(view) or summary_line(view)}",
+        "",
+        "## Findings",
+        "",
+    ]
+    if view.findings:
+        out += ["| Code | Severity | Check | Finding | Fix |", "|---|---|---|---|---|"]
+        for f in view.findings:
+            fix = _cell(f.fix.summary) if f.fix else ""
+            out.append(f"| {f.code} | {f.severity.value} | {f.check} | {_cell(f.message)} | {fix} |")
+        out.append("")
+        for f in view.findings:
+            out += [f"### {f.code}: {f.title}", "", f.message, ""]
+            if f.evidence:
+                out += ["```json", json.dumps(f.evidence, indent=2, default=str), "```", ""]
+    else:
+        out += ["No findings.", ""]
+    if view.fact_lines:
+        out += ["## Facts", ""]
+        out += [f"- {line.check}: {_cell(line.text)}" for line in view.fact_lines]
+        out.append("")
+    if view.environment:
+        out += ["## Environment", "", "| Item | Value | Judged |", "|---|---|---|"]
+        out += [f"| {_cell(r.name)} | {_cell(r.value)} | {r.judged} |" for r in view.environment]
+        out.append("")
+    out += ["## Checks", "", "| Check | State | Duration | Note |", "|---|---|---|---|"]
+    for r in view.results:
+        out.append(f"| {r.check} | {r.state.value} | {r.duration_s:.2f} s | {_cell(r.reason or '')} |")
+    if view.ignored:
+        out += ["", "## Ignored", ""]
+        out += [f"- {i.code} by `{i.selector}`" + (f": {i.reason}" if i.reason else "") for i in view.ignored]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,52 @@
+"""The report: what a run found, before it is rendered (renderers read the redacted view, view.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engine.facts import Facts
+from ..engine.findings import CheckResult, Finding, Severity, State, fails
+
+SCHEMA_VERSION = 2
+
+
+@dataclass
+class Ignored:
+    finding: Finding
+    selector: str
+    reason: str | None = None
+
+
+@dataclass
+class Report:
+    results: list[CheckResult]
+    findings: list[Finding]
+    ignored: list[Ignored]
+    meta: dict[str, Any]
+    fail_on: str = "error"
+    fixes: dict[str, Any] | None = None
+    load_errors: list[str] = field(default_factory=list)
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for f in self.findings if f.severity is severity)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if any(fails(f.severity, self.fail_on) for f in self.findings) else 0
+
+    def states(self) -> dict[str, int]:
+        counts = {state.value: 0 for state in State}
+        for result in self.results:
+            counts[result.state.value] += 1
+        return counts
+
+    def sorted_findings(self) -> list[Finding]:
+        return sorted(self.findings, key=lambda f: (-f.severity.rank, f.check, f.code, f.path or ""))
+
+    def fixable(self) -> list[Finding]:
+        return [f for f in self.findings if f.fix is not None]
+
+    def facts(self) -> dict[str, Facts]:
+        """Each check's facts, by check name, in the order the checks were given."""
+        return {r.check: r.facts for r in self.results if r.facts is not None}

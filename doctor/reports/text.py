@@ -1,0 +1,113 @@
+"""The report as text: a rich table on a terminal, plain lines when piped; one all-clear line when
+nothing was found (Homebrew's "Your system is ready to brew")."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from ..engine.findings import Finding, Severity, State
+from .view import ReportView
+
+NOTE_STATES = (State.SKIPPED, State.TIMED_OUT, State.CRASHED)
+
+
+def summary_line(view: ReportView) -> str:
+    parts = [
+        f"{view.count(Severity.ERROR)} error(s)",
+        f"{view.count(Severity.WARNING)} warning(s)",
+        f"{view.count(Severity.INFO)} info",
+    ]
+    if view.ignored:
+        parts.append(f"{len(view.ignored)} ignored")
+    checks = ", ".join(f"{n} {state}" for state, n in view.states().items() if n)
+    return f"{'; '.join(parts)} — checks: {checks}"
+
+
+def all_clear(view: ReportView) -> str | None:
+    """The one line a healthy run prints, or None when there is something to report."""
+    if view.findings or any(r.state in (State.TIMED_OUT, State.CRASHED) for r in view.results):
+        return None
+    skipped = sum(1 for r in view.results if r.state is State.SKIPPED)
+    ran = len(view.results) - skipped
+    ignored = f", {len(view.ignored)} ignored" if view.ignored else ""
+    return f"Ready: no problems found ({ran} checks ran, {skipped} did not apply{ignored})."
+
+
+def result_notes(view: ReportView) -> list[str]:
+    lines = []
+    for result in view.results:
+        if result.state in NOTE_STATES:
+            lines.append(f"{result.check}: {result.state.value} — {result.reason}")
+            if result.error:
+                lines.extend("    " + line for line in result.error.rstrip().splitlines())
+    return lines
+
+
+def fact_lines(view: ReportView, verbose: bool) -> list[str]:
+    return [f"{line.check}: {line.text}" for line in view.fact_lines if verbose or line.shown_by_default]
+
+
+def footer(view: ReportView) -> list[str]:
+    lines = []
+    fixable = view.fixable()
+    if fixable:
+        lines.append(f"{len(fixable)} fixable: preview with `decode-doctor check --fix --dry-run`, apply with `--fix`.")
+    if view.findings:
+        lines.append(f"Details: decode-doctor explain {view.findings[0].code}")
+    lines.extend(f"could not load: {error}" for error in view.load_errors)
+    return lines
+
+
+def fix_label(finding: Finding) -> str:
+    if finding.fix is None:
+        return ""
+    applicability = finding.fix.applicability.value if finding.fix.applicability else "?"
+    return "fixable" if applicability == "safe" else f"fixable ({applicability})"
+
+
+def _finding_line(f: Finding) -> str:
+    label = fix_label(f)
+    return f"{f.code:<9} {f.severity.value:<8} {f.check:<14} {f.message}{f' [{label}]' if label else ''}"
+
+
+def _ignored_lines(view: ReportView) -> list[str]:
+    return [f"ignored {i.code} by {i.selector}" + (f" ({i.reason})" if i.reason else "") for i in view.ignored]
+
+
+def plain_text(view: ReportView, verbose: bool = False) -> str:
+    lines = [_finding_line(f) for f in view.findings]
+    lines.extend(fact_lines(view, verbose))
+    lines.extend(result_notes(view))
+    lines.extend(_ignored_lines(view))
+    clear = all_clear(view)
+    lines.append(clear or summary_line(view))
+    lines.extend(footer(view))
+    return "\n".join(lines) + "\n"
+
+
+def rich_text(view: ReportView, stream: TextIO, verbose: bool = False) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=stream, highlight=False)
+    styles = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+    if view.findings:
+        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+        for column in ("Code", "Severity", "Check", "Finding", "Fix"):
+            table.add_column(column, overflow="fold")
+        for f in view.findings:
+            table.add_row(f.code, f"[{styles[f.severity.value]}]{f.severity.value}[/]", f.check, f.message, fix_label(f))
+        console.print(table)
+    for line in fact_lines(view, verbose):
+        console.print(line, markup=False)
+    for line in result_notes(view):
+        console.print(line, markup=False)
+    for line in _ignored_lines(view):
+        console.print(line, markup=False, style="dim")
+    clear = all_clear(view)
+    if clear:
+        console.print(clear, markup=False, style="bold green")
+    else:
+        console.print(summary_line(view), markup=False, style="bold")
+    for line in footer(view):
+        console.print(line, markup=False)

@@ -1,0 +1,201 @@
+"""The one view every output format renders from: the report with every string redacted, and the
+sections the features' facts contribute (summary lines, environment rows, metrics, HTML blocks).
+
+Building the view is where redaction happens; a renderer never sees an unredacted value, and no
+renderer names a check, a code or a facts key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..engine.facts import Chart, EnvRow, HtmlBlock, Metric, Sample, Series
+from ..engine.findings import Code, Finding, Severity, State
+from .redact import Redactor
+from .report import SCHEMA_VERSION, Report
+
+COMMAND_OUTPUT_LIMIT = 8000
+
+
+@dataclass(frozen=True)
+class JudgedRow:
+    name: str
+    value: str
+    judged: str  # "ok", or the codes of the findings about it
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "value": self.value, "judged": self.judged}
+
+
+@dataclass(frozen=True)
+class FactLine:
+    check: str
+    text: str
+    shown_by_default: bool
+
+
+@dataclass(frozen=True)
+class ResultView:
+    check: str
+    state: State
+    duration_s: float
+    findings: int
+    reason: str | None
+    error: str | None
+    commands: list[dict[str, Any]]
+    files: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "check": self.check, "state": self.state.value, "duration_s": round(self.duration_s, 4),
+            "findings": self.findings, "reason": self.reason, "commands": self.commands, "files": self.files,
+        }
+
+
+@dataclass(frozen=True)
+class IgnoredView:
+    code: str
+    check: str
+    selector: str
+    reason: str | None
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class ReportView:
+    meta: dict[str, Any]
+    fail_on: str
+    exit_code: int
+    findings: list[Finding]
+    ignored: list[IgnoredView]
+    results: list[ResultView]
+    facts: dict[str, dict[str, Any]]
+    fact_lines: list[FactLine]
+    environment: list[JudgedRow]
+    metrics: list[Metric]
+    html_blocks: list[HtmlBlock]
+    load_errors: list[str]
+    fixes: dict[str, Any] | None
+    explanations: dict[str, str] = field(default_factory=dict)  # code → how to fix it by hand
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for f in self.findings if f.severity is severity)
+
+    def states(self) -> dict[str, int]:
+        counts = {state.value: 0 for state in State}
+        for result in self.results:
+            counts[result.state.value] += 1
+        return counts
+
+    def fixable(self) -> list[Finding]:
+        return [f for f in self.findings if f.fix is not None]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "decode-doctor", "version": self.meta.get("version", "")},
+            "run": {k: v for k, v in self.meta.items() if k != "version"},
+            "summary": {
+                "errors": self.count(Severity.ERROR),
+                "warnings": self.count(Severity.WARNING),
+                "infos": self.count(Severity.INFO),
+                "ignored": len(self.ignored),
+                "fixable": len(self.fixable()),
+                "checks": self.states(),
+                "fail_on": self.fail_on,
+                "exit_code": self.exit_code,
+            },
+            "findings": [f.to_dict() for f in self.findings],
+            "ignored": [i.to_dict() for i in self.ignored],
+            "results": [r.to_dict() for r in self.results],
+            "facts": self.facts,
+            "environment": [row.to_dict() for row in self.environment],
+            "load_errors": list(self.load_errors),
+            "fixes": self.fixes,
+        }
+
+
+def build_view(
+    report: Report,
+    redactor: Redactor | None = None,
+    codes: Mapping[str, Code] | None = None,
+    host_rows: list[EnvRow] | None = None,
+    debug: bool = False,
+) -> ReportView:
+    """The redacted view of a report. codes (the registry's) let environment rows be judged by the
+    rows a code declares it concerns; host_rows are the generic rows (OS, CPU…) of a support bundle."""
+    redact = redactor or Redactor(enabled=False)
+    facts = report.facts()
+    findings = [_redacted_finding(f, redact) for f in report.sorted_findings()]
+    rows = list(host_rows or [])
+    lines, metrics, blocks, facts_json = [], [], [], {}
+    for check, item in facts.items():
+        rows.extend(item.environment())
+        lines.extend(FactLine(check, redact.text(line), item.shown_by_default) for line in item.summary())
+        metrics.extend(_redacted_metric(m, redact) for m in item.metrics())
+        blocks.extend(_redacted_block(b, redact) for b in item.html())
+        facts_json[check] = redact.json(item.to_dict())
+    return ReportView(
+        meta=redact.json(dict(report.meta)),
+        fail_on=report.fail_on,
+        exit_code=report.exit_code,
+        findings=findings,
+        ignored=[
+            IgnoredView(i.finding.code, i.finding.check, i.selector, i.reason, redact.text(i.finding.message))
+            for i in report.ignored
+        ],
+        results=[
+            ResultView(
+                r.check, r.state, r.duration_s, len(r.findings), redact.text(r.reason) if r.reason else None,
+                redact.text(r.error) if (debug and r.error) else None,
+                [redact.json(c.to_dict(limit=COMMAND_OUTPUT_LIMIT)) for c in r.commands], list(r.files),
+            )
+            for r in report.results
+        ],
+        facts=facts_json,
+        fact_lines=lines,
+        environment=[_judged(row, report.findings, codes or {}, redact) for row in rows],
+        metrics=metrics,
+        html_blocks=blocks,
+        load_errors=list(report.load_errors),
+        fixes=redact.json(report.fixes) if report.fixes else report.fixes,
+        explanations={code: spec.fix_by_hand for code, spec in (codes or {}).items()},
+    )
+
+
+def _redacted_finding(finding: Finding, redact: Redactor) -> Finding:
+    data = redact.finding(finding.to_dict())
+    fix = None
+    if finding.fix is not None:
+        fix = replace(finding.fix, summary=data["fix"]["summary"], params=data["fix"]["params"])
+    return replace(finding, message=data["message"], evidence=data["evidence"], path=data["path"], fix=fix)
+
+
+def _judged(row: EnvRow, findings: list[Finding], codes: Mapping[str, Code], redact: Redactor) -> JudgedRow:
+    about = sorted({
+        f.code
+        for f in findings
+        if f.severity is not Severity.INFO
+        and ((row.codes and f.code.startswith(row.codes)) or (f.code in codes and row.name in codes[f.code].concerns))
+    })
+    return JudgedRow(redact.text(row.name), redact.text(row.value), ", ".join(about) if about else "ok")
+
+
+def _redacted_metric(metric: Metric, redact: Redactor) -> Metric:
+    samples = tuple(Sample({k: redact.text(str(v)) for k, v in s.labels.items()}, s.value) for s in metric.samples)
+    return replace(metric, samples=samples)
+
+
+def _redacted_block(block: HtmlBlock, redact: Redactor) -> HtmlBlock:
+    rows = tuple((redact.text(a), redact.text(b)) for a, b in block.rows)
+    chart = block.chart
+    if chart is not None:
+        series = tuple(Series(redact.text(s.label), s.points) for s in chart.series)
+        chart = Chart(chart.x_label, chart.y_label, series, chart.log_x)
+    return HtmlBlock(redact.text(block.title), rows, chart)
