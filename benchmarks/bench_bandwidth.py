@@ -16,8 +16,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from decode_doctor.checks.bandwidth.membw import buffer_size, llc_bytes, measure_cpu  # noqa: E402
-from decode_doctor.engine.workers import usable_cpus  # noqa: E402
+from decode_doctor.checks.bandwidth.membw import buffer_size, llc_bytes, measure_cpu
+from decode_doctor.engine.workers import usable_cpus
 
 HERE = Path(__file__).resolve().parent
 
@@ -34,7 +34,9 @@ def build_kernel(workdir: Path) -> Path | None:
     if not compiler:
         return None
     binary = workdir / "stream_read"
-    proc = subprocess.run([compiler, "-O3", "-march=native", "-fopenmp", str(HERE / "stream_read.c"), "-o", str(binary)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [compiler, "-O3", "-march=native", "-fopenmp", str(HERE / "stream_read.c"), "-o", str(binary)], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         print(f"C kernel not built: {proc.stderr.strip()[:200]}")
         return None
@@ -66,7 +68,10 @@ def main() -> None:
                 c_best = max(c_best, c_gbps)
                 line += f"; C read {c_gbps:6.1f} GB/s, ratio {result.read_gbps / c_gbps:.2f}"
             print(line)
-    print(f"best probe read {probe_best:.1f} GB/s" + (f", best C read {c_best:.1f} GB/s, ratio of bests {probe_best / c_best:.2f}" if c_best else ", no C compiler: no ratio"))
+    print(
+        f"best probe read {probe_best:.1f} GB/s"
+        + (f", best C read {c_best:.1f} GB/s, ratio of bests {probe_best / c_best:.2f}" if c_best else ", no C compiler: no ratio")
+    )
 
 
 if __name__ == "__main__":

@@ -17,10 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from support.textcorpus import write_corpus  # noqa: E402
+from support.textcorpus import write_corpus
 
-from decode_doctor.checks.encodings import Encodings, walk  # noqa: E402
-from decode_doctor.engine import Context  # noqa: E402
+from decode_doctor.checks.encodings import Encodings, walk
+from decode_doctor.engine import Context
 
 
 def scan(root: Path) -> tuple[float, int, int]:
@@ -50,7 +50,10 @@ def main() -> None:
             write_corpus(root / f"part{copy:03d}")
         Encodings().run(Context(models=(root / "part000",)))  # warm imports and caches
         elapsed, files, size = scan(root)
-        print(f"configs only:        {files} files, {size / 1e6:.1f} MB in {elapsed:.2f} s → {files / elapsed:,.0f} files/s, {size / 1e6 / elapsed:.1f} MB/s")
+        print(
+            f"configs only:        {files} files, {size / 1e6:.1f} MB in {elapsed:.2f} s → "
+            f"{files / elapsed:,.0f} files/s, {size / 1e6 / elapsed:.1f} MB/s"
+        )
         for i in range(4):
             with open(root / f"model-{i:05d}-of-00004.safetensors", "wb") as handle:
                 handle.truncate(5 * 1024**3)

@@ -17,12 +17,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from PIL import Image  # noqa: E402
-from support.imagegen import encode, picture  # noqa: E402
+from PIL import Image
+from support.imagegen import encode, picture
 
-from decode_doctor.checks.images import Images  # noqa: E402
-from decode_doctor.engine.workers import usable_cpus  # noqa: E402
-from decode_doctor.engine import Context  # noqa: E402
+from decode_doctor.checks.images import Images
+from decode_doctor.engine import Context
+from decode_doctor.engine.workers import usable_cpus
 
 
 def pillow_loop(paths: list[Path]) -> float:
@@ -58,7 +58,10 @@ def main() -> None:
             ours = time.perf_counter() - started
             assert not [f for f in findings if f.severity.value != "info"], findings[:3]
             ratios.append(baseline / ours)
-            print(f"round {round_no}: Pillow open()+load() loop {args.count / baseline:6.0f} files/s; decode-doctor {args.count / ours:6.0f} files/s; ratio {baseline / ours:.2f}×")
+            print(
+                f"round {round_no}: Pillow open()+load() loop {args.count / baseline:6.0f} files/s; "
+                f"decode-doctor {args.count / ours:6.0f} files/s; ratio {baseline / ours:.2f}×"
+            )
         print(f"best ratio {max(ratios):.2f}×, median {sorted(ratios)[len(ratios) // 2]:.2f}×")
 
 

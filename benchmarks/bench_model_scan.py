@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from support.modelgen import llama_gguf, qwen2_7b, write_safetensors  # noqa: E402
+from support.modelgen import llama_gguf, qwen2_7b, write_safetensors
 
-from decode_doctor.checks.decode_budget.modelfiles import read_model, read_safetensors_header  # noqa: E402
+from decode_doctor.checks.decode_budget.modelfiles import read_model, read_safetensors_header
 
 
 def timed(path: Path, repeat: int) -> list[float]:
@@ -45,7 +45,7 @@ def main() -> None:
         extra = {f"blob.{i}": ("BF16", [1024, 1024, 1024]) for i in range(10)}
         write_safetensors(big / "extra.safetensors", extra)
         index = json.loads((big / "model.safetensors.index.json").read_text())
-        index["weight_map"].update({name: "extra.safetensors" for name in extra})
+        index["weight_map"].update(dict.fromkeys(extra, "extra.safetensors"))
         (big / "model.safetensors.index.json").write_text(json.dumps(index))
         tiny = base / "same-headers-no-data"
         tiny.mkdir()

@@ -15,7 +15,7 @@ MIRROR_CODES = ("REF001", "REF002", "REF003", "REF004", "REF005", "REF007")
 
 class DockerDaemonFixer(Fixer):
     name = "docker-daemon"
-    claims = {"DKR020": Applicability.UNSAFE, **{code: Applicability.UNSAFE for code in MIRROR_CODES}}
+    claims = {"DKR020": Applicability.UNSAFE, **dict.fromkeys(MIRROR_CODES, Applicability.UNSAFE)}
 
     def plan(self, finding: Finding, ctx: Context) -> Plan:
         assert finding.fix is not None
@@ -48,7 +48,7 @@ class DockerDaemonFixer(Fixer):
 
 class NvidiaContainerCommands(Fixer):
     name = "nvidia-container"
-    claims = {code: Applicability.DISPLAY_ONLY for code in ("CTK001", "CTK002", "CTK003")}
+    claims = dict.fromkeys(("CTK001", "CTK002", "CTK003"), Applicability.DISPLAY_ONLY)
 
     def plan(self, finding: Finding, ctx: Context) -> Plan:
         assert finding.fix is not None

@@ -10,7 +10,7 @@ from decode_doctor.fixes.actions import MoveFile, Plan
 
 class ImagesFixer(Fixer):
     name = "images"
-    claims = {code: Applicability.SAFE for code in ("IMG001", "IMG002", "IMG004", "IMG005", "IMG011")}
+    claims = dict.fromkeys(("IMG001", "IMG002", "IMG004", "IMG005", "IMG011"), Applicability.SAFE)
 
     def plan(self, finding: Finding, ctx: Context) -> Plan:
         assert finding.fix is not None and finding.path is not None
@@ -19,7 +19,11 @@ class ImagesFixer(Fixer):
         if params["action"] == "rename":
             if destination.exists():
                 raise ValueError(f"{destination} already exists; rename {source.name} by hand")
-            move = MoveFile(source, destination, reason="the extension did not match the image format", expected_sha256=params.get("sha256"))
+            move = MoveFile(
+                source, destination, reason="the extension did not match the image format", expected_sha256=params.get("sha256")
+            )
             return Plan(finding, f"rename to {destination.name}", [move], ["update annotation files that name the old file"])
-        move = MoveFile(source, destination, reason=params["reason"], manifest=Path(params["manifest"]), expected_sha256=params.get("sha256"))
+        move = MoveFile(
+            source, destination, reason=params["reason"], manifest=Path(params["manifest"]), expected_sha256=params.get("sha256")
+        )
         return Plan(finding, "quarantine", [move])

@@ -67,14 +67,19 @@ def python_for(user: str) -> str | None:
         site = sysconfig.get_paths()["purelib"]
         probe = subprocess.run(
             ["runuser", "-u", user, "--", candidate, "-c", BOOTSTRAP.format(site=site), "--version"],
-            capture_output=True, text=True, cwd="/", stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            cwd="/",
+            stdin=subprocess.DEVNULL,
         )
         if probe.returncode == 0 and "decode-doctor" in probe.stdout:
             return candidate
     return None
 
 
-def run_dd(*args: str, env: dict[str, str] | None = None, timeout: float = 60, cwd: Path | None = None, user: str | None = None) -> subprocess.CompletedProcess[str]:
+def run_dd(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60, cwd: Path | None = None, user: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """Runs decode-doctor as a user would: a fresh process, its real exit code and streams."""
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     argv = [sys.executable, "-m", "decode_doctor", *args]

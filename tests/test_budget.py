@@ -49,7 +49,9 @@ def test_untied_embedding_table_is_gathered_not_read():
 
 
 def test_moe_reads_only_the_active_experts_and_towers_are_skipped():
-    m = model(layers=1, kv_heads=1, head_dim=1, weight_bytes=10_000, expert_bytes=8_000, experts=8, experts_per_token=2, not_decode_bytes=500)
+    m = model(
+        layers=1, kv_heads=1, head_dim=1, weight_bytes=10_000, expert_bytes=8_000, experts=8, experts_per_token=2, not_decode_bytes=500
+    )
     assert m.decode_read_bytes == 10_000 - 500 - 6_000
 
 

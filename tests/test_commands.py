@@ -47,5 +47,7 @@ def test_output_is_capped():
 
 
 def test_input_and_environment():
-    record = CommandRunner(env={"PATH": os.environ["PATH"], "A": "1"}).run(["sh", "-c", "cat; echo $A$B"], input_bytes=b"in:", env={"B": "2"})
+    record = CommandRunner(env={"PATH": os.environ["PATH"], "A": "1"}).run(
+        ["sh", "-c", "cat; echo $A$B"], input_bytes=b"in:", env={"B": "2"}
+    )
     assert record.stdout == "in:12\n"

@@ -12,13 +12,20 @@ SWAP_HOST = str(FIXTURES / "hosts" / "swap60-rhel7")
 
 def test_pyproject_ignore_with_reason_is_counted_not_hidden(tmp_path):
     (tmp_path / "pyproject.toml").write_text(
-        '[project]\nname = "x"\n\n[tool.decode-doctor]\nignore = [{ code = "SWAP001", reason = "swap is the batch tier" }]\nfail-on = "warning"\n'
+        '[project]\nname = "x"\n\n[tool.decode-doctor]\nignore = [{ code = "SWAP001", reason = "swap is the batch tier" }]\nfail-on = '
+        '"warning"\n'
     )
     proc = cli("check", *SWAP_ONLY, "--root", SWAP_HOST, "--format", "json", cwd=tmp_path)
     report = json.loads(proc.stdout)
     assert report["findings"] == []
     assert report["summary"]["ignored"] == 1
-    assert report["ignored"][0] == {"code": "SWAP001", "check": "swappiness", "selector": "SWAP001", "reason": "swap is the batch tier", "message": report["ignored"][0]["message"]}
+    assert report["ignored"][0] == {
+        "code": "SWAP001",
+        "check": "swappiness",
+        "selector": "SWAP001",
+        "reason": "swap is the batch tier",
+        "message": report["ignored"][0]["message"],
+    }
     assert proc.exit_code == 0
     text = cli("check", *SWAP_ONLY, "--root", SWAP_HOST, cwd=tmp_path).stdout
     assert "ignored SWAP001 by SWAP001 (swap is the batch tier)" in text

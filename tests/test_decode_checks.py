@@ -7,8 +7,7 @@ import os
 
 import pytest
 
-from decode_doctor.checks.bandwidth import BandwidthFacts, CpuMemory, memory_spec
-from decode_doctor.checks.bandwidth import membw
+from decode_doctor.checks.bandwidth import BandwidthFacts, CpuMemory, membw, memory_spec
 from decode_doctor.engine import Context
 from decode_doctor.engine.commands import CommandRunner
 
@@ -112,7 +111,21 @@ def test_malformed_models_are_findings_not_tracebacks(tmp_path, make, code, text
 
 def test_estimate_json_with_sweep(tmp_path):
     model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)
-    proc = cli("estimate", "--model", str(model), "--context", "8192", "--concurrency", "4", "--bandwidth", "51.2", "--memory", "64", "--format", "json")
+    proc = cli(
+        "estimate",
+        "--model",
+        str(model),
+        "--context",
+        "8192",
+        "--concurrency",
+        "4",
+        "--bandwidth",
+        "51.2",
+        "--memory",
+        "64",
+        "--format",
+        "json",
+    )
     assert proc.exit_code == 0, proc.stderr
     budget = proc.json()["budget"]
     assert budget["fit"] == "fits" and budget["kv_bytes_total"] == 56 * 1024 * 8192 * 4
@@ -149,8 +162,18 @@ def test_gpu_probe_and_budget_on_the_gpu_through_fake_torch_and_nvml(tmp_path):
     a budget judged on cuda:0 rather than the CPU. A subprocess, so the fakes are what it imports."""
     env = {"PYTHONPATH": str(FAKES), "DD_FAKE_GPU_GBPS": "2400", **fake_tool(tmp_path / "bin", "dmidecode", "exit 1")}
     model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)
-    proc = run_dd("check", "--root", str(FIXTURES / "hosts/gpu-h200"), "--select", "bandwidth,decode-budget",
-                  "--model", str(model), "--format", "json", env=env)
+    proc = run_dd(
+        "check",
+        "--root",
+        str(FIXTURES / "hosts/gpu-h200"),
+        "--select",
+        "bandwidth,decode-budget",
+        "--model",
+        str(model),
+        "--format",
+        "json",
+        env=env,
+    )
     report = json.loads(proc.stdout)
     (gpu,) = report["facts"]["bandwidth"]["gpus"]
     assert gpu["name"] == "NVIDIA H200 (fake)" and gpu["copy_gbps"] == pytest.approx(2400, rel=0.01)

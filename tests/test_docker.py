@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from decode_doctor.cli.check import KILL_AT_ENV
-
 from decode_doctor.checks.docker import api_version, image_store, mirrors, referrers_exposed
 from decode_doctor.checks.docker.referrers import INDEX_TYPE, Answer, judge_referrers, parse_reference
+from decode_doctor.cli.check import KILL_AT_ENV
 
 from .conftest import FIXTURES, python_for, run_dd
-from .support.harness import cli, run_app
+from .support.harness import cli
 from .support.services import http_server, json_body, unix_http_server
 
 
@@ -46,6 +45,7 @@ def empty_root(tmp_path: Path) -> Path:
 
 
 # --- the real Engine ---------------------------------------------------------------------------
+
 
 def test_real_engine_version_info_and_store(docker_host, tmp_path):
     report = run_check("docker", env={"DOCKER_HOST": docker_host}, root=empty_root(tmp_path))
@@ -82,7 +82,11 @@ def test_api_version_too_old(tmp_path):
     def route(handler):
         if handler.path.endswith("/version"):
             return 200, {"Content-Type": "application/json"}, json_body({"Version": "1.0.0", "ApiVersion": "1.12"})
-        return 400, {"Content-Type": "application/json"}, json_body({"message": "client version 1.24 is too new. Maximum supported API version is 1.12"})
+        return (
+            400,
+            {"Content-Type": "application/json"},
+            json_body({"message": "client version 1.24 is too new. Maximum supported API version is 1.12"}),
+        )
 
     with unix_http_server(tmp_path / "old.sock", route) as url:
         report = run_check("docker", env={"DOCKER_HOST": url}, root=empty_root(tmp_path))
@@ -99,8 +103,11 @@ def test_not_installed(tmp_path):
 
 # --- captured Engines and daemon.json files ------------------------------------------------------
 
+
 def test_captured_engines():
-    desktop = json.loads((FIXTURES / "docker-info/docker-desktop-28.2.2-wsl2-containerd-snapshotter-nvidia-runtime.api-info.json").read_text())
+    desktop = json.loads(
+        (FIXTURES / "docker-info/docker-desktop-28.2.2-wsl2-containerd-snapshotter-nvidia-runtime.api-info.json").read_text()
+    )
     assert image_store(desktop, None) == "containerd"
     old = json.loads((FIXTURES / "docker-info/docker-18.09.0-debian9-overlay2.json").read_text())
     assert image_store(old, None) == "classic"
@@ -109,13 +116,16 @@ def test_captured_engines():
     assert referrers_exposed({**version_28, "Version": "29.1.2"}, "containerd")
     assert not referrers_exposed({**version_28, "Version": "29.1.2"}, "classic")
     text = (FIXTURES / "docker-version/docker-29.0.0-version-pretty-server-APIVersion-rename.partial.txt").read_text()
-    server = json.loads(text[text.index("{"):].split('"Components"')[0].rsplit(",", 1)[0] + "}}")["Server"]
+    server = json.loads(text[text.index("{") :].split('"Components"')[0].rsplit(",", 1)[0] + "}}")["Server"]
     assert api_version(server) == "1.52"
 
 
 def test_mirrors_from_info_and_daemon_json():
     daemon = json.loads((FIXTURES / "daemon-json/registry-mirrors-https.json").read_text())
-    assert mirrors({"RegistryConfig": {"Mirrors": ["https://docker.1ms.run/"]}}, daemon) == ["https://docker.1ms.run", "https://docker.xuanyuan.me"]
+    assert mirrors({"RegistryConfig": {"Mirrors": ["https://docker.1ms.run/"]}}, daemon) == [
+        "https://docker.1ms.run",
+        "https://docker.xuanyuan.me",
+    ]
     snapshotter = json.loads((FIXTURES / "daemon-json/containerd-snapshotter-true-docker-docs.json").read_text())
     assert image_store({}, snapshotter) == "containerd"
     assert image_store({}, json.loads((FIXTURES / "daemon-json/containerd-snapshotter-explicitly-false.json").read_text())) == "classic"
@@ -123,8 +133,9 @@ def test_mirrors_from_info_and_daemon_json():
 
 # --- referrers: the real registry, and broken mirrors of our own ------------------------------------
 
+
 def test_real_registry_has_no_referrers_api_and_falls_back(registry_with_image, docker_host, tmp_path):
-    host, image = registry_with_image
+    _host, image = registry_with_image
     report = run_check("docker,referrers", "--image", image, env={"DOCKER_HOST": docker_host}, root=empty_root(tmp_path))
     found = codes(report)
     finding = found["REF008"]
@@ -212,21 +223,48 @@ def test_parse_reference_defaults():
 
 # --- the fix: a broken mirror removed from daemon.json, undone byte for byte ---------------------------
 
+
 def test_remove_a_broken_mirror_and_undo(docker_host, tmp_path):
     root = empty_root(tmp_path)
     (root / "etc/docker").mkdir(parents=True)
     with broken_mirror("html") as url, broken_mirror("good-index") as good:
-        original = '{\n    "log-driver": "journald",\n    "registry-mirrors": [\n        "%s",\n        "%s"\n    ],\n    "default-runtime": "runc"\n}\n' % (url, good)
+        original = (
+            f'{{\n    "log-driver": "journald",\n    "registry-mirrors": [\n        "{url}",\n        "{good}"\n    ],\n    '
+            f'"default-runtime": "runc"\n}}\n'
+        )
         (root / "etc/docker/daemon.json").write_text(original)
         state = tmp_path / "state"
         preview = cli("check", "--select", "docker,referrers", "--root", str(root), "--fix", "--dry-run", env={"DOCKER_HOST": docker_host})
         assert "is marked unsafe" in preview.stdout
-        killed = run_dd("check", "--select", "docker,referrers", "--root", str(root), "--fix", "--unsafe-fixes", "--yes",
-                        "--state-dir", str(tmp_path / "killed"), env={"DOCKER_HOST": docker_host, KILL_AT_ENV: "3"})
+        killed = run_dd(
+            "check",
+            "--select",
+            "docker,referrers",
+            "--root",
+            str(root),
+            "--fix",
+            "--unsafe-fixes",
+            "--yes",
+            "--state-dir",
+            str(tmp_path / "killed"),
+            env={"DOCKER_HOST": docker_host, KILL_AT_ENV: "3"},
+        )
         assert killed.returncode == -9  # the CLI sample of a kill mid-fix: after the backup, before the write
         assert run_dd("undo", "--state-dir", str(tmp_path / "killed")).returncode == 0
         assert (root / "etc/docker/daemon.json").read_text() == original
-        proc = cli("check", "--select", "docker,referrers", "--root", str(root), "--fix", "--unsafe-fixes", "--yes", "--state-dir", str(state), env={"DOCKER_HOST": docker_host})
+        proc = cli(
+            "check",
+            "--select",
+            "docker,referrers",
+            "--root",
+            str(root),
+            "--fix",
+            "--unsafe-fixes",
+            "--yes",
+            "--state-dir",
+            str(state),
+            env={"DOCKER_HOST": docker_host},
+        )
     assert "applied" in proc.stdout, proc.stdout + proc.stderr
     assert "sudo systemctl restart docker" in proc.stdout
     edited = json.loads((root / "etc/docker/daemon.json").read_text())

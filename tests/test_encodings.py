@@ -14,7 +14,7 @@ from decode_doctor.cli.check import KILL_AT_ENV
 from decode_doctor.fixes.journal import UndoError, undo_run
 
 from .conftest import python_for, run_dd, tree_digest
-from .support.harness import cli, fix_killed_at, run_check
+from .support.harness import cli, fix_killed_at
 from .support.textcorpus import ZH, corpus, write_corpus
 
 ENC = ("--select", "encodings")
@@ -55,8 +55,12 @@ def test_every_item_gets_the_right_verdict(tree):
         elif item.expect == "bom":
             assert codes == {"ENC006"}, item.rel
     expected_never = {
-        "mixed/config.json": "ENC003", "truncated/utf8.txt": "ENC004", "truncated/gbk.txt": "ENC004",
-        "binary/config.json": "ENC009", "binary/vocab.txt": "ENC009", "binary/tokenizer.json": "ENC009",
+        "mixed/config.json": "ENC003",
+        "truncated/utf8.txt": "ENC004",
+        "truncated/gbk.txt": "ENC004",
+        "binary/config.json": "ENC009",
+        "binary/vocab.txt": "ENC009",
+        "binary/tokenizer.json": "ENC009",
         "code/modeling_custom.py": "ENC005",
     }
     for rel, code in expected_never.items():

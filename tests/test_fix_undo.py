@@ -48,9 +48,8 @@ def test_the_fix_path_runs_in_process_with_an_injected_dialogue(host, state_dir)
     assert "Planned fixes (1):" in said.text and "SWAP001: resolved" in said.text
     asked = Recorder(interactive=True, answer=False)
     from decode_doctor.app import fixing
-    from decode_doctor.app.requests import FixRequest
+    from decode_doctor.app.requests import FixRequest, RunRequest
     from decode_doctor.app.service import run
-    from decode_doctor.app.requests import RunRequest
 
     fresh = host("boot-regress")
     outcome = run(RunRequest(root=fresh, select=("swappiness",)))
@@ -123,9 +122,8 @@ def test_a_second_fix_run_refuses_while_one_holds_the_lock(host, state_dir):
     before = tree_digest(root)
     with state_lock(state_dir):
         proc = fix(root, state_dir)
-        with pytest.raises(LockBusy):
-            with state_lock(state_dir):
-                pass
+        with pytest.raises(LockBusy), state_lock(state_dir):
+            pass
     assert "another decode-doctor fix or undo is running" in proc.stdout
     assert tree_digest(root) == before
 
@@ -199,9 +197,21 @@ def test_without_root_the_fix_prints_the_commands_and_changes_nothing(tmp_path):
         for path in [root, *root.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
         before = tree_digest(root)
-        proc = run_dd("check", *SWAP_ONLY, "--root", str(root), "--fix", "--yes", "--state-dir", str(shared / "state"),
-                      user="nobody", env={"HOME": str(shared)})
-        assert "cannot write the targets (it needs root, or the filesystem is read-only); nothing was changed" in proc.stdout, proc.stdout + proc.stderr
+        proc = run_dd(
+            "check",
+            *SWAP_ONLY,
+            "--root",
+            str(root),
+            "--fix",
+            "--yes",
+            "--state-dir",
+            str(shared / "state"),
+            user="nobody",
+            env={"HOME": str(shared)},
+        )
+        assert "cannot write the targets (it needs root, or the filesystem is read-only); nothing was changed" in proc.stdout, (
+            proc.stdout + proc.stderr
+        )
         assert "sudo sysctl -w vm.swappiness=1" in proc.stdout
         assert f"sudo tee {root}/{CONF}" in proc.stdout or "sudo tee /etc/sysctl.d/90-decode-doctor.conf" in proc.stdout
         assert tree_digest(root) == before
@@ -220,10 +230,14 @@ def test_read_only_filesystem_prints_the_commands_and_changes_nothing(host, stat
         f"mount --bind {root} {root} && mount -o remount,bind,ro {root} && "
         f"exec {os.sys.executable} -m decode_doctor check --select swappiness --root {root} --fix --yes --state-dir {state_dir}"
     )
-    proc = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True, cwd=REPO, env={**os.environ, "NO_COLOR": "1"})
+    proc = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True, cwd=REPO, env={**os.environ, "NO_COLOR": "1"}
+    )
     if "mount" in proc.stderr and proc.returncode not in (0, 1):
         pytest.skip(f"cannot make a read-only bind mount here: {proc.stderr.strip()}")
-    assert "cannot write the targets (it needs root, or the filesystem is read-only); nothing was changed" in proc.stdout, proc.stdout + proc.stderr
+    assert "cannot write the targets (it needs root, or the filesystem is read-only); nothing was changed" in proc.stdout, (
+        proc.stdout + proc.stderr
+    )
     assert "sudo sysctl -w vm.swappiness=1" in proc.stdout
     assert tree_digest(root) == before
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from decode_doctor.checks.gpu.nvidia import build_for_driver, classify_smi_failure, judge, parse_smi_text, parse_smi_xml, scan_kernel_log
-from decode_doctor.engine import SkipCheck
 
 from .conftest import FIXTURES, run_dd
 from .support.fakes import FAKES, fake_tool, fake_torch, printing
@@ -66,7 +65,12 @@ def test_text_outputs_including_driver_610():
     kmd = parse_smi_text((NV / "nvidia-smi-q-text/rtx2080super-driver-610.57.04-idle.txt").read_text())
     assert (kmd.driver_version, kmd.cuda_version) == ("610.57.04", "13.3")
     h200 = parse_smi_text((NV / "nvidia-smi-q-text/h200-driver-590.48.01-idle.txt").read_text())
-    assert (h200.driver_version, h200.cuda_version, h200.devices[0].name, h200.devices[0].memory_mib) == ("590.48.01", "13.1", "NVIDIA H200", 143771)
+    assert (h200.driver_version, h200.cuda_version, h200.devices[0].name, h200.devices[0].memory_mib) == (
+        "590.48.01",
+        "13.1",
+        "NVIDIA H200",
+        143771,
+    )
     mig = parse_smi_text((NV / "nvidia-smi-q-text/h100-mig-driver-590.48.01-idle.txt").read_text())
     assert mig.devices[0].mig_mode == "Enabled"
 
@@ -121,7 +125,14 @@ def gpu_env(tmp_path: Path, smi: str | None, torch: tuple | None = None, nvcc: s
     return env
 
 
-def gpu_check(tmp_path: Path, smi: str | None, root: Path | None = None, torch: tuple | None = None, nvcc: str | None = None, options: dict | None = None):
+def gpu_check(
+    tmp_path: Path,
+    smi: str | None,
+    root: Path | None = None,
+    torch: tuple | None = None,
+    nvcc: str | None = None,
+    options: dict | None = None,
+):
     host = root or (tmp_path / "host")
     host.mkdir(parents=True, exist_ok=True)
     return run_check("gpu", host, env=gpu_env(tmp_path, smi, torch, nvcc), options=options)
@@ -189,8 +200,10 @@ def test_hung_nvidia_smi_under_the_check_timeout_is_reported_as_timed_out(tmp_pa
 
 def test_torch_built_for_a_newer_cuda_than_the_driver(tmp_path):
     run = gpu_check(
-        tmp_path, printing(NV / "nvidia-smi-q-x/gt1030-driver-470.74-v11.xml"),
-        torch=("2.5.1+cu124", "12.4", "9.1.0"), nvcc=printing(NV / "cuda/nvcc-version/cuda-12.1.66.txt"),
+        tmp_path,
+        printing(NV / "nvidia-smi-q-x/gt1030-driver-470.74-v11.xml"),
+        torch=("2.5.1+cu124", "12.4", "9.1.0"),
+        nvcc=printing(NV / "cuda/nvcc-version/cuda-12.1.66.txt"),
     )
     found = run.codes()
     assert run.facts.summary()[0].startswith("Driver 470.74 (CUDA ≤ 11.4, via nvidia-smi -q -x): GPU 0: NVIDIA GeForce GT 1030")
@@ -207,7 +220,9 @@ def test_minor_version_compatibility_warns_with_the_ptx_caveat(tmp_path):
     host = tmp_path / "host"
     (host / "usr/local/cuda-13.3").mkdir(parents=True)
     shutil.copy(NV / "cuda/version-json/cuda-13.3.1-version-bundled-driver-610.43.02.json", host / "usr/local/cuda-13.3/version.json")
-    found = gpu_check(tmp_path, printing(NV / "nvidia-smi-q-x/rtx3090-driver-590.44.01-v13.xml"), root=host, torch=("2.9.1+cu130", "13.0")).codes()
+    found = gpu_check(
+        tmp_path, printing(NV / "nvidia-smi-q-x/rtx3090-driver-590.44.01-v13.xml"), root=host, torch=("2.9.1+cu130", "13.0")
+    ).codes()
     assert found["GPU020"].severity.value == "warning"
     assert "minor-version compatibility" in found["GPU020"].message and "cudaErrorUnsupportedPtxVersion" in found["GPU020"].message
     assert "GPU021" not in found  # cu130 on driver 590 is fully supported
@@ -216,7 +231,9 @@ def test_minor_version_compatibility_warns_with_the_ptx_caveat(tmp_path):
 def test_cpu_only_torch_and_old_stack_on_a_gpu_host(tmp_path):
     run = gpu_check(tmp_path, printing(NV / "nvidia-smi-q-x/rtx3090-driver-525.147.05-v12.xml"), torch=("2.4.0+cpu", None))
     assert "GPU022" in run.codes()
-    old = gpu_check(tmp_path / "old", printing(NV / "nvidia-smi-q-x/rtx3090-driver-525.147.05-v12.xml"), torch=("1.12.1+cu113", "11.3", "8.3.2"))
+    old = gpu_check(
+        tmp_path / "old", printing(NV / "nvidia-smi-q-x/rtx3090-driver-525.147.05-v12.xml"), torch=("1.12.1+cu113", "11.3", "8.3.2")
+    )
     below = old.codes()["GPU023"].message
     assert "PyTorch 1.12.1+cu113 < 2.0" in below and "cuDNN 8.3.2 < 8.6" in below and "CUDA 11.3 < 11.8" in below
 
@@ -259,7 +276,9 @@ def container_host(tmp_path: Path, hooks: tuple[str, ...], daemon_json: str | No
         shutil.copy(FIXTURES / "daemon-json" / daemon_json, host / "etc/docker/daemon.json")
     if cdi:
         (host / "etc/cdi").mkdir(parents=True)
-        (host / "etc/cdi/nvidia.yaml").write_text('cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: "0"\n  containerEdits: {}\n- name: all\n  containerEdits: {}\n')
+        (host / "etc/cdi/nvidia.yaml").write_text(
+            'cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: "0"\n  containerEdits: {}\n- name: all\n  containerEdits: {}\n'
+        )
     return host
 
 
@@ -274,7 +293,10 @@ def test_container_toolkit_missing_means_gpus_flag_fails(tmp_path):
     found = {f.code: f for f in outcome.report.findings}
     assert 'could not select device driver "" with capabilities: [[gpu]]' in found["CTK001"].message
     assert found["CTK001"].fix.applicability.value == "display-only"
-    assert found["CTK002"].fix.params["commands"] == ["sudo apt-get install -y nvidia-container-toolkit", "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"]
+    assert found["CTK002"].fix.params["commands"] == [
+        "sudo apt-get install -y nvidia-container-toolkit",
+        "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
+    ]
     assert found["CTK003"].fix.params["commands"] == ["sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker"]
 
 
@@ -283,18 +305,28 @@ def test_display_only_fixes_are_shown_never_applied(tmp_path):
 
     host = container_host(tmp_path, (), None, cdi=False)
     before = sorted(p.name for p in host.rglob("*"))
-    _, said = run_fix("gpu", "nvidia-container", root=host, env=gpu_env(tmp_path, printing(NV / "nvidia-smi-q-x/tesla-t4-driver-515.105.01-v11.xml")),
-                      state_dir=tmp_path / "state")
+    _, said = run_fix(
+        "gpu",
+        "nvidia-container",
+        root=host,
+        env=gpu_env(tmp_path, printing(NV / "nvidia-smi-q-x/tesla-t4-driver-515.105.01-v11.xml")),
+        state_dir=tmp_path / "state",
+    )
     assert "CTK002 cannot be applied by decode-doctor; run these commands yourself:" in said.text
     assert "    sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml" in said.lines
     assert sorted(p.name for p in host.rglob("*")) == before and not (tmp_path / "state").exists()
 
 
 def test_container_toolkit_ready(tmp_path):
-    host = container_host(tmp_path, ("nvidia-container-runtime-hook", "nvidia-ctk", "nvidia-container-runtime"), "nvidia-ctk-configured-args-form.json", cdi=True)
+    host = container_host(
+        tmp_path,
+        ("nvidia-container-runtime-hook", "nvidia-ctk", "nvidia-container-runtime"),
+        "nvidia-ctk-configured-args-form.json",
+        cdi=True,
+    )
     outcome = container_check(tmp_path, host, printing(NV / "nvidia-smi-q-x/tesla-t4-driver-515.105.01-v11.xml"))
     assert not {"CTK001", "CTK002", "CTK003"} & {f.code for f in outcome.report.findings}
-    result = [r for r in outcome.report.results if r.check == "nvidia-container"][0]
+    result = next(r for r in outcome.report.results if r.check == "nvidia-container")
     assert result.state.value == "passed"
 
 

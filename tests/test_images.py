@@ -45,7 +45,7 @@ def test_every_damage_class_is_found_and_nothing_good_is_flagged(dataset):
     assert summary["IMG009"].evidence["links"] and len(summary["IMG009"].evidence["links"]) == 2
     assert summary["IMG010"].evidence["files"] == [str(root / "good/._photo.jpg")]
     assert run.facts.datasets[0].images == len([i for i in items if not i.rel.startswith(("links/",))]) or run.facts.datasets[0].images > 0
-    corrupt = [f for f in run.findings if f.path and f.path.endswith("corrupt-entropy.jpg")][0]
+    corrupt = next(f for f in run.findings if f.path and f.path.endswith("corrupt-entropy.jpg"))
     assert "Corrupt JPEG data" in corrupt.evidence["decoder_message"]
     from PIL import Image
 
@@ -77,12 +77,14 @@ def test_quarantine_and_undo_are_byte_identical_and_stay_in_bounds(dataset, tmp_
         assert {"original", "quarantined", "size", "sha256", "reason", "time"} <= set(entry)
     after = tree_digest(tmp_path)
     changed = {k for k in set(after) | set(everything_before) if after.get(k) != everything_before.get(k)}
-    assert all(k.startswith(("data/train/", "data/train.quarantine")) for k in changed), changed - {k for k in changed if k.startswith("data/")}
+    assert all(k.startswith(("data/train/", "data/train.quarantine")) for k in changed), changed - {
+        k for k in changed if k.startswith("data/")
+    }
     assert (tmp_path / "outside/elsewhere.jpg").exists()  # the broken file behind the link stayed
     undo = cli("undo", "--state-dir", str(state))
     assert undo.exit_code == 0, undo.stdout + undo.stderr
     restored = tree_digest(root)
-    assert restored == {k[len("data/train/"):]: v for k, v in everything_before.items() if k.startswith("data/train/")}
+    assert restored == {k[len("data/train/") :]: v for k, v in everything_before.items() if k.startswith("data/train/")}
     after_undo = [json.loads(line) for line in (quarantine / "manifest.jsonl").read_text().splitlines()]
     assert {e["restored"] for e in after_undo if "restored" in e} == expected  # the manifest tells the whole story
 

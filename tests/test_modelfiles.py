@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 from pathlib import Path
 
@@ -40,7 +41,13 @@ def test_tied_embeddings_are_found_from_the_tensors(tmp_path):
 
 
 def test_gptq_checkpoint_counts_the_packed_bytes_that_are_there(tmp_path):
-    cfg = {"num_hidden_layers": 1, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096, "quantization_config": {"quant_method": "gptq", "bits": 4}}
+    cfg = {
+        "num_hidden_layers": 1,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "hidden_size": 4096,
+        "quantization_config": {"quant_method": "gptq", "bits": 4},
+    }
     tensors = {
         "model.layers.0.mlp.down_proj.qweight": ("I32", [14336 // 8, 4096]),
         "model.layers.0.mlp.down_proj.scales": ("F16", [14336 // 128, 4096]),
@@ -53,7 +60,10 @@ def test_gptq_checkpoint_counts_the_packed_bytes_that_are_there(tmp_path):
 
 
 def test_multimodal_config_uses_the_text_model_and_skips_the_vision_tower(tmp_path):
-    cfg = {"architectures": ["LlavaForConditionalGeneration"], "text_config": {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 64}}
+    cfg = {
+        "architectures": ["LlavaForConditionalGeneration"],
+        "text_config": {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 64},
+    }
     tensors = {**llama_tensors(2, 64, 4, 2, 128, 100), "vision_tower.encoder.weight": ("F16", [1000, 100])}
     info = read_model(write_hf_model(tmp_path / "llava", cfg, tensors))
     assert (info.layers, info.kv_heads, info.head_dim) == (2, 2, 16)
@@ -75,8 +85,14 @@ def test_gguf_q4_k_model(tmp_path):
 
 
 def test_gguf_per_layer_head_counts_take_the_largest(tmp_path):
-    meta = {"general.architecture": "openelm", "openelm.block_count": 2, "openelm.embedding_length": 64,
-            "openelm.attention.head_count": [4, 8], "openelm.attention.head_count_kv": [2, 4], "openelm.attention.key_length": 16}
+    meta = {
+        "general.architecture": "openelm",
+        "openelm.block_count": 2,
+        "openelm.embedding_length": 64,
+        "openelm.attention.head_count": [4, 8],
+        "openelm.attention.head_count_kv": [2, 4],
+        "openelm.attention.key_length": 16,
+    }
     write_gguf(tmp_path / "e.gguf", meta, {"token_embd.weight": ("F16", [64, 10])})
     info = read_model(tmp_path / "e.gguf")
     assert (info.attention_heads, info.kv_heads, info.head_dim) == (8, 4, 16)
@@ -124,7 +140,7 @@ def test_wrong_span_and_unknown_dtype(tmp_path):
 def test_missing_shard_is_named(tmp_path):
     directory = qwen2_7b(tmp_path / "q", shards=3)
     (directory / "model-00002-of-00003.safetensors").unlink()
-    with pytest.raises(ModelFormatError, match="names 1 shard\\(s\\) that are missing: model-00002-of-00003.safetensors"):
+    with pytest.raises(ModelFormatError, match=re.escape("names 1 shard(s) that are missing: model-00002-of-00003.safetensors")):
         read_model(directory)
 
 
@@ -161,7 +177,7 @@ def test_scanning_reads_headers_only_not_20_gb_of_weights(tmp_path):
     big = {f"blob.{i}": ("BF16", [1024, 1024, 1024]) for i in range(10)}  # 10 × 2 GiB, sparse
     write_safetensors(directory / "extra.safetensors", big)
     index = json.loads((directory / "model.safetensors.index.json").read_text())
-    index["weight_map"].update({name: "extra.safetensors" for name in big})
+    index["weight_map"].update(dict.fromkeys(big, "extra.safetensors"))
     (directory / "model.safetensors.index.json").write_text(json.dumps(index))
 
     def rchar() -> int:

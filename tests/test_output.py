@@ -76,7 +76,14 @@ def test_usage_errors_exit_2():
 def test_explain_has_every_section():
     proc = cli("explain", "swap001")
     assert proc.exit_code == 0
-    for heading in ("SWAP001 (warning, check: swappiness)", "What it means", "Why it matters for LLM decode", "How to fix it by hand", "Automatic fix", "sysctl -w vm.swappiness=1"):
+    for heading in (
+        "SWAP001 (warning, check: swappiness)",
+        "What it means",
+        "Why it matters for LLM decode",
+        "How to fix it by hand",
+        "Automatic fix",
+        "sysctl -w vm.swappiness=1",
+    ):
         assert heading in proc.stdout
     unknown = cli("explain", "SWAP999")
     assert unknown.exit_code == 2 and "Did you mean" in unknown.stderr
@@ -110,8 +117,18 @@ def test_a_report_from_every_check_validates(schema, tmp_path):
     qwen2_7b(tmp_path / "model")
     write_corpus(tmp_path / "model" / "texts")
     write_dataset(tmp_path / "images")
-    proc = cli("check", "--model", str(tmp_path / "model"), "--images", str(tmp_path / "images"), "--root", SWAP_HOST,
-                  "--format", "json", env={"DOCKER_HOST": f"unix://{tmp_path}/none.sock"})
+    proc = cli(
+        "check",
+        "--model",
+        str(tmp_path / "model"),
+        "--images",
+        str(tmp_path / "images"),
+        "--root",
+        SWAP_HOST,
+        "--format",
+        "json",
+        env={"DOCKER_HOST": f"unix://{tmp_path}/none.sock"},
+    )
     report = json.loads(proc.stdout)
     jsonschema.Draft202012Validator(schema).validate(report)
     checks = {r["check"] for r in report["results"]}

@@ -39,16 +39,33 @@ def planted(tmp_path):
     root = tmp_path / "host"
     shutil.copytree(FIXTURES / "hosts/swap60-rhel7", root)
     (root / "etc/docker").mkdir(parents=True)
-    (root / "etc/docker/daemon.json").write_text(json.dumps({"registry-mirrors": [f"https://ops:{SECRETS['url_password']}@mirror.internal.example"], "log-driver": "local"}))
+    (root / "etc/docker/daemon.json").write_text(
+        json.dumps({"registry-mirrors": [f"https://ops:{SECRETS['url_password']}@mirror.internal.example"], "log-driver": "local"})
+    )
     docker_config = tmp_path / "docker-config"
     docker_config.mkdir()
-    (docker_config / "config.json").write_text(json.dumps({"auths": {"registry.example.com": {"auth": SECRETS["docker_auth"]}}, "credsStore": "pass"}))
+    (docker_config / "config.json").write_text(
+        json.dumps({"auths": {"registry.example.com": {"auth": SECRETS["docker_auth"]}}, "credsStore": "pass"})
+    )
     model = tmp_path / "model"
     model.mkdir()
-    text = json.dumps({"model_type": "llama", "描述": "这是一个大型语言模型的配置文件，请勿修改。", "hub_token": SECRETS["hf"], "signing_jwt": SECRETS["jwt"]}, ensure_ascii=False)
+    text = json.dumps(
+        {
+            "model_type": "llama",
+            "描述": "这是一个大型语言模型的配置文件，请勿修改。",
+            "hub_token": SECRETS["hf"],
+            "signing_jwt": SECRETS["jwt"],
+        },
+        ensure_ascii=False,
+    )
     (model / "config.json").write_bytes(text.encode("gbk"))  # not UTF-8: the encodings check quotes the line
     (model / "notes.txt").write_text(f"-----BEGIN PRIVATE KEY-----\n{SECRETS['pem']}\n-----END PRIVATE KEY-----\n")
-    smi = fake_tool(tmp_path / "bin", "nvidia-smi", f"echo 'Authorization: Bearer {SECRETS['bearer']}' >&2; echo 'Failed to initialize NVML: Driver/library version mismatch' >&2; exit 18")
+    smi = fake_tool(
+        tmp_path / "bin",
+        "nvidia-smi",
+        f"echo 'Authorization: Bearer {SECRETS['bearer']}' >&2; echo 'Failed to initialize NVML: Driver/library version mismatch' >&2; "
+        f"exit 18",
+    )
     env = {
         **smi,
         "DOCKER_CONFIG": str(docker_config),
@@ -73,7 +90,9 @@ def bundle_files(path: Path) -> dict[str, bytes]:
 def make_bundle(tmp_path: Path, root: Path, model: Path, env: dict, *extra: str):
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
-    proc = cli("report", "--root", str(root), "--model", str(model), "--select", "swappiness,encodings,gpu,docker", "-o", str(out), *extra, env=env)
+    proc = cli(
+        "report", "--root", str(root), "--model", str(model), "--select", "swappiness,encodings,gpu,docker", "-o", str(out), *extra, env=env
+    )
     bundles = sorted(out.glob("*.tar.gz"))
     return proc, bundles
 
@@ -94,7 +113,7 @@ def test_bundle_holds_no_secret_and_keeps_the_evidence(planted, tmp_path):
     codes = {f["code"] for f in report["findings"]}
     assert {"SWAP001", "ENC001", "GPU011", "DKR003"} <= codes
     assert report["schema_version"] == 2 and report["facts"]["swappiness"]["swappiness"] == 60
-    swap = [f for f in report["findings"] if f["code"] == "SWAP001"][0]
+    swap = next(f for f in report["findings"] if f["code"] == "SWAP001")
     assert swap["evidence"]["swappiness"] == 60  # non-secret evidence survives
     assert "HARMLESS_SETTING=keep-me-visible" in files["raw/environment-variables.txt"].decode()
     assert "HF_TOKEN=[REDACTED:by-name]" in files["raw/environment-variables.txt"].decode()
@@ -126,9 +145,11 @@ def test_leak_self_check_refuses_to_write():
 
 def test_redact_hosts_uses_stable_placeholders_kept_locally(planted, tmp_path):
     root, model, env = planted
-    (root / "etc/docker/daemon.json").write_text(json.dumps({"registry-mirrors": ["http://10.20.30.40:5000"], "data-root": "/home/alice/docker"}))
+    (root / "etc/docker/daemon.json").write_text(
+        json.dumps({"registry-mirrors": ["http://10.20.30.40:5000"], "data-root": "/home/alice/docker"})
+    )
     state = tmp_path / "state"
-    proc, bundles = make_bundle(tmp_path, root, model, env, "--redact-hosts", "--state-dir", str(state))
+    _proc, bundles = make_bundle(tmp_path, root, model, env, "--redact-hosts", "--state-dir", str(state))
     files = bundle_files(bundles[0])
     everything = b"\n".join(files.values()).decode("utf-8", errors="replace")
     for real in ("rhel7-node", "10.20.30.40", "alice"):
@@ -216,20 +237,55 @@ def test_html_report_renders_in_headless_chromium_without_network(tmp_path):
         pytest.skip("chromium is not installed")
     model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)
     page = tmp_path / "report.html"
-    cli("check", "--root", str(FIXTURES / "hosts/swap60-rhel7"), "--select", "swappiness,decode-budget", "--model", str(model), "--bandwidth", "51.2", "--format", "html", "-o", str(page))
+    cli(
+        "check",
+        "--root",
+        str(FIXTURES / "hosts/swap60-rhel7"),
+        "--select",
+        "swappiness,decode-budget",
+        "--model",
+        str(model),
+        "--bandwidth",
+        "51.2",
+        "--format",
+        "html",
+        "-o",
+        str(page),
+    )
     text = page.read_text()
     assert "<svg" in text and "tokens/s per sequence" in text
     assert "http://" not in text and "https://" not in text and "<script" not in text
     shot, netlog = tmp_path / "shot.png", tmp_path / "netlog.json"
     proc = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-pings", "--disable-default-apps", "--disable-extensions",
-         "--disable-domain-reliability", "--disable-client-side-phishing-detection", "--metrics-recording-only",
-         "--disable-features=OptimizationHints,MediaRouter,Translate,AutofillServerCommunication,CertificateTransparencyComponentUpdater",
-         "--host-resolver-rules=MAP * ~NOTFOUND",  # nothing leaves this machine, whatever asks
-         f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
-         f"--log-net-log={netlog}", "--window-size=1200,1600", f"--screenshot={shot}", page.as_uri()],
-        capture_output=True, text=True, timeout=120,
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-pings",
+            "--disable-default-apps",
+            "--disable-extensions",
+            "--disable-domain-reliability",
+            "--disable-client-side-phishing-detection",
+            "--metrics-recording-only",
+            "--disable-features=OptimizationHints,MediaRouter,Translate,AutofillServerCommunication,CertificateTransparencyComponentUpdater",
+            "--host-resolver-rules=MAP * ~NOTFOUND",  # nothing leaves this machine, whatever asks
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            f"--log-net-log={netlog}",
+            "--window-size=1200,1600",
+            f"--screenshot={shot}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert shot.exists() and shot.stat().st_size > 10_000, proc.stderr[-2000:]
     assert "Uncaught" not in proc.stderr and ":CONSOLE(" not in proc.stderr

@@ -24,7 +24,7 @@ print("HEAVY:" + ",".join(heavy))
 @pytest.mark.parametrize("argv", [["--help"], ["check", "--help"], ["list"], ["explain", "SWAP001"]])
 def test_no_heavy_imports(argv):
     proc = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv, heavy=HEAVY)], capture_output=True, text=True)
-    line = [l for l in proc.stdout.splitlines() if l.startswith("HEAVY:")][-1]
+    line = [text for text in proc.stdout.splitlines() if text.startswith("HEAVY:")][-1]
     assert line == "HEAVY:", f"{argv} imported {line[6:]}"
 
 

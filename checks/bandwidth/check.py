@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from decode_doctor.engine import Check, Code, Context, EnvRow, Facts, Finding, Metric, Needs, Option, Sample, Severity
 
@@ -41,12 +40,10 @@ BW005 = Code(
     title="GPU memory bandwidth is far below its theoretical peak",
     severity=Severity.WARNING,
     what="The measured copy bandwidth is below 60 % of NVML's theoretical peak for the card.",
-    why="Decode runs at the bandwidth actually reached: a throttled or misconfigured card loses tokens/s "
-    "one for one.",
+    why="Decode runs at the bandwidth actually reached: a throttled or misconfigured card loses tokens/s one for one.",
     fix_by_hand="Check `nvidia-smi -q -d PERFORMANCE,CLOCK` for clock-event reasons (power, thermal), "
     "that no other process uses the GPU, and that application clocks are not locked low.",
 )
-
 
 
 MEASURED_ELSEWHERE = "the machine running decode-doctor, not the --root host"
@@ -96,7 +93,9 @@ class BandwidthFacts(Facts):
 
     def environment(self) -> list[EnvRow]:
         measured = self.cpu.measured
-        rows = [EnvRow("memory bandwidth", f"read {measured.read_gbps} GB/s, copy {measured.copy_gbps} GB/s (measured)", ("BW002", "BW003"))]
+        rows = [
+            EnvRow("memory bandwidth", f"read {measured.read_gbps} GB/s, copy {measured.copy_gbps} GB/s (measured)", ("BW002", "BW003"))
+        ]
         rows += [EnvRow(f"GPU {g.index} bandwidth", f"copy {g.copy_gbps} GB/s{_of_peak(g)}", ("BW005",)) for g in self.gpus]
         return rows
 
@@ -181,9 +180,14 @@ class Bandwidth(Check):
         measured = measure_cpu(buffer, budget_s=4.0 if thorough else 1.0)
         spec, spec_missing = memory_spec(ctx)
         cpu = CpuMemory(
-            measured=measured, llc_bytes=llc, numa_nodes=_numa_nodes(ctx), governor=_governor(ctx),
+            measured=measured,
+            llc_bytes=llc,
+            numa_nodes=_numa_nodes(ctx),
+            governor=_governor(ctx),
             measured_on="this host" if ctx.live_host else MEASURED_ELSEWHERE,
-            spec=spec, spec_gbps=round(spec.peak_gbps, 1) if spec and spec.peak_gbps else None, spec_unavailable=spec_missing,
+            spec=spec,
+            spec_gbps=round(spec.peak_gbps, 1) if spec and spec.peak_gbps else None,
+            spec_unavailable=spec_missing,
         )
         gpus = []
         if _gpu_present(ctx):
@@ -199,8 +203,7 @@ class Bandwidth(Check):
             findings.append(self.finding("BW002", self._low_ratio_message(cpu), evidence=evidence["cpu"]))
         if measured.other_load > BUSY:
             message = (
-                f"Other processes used {measured.other_load:.0%} of the CPUs during the measurement; "
-                "the figures understate the memory."
+                f"Other processes used {measured.other_load:.0%} of the CPUs during the measurement; the figures understate the memory."
             )
             findings.append(self.finding("BW003", message, evidence={"other_load": measured.other_load}))
         for gpu in gpus:
@@ -223,7 +226,4 @@ class Bandwidth(Check):
         if measured.threads * PER_CORE_GBPS < cpu.spec_gbps * LOW_RATIO:
             causes.append(f"only {measured.threads} cores to drive {spec.channels} channels")
         why = "; likely: " + ", ".join(causes) if causes else ""
-        return (
-            f"Read {measured.read_gbps:.1f} GB/s is {cpu.reached:.0%} of the {cpu.spec_gbps:.0f} GB/s "
-            f"the memory is rated for{why}."
-        )
+        return f"Read {measured.read_gbps:.1f} GB/s is {cpu.reached:.0%} of the {cpu.spec_gbps:.0f} GB/s the memory is rated for{why}."

@@ -69,8 +69,9 @@ def _cpu_busy_ticks() -> tuple[int, int] | None:
 
 
 def measure_cpu(buffer_bytes: int, budget_s: float = 1.0, threads: int | None = None) -> CpuBandwidth:
-    import numpy as np
     from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
 
     threads = threads or usable_cpus()
     words = buffer_bytes // 4

@@ -6,6 +6,18 @@ from .check import BudgetFacts, DecodeBudget, ModelBudget, devices
 from .modelfiles import ModelFormatError, ModelInfo, read_gguf, read_model, read_safetensors_header
 
 __all__ = [
-    "KV_DTYPE_BYTES", "Budget", "BudgetFacts", "DecodeBudget", "Device", "ModelBudget", "ModelFormatError", "ModelInfo",
-    "compute_budget", "devices", "kv_bytes_per_token", "read_gguf", "read_model", "read_safetensors_header",
+    "KV_DTYPE_BYTES",
+    "Budget",
+    "BudgetFacts",
+    "DecodeBudget",
+    "Device",
+    "ModelBudget",
+    "ModelFormatError",
+    "ModelInfo",
+    "compute_budget",
+    "devices",
+    "kv_bytes_per_token",
+    "read_gguf",
+    "read_model",
+    "read_safetensors_header",
 ]

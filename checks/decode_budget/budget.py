@@ -122,7 +122,14 @@ def _knobs(model: ModelInfo, device: Device, context: int, concurrency: int, kv_
     return advice
 
 
-def compute_budget(model: ModelInfo, device: Device, context: int, concurrency: int = 1, kv_dtype: str = "fp16", sweep_contexts: tuple[int, ...] = SWEEP_CONTEXTS) -> Budget:
+def compute_budget(
+    model: ModelInfo,
+    device: Device,
+    context: int,
+    concurrency: int = 1,
+    kv_dtype: str = "fp16",
+    sweep_contexts: tuple[int, ...] = SWEEP_CONTEXTS,
+) -> Budget:
     if context < 1 or concurrency < 1:
         raise ValueError("context and concurrency must be at least 1")
     kv_per_token = kv_bytes_per_token(model, kv_dtype)
@@ -138,13 +145,15 @@ def compute_budget(model: ModelInfo, device: Device, context: int, concurrency: 
     for ctx_len in sorted({c for c in sweep_contexts if c <= limit} | {context}):
         kv_c, _, need_c = _need(weights, kv_per_token, ctx_len, concurrency)
         step = read_weights + kv_c
-        sweep.append({
-            "context": ctx_len,
-            "need_bytes": int(need_c),
-            "fit": _fit(need_c, device.memory_bytes),
-            "tps_per_sequence": round(tokens_per_second(bw, step), 3) if bw else None,
-            "tps_aggregate": round(concurrency * tokens_per_second(bw, step), 3) if bw else None,
-        })
+        sweep.append(
+            {
+                "context": ctx_len,
+                "need_bytes": int(need_c),
+                "fit": _fit(need_c, device.memory_bytes),
+                "tps_per_sequence": round(tokens_per_second(bw, step), 3) if bw else None,
+                "tps_aggregate": round(concurrency * tokens_per_second(bw, step), 3) if bw else None,
+            }
+        )
     return Budget(
         model=model.name,
         device=device.name,

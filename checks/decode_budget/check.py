@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from decode_doctor.engine import Chart, Check, Code, Context, Facts, Finding, HtmlBlock, Metric, Needs, Option, Sample
-from decode_doctor.engine import Series, Severity
+from decode_doctor.engine import Chart, Check, Code, Context, Facts, Finding, HtmlBlock, Metric, Needs, Option, Sample, Series, Severity
 
 from .budget import Budget, Device, compute_budget, human_binary, human_bytes
 from .modelfiles import ModelFormatError, ModelInfo, read_model
@@ -59,8 +58,7 @@ DEC011 = Code(
     title="The model config lacks the numbers a KV budget needs",
     severity=Severity.ERROR,
     what="config.json (or the GGUF metadata) has no layer count, KV head count or head size.",
-    why="Without them neither the KV cache size nor the memory fit can be computed, and serving engines "
-    "usually refuse the config too.",
+    why="Without them neither the KV cache size nor the memory fit can be computed, and serving engines usually refuse the config too.",
     fix_by_hand="Restore the model's original config.json (num_hidden_layers, num_attention_heads, "
     "num_key_value_heads, hidden_size or head_dim).",
 )
@@ -83,8 +81,7 @@ class ModelBudget:
                 continue
             if budget.tps_per_sequence:
                 ceiling = (
-                    f", ≤ {budget.tps_per_sequence:.1f} tok/s per sequence "
-                    f"({budget.bandwidth_gbps:.0f} GB/s {budget.bandwidth_source})"
+                    f", ≤ {budget.tps_per_sequence:.1f} tok/s per sequence ({budget.bandwidth_gbps:.0f} GB/s {budget.bandwidth_source})"
                 )
             else:
                 ceiling = ", ceiling unknown (no bandwidth)"
@@ -242,7 +239,9 @@ class DecodeBudget(Check):
                 )
                 findings.append(self.finding("DEC002", message, evidence=evidence, path=path))
             elif budget.fit == "tight":
-                message = f"{where}: needs {human_bytes(budget.need_bytes)} of {human_bytes(budget.capacity_bytes)}, less than 20 % left.{knobs}"
+                message = (
+                    f"{where}: needs {human_bytes(budget.need_bytes)} of {human_bytes(budget.capacity_bytes)}, less than 20 % left.{knobs}"
+                )
                 findings.append(self.finding("DEC003", message, evidence=evidence, path=path))
             if target and budget.tps_per_sequence and budget.tps_per_sequence < target:
                 message = (

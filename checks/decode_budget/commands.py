@@ -62,25 +62,55 @@ def _model_lines(model: ModelInfo) -> list[tuple[str, str]]:
     rows = [
         ("model", f"{model.path} ({model.format}{', ' + model.quantization if model.quantization else ''})"),
         ("architecture", str(model.architecture or "?")),
-        ("layers / heads / KV heads / head dim", f"{model.layers} / {model.attention_heads} / {model.kv_heads} / {model.head_dim}" + (f" (MLA latent {model.kv_latent_dim})" if model.kv_latent_dim else "")),
+        (
+            "layers / heads / KV heads / head dim",
+            f"{model.layers} / {model.attention_heads} / {model.kv_heads} / {model.head_dim}"
+            + (f" (MLA latent {model.kv_latent_dim})" if model.kv_latent_dim else ""),
+        ),
         ("weights", f"{human_bytes(model.weight_bytes)} in {model.tensor_count} tensors ({dtypes or 'no tensors'})"),
-        ("read per decode step", f"{human_bytes(model.decode_read_bytes)} (embedding table {'tied to the head, read' if model.tied_embeddings else 'gathered, not read'}" + (f"; {model.experts_per_token} of {model.experts} experts" if model.experts else "") + ")"),
+        (
+            "read per decode step",
+            f"{human_bytes(model.decode_read_bytes)} (embedding table "
+            + ("tied to the head, read" if model.tied_embeddings else "gathered, not read")
+            + (f"; {model.experts_per_token} of {model.experts} experts" if model.experts else "")
+            + ")",
+        ),
     ]
     rows += [("note", note) for note in model.notes]
     return rows
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--model", "model_path", required=True, type=click.Path(exists=True, path_type=Path), help="A model directory (config.json + safetensors) or a .gguf file.")
-@click.option("--context", type=click.IntRange(min=1), default=None, help="Context length [default: 4096, or the model's maximum if lower].")
+@click.option(
+    "--model",
+    "model_path",
+    required=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="A model directory (config.json + safetensors) or a .gguf file.",
+)
+@click.option(
+    "--context", type=click.IntRange(min=1), default=None, help="Context length [default: 4096, or the model's maximum if lower]."
+)
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True, help="Sequences decoded at once.")
 @click.option("--kv-dtype", type=click.Choice(sorted(KV_DTYPE_BYTES)), default="fp16", show_default=True)
 @click.option("--device", "device_spec", default="cpu", show_default=True, help="cpu or cuda:N.")
 @click.option("--bandwidth", type=click.FloatRange(min=0.001), default=None, help="Memory bandwidth in GB/s (default: measured).")
-@click.option("--memory", "memory_gb", type=click.FloatRange(min=0.001), default=None, help="Device memory in GB (default: read from the device).")
+@click.option(
+    "--memory", "memory_gb", type=click.FloatRange(min=0.001), default=None, help="Device memory in GB (default: read from the device)."
+)
 @click.option("--target-tps", type=click.FloatRange(min=0), default=None, help="Tokens/s per sequence the deployment needs.")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
-def estimate(model_path: Path, context: int | None, concurrency: int, kv_dtype: str, device_spec: str, bandwidth: float | None, memory_gb: float | None, target_tps: float | None, fmt: str) -> None:
+def estimate(
+    model_path: Path,
+    context: int | None,
+    concurrency: int,
+    kv_dtype: str,
+    device_spec: str,
+    bandwidth: float | None,
+    memory_gb: float | None,
+    target_tps: float | None,
+    fmt: str,
+) -> None:
     """Budget a model: memory at a context and concurrency, and its decode tokens/s ceiling.
 
     Exits 1 when it does not fit or cannot reach --target-tps, 2 when the model cannot be read.
@@ -99,7 +129,13 @@ def estimate(model_path: Path, context: int | None, concurrency: int, kv_dtype: 
     budget = compute_budget(model, device, context, concurrency, kv_dtype, SWEEP_CONTEXTS)
     below_target = bool(target_tps and budget.tps_per_sequence and budget.tps_per_sequence < target_tps)
     if fmt == "json":
-        data: dict[str, Any] = {"model": model.to_dict(), "device": device.__dict__, "budget": budget.to_dict(), "target_tps": target_tps, "below_target": below_target}
+        data: dict[str, Any] = {
+            "model": model.to_dict(),
+            "device": device.__dict__,
+            "budget": budget.to_dict(),
+            "target_tps": target_tps,
+            "below_target": below_target,
+        }
         click.echo(json.dumps(data, indent=2))
     else:
         _print_text(model, device, budget, target_tps, below_target)
@@ -107,20 +143,33 @@ def estimate(model_path: Path, context: int | None, concurrency: int, kv_dtype: 
 
 
 def _print_text(model: ModelInfo, device: Device, budget: Any, target_tps: float | None, below_target: bool) -> None:
-    rows = _model_lines(model) + [
-        ("device", f"{device.name} ({device.label}): {human_bytes(device.memory_bytes)}, {f'{device.bandwidth_gbps:.1f} GB/s ' + device.bandwidth_source if device.bandwidth_gbps else 'bandwidth unknown'}"),
-        ("KV cache", f"{human_binary(budget.kv_bytes_per_token)} per token ({budget.kv_dtype}); {human_bytes(budget.kv_bytes_total)} at {budget.context:,} tokens × {budget.concurrency}"),
-        ("memory needed", f"{human_bytes(budget.need_bytes)} (weights + KV + {human_bytes(budget.overhead_bytes)} runtime) of {human_bytes(budget.capacity_bytes)}: {budget.fit}"),
+    bandwidth = f"{device.bandwidth_gbps:.1f} GB/s {device.bandwidth_source}" if device.bandwidth_gbps else "bandwidth unknown"
+    kv_total = f"{human_bytes(budget.kv_bytes_total)} at {budget.context:,} tokens × {budget.concurrency}"
+    overhead = human_bytes(budget.overhead_bytes)
+    rows = [
+        *_model_lines(model),
+        ("device", f"{device.name} ({device.label}): {human_bytes(device.memory_bytes)}, {bandwidth}"),
+        ("KV cache", f"{human_binary(budget.kv_bytes_per_token)} per token ({budget.kv_dtype}); {kv_total}"),
+        (
+            "memory needed",
+            f"{human_bytes(budget.need_bytes)} (weights + KV + {overhead} runtime) of {human_bytes(budget.capacity_bytes)}: {budget.fit}",
+        ),
     ]
     if budget.ms_per_token:
-        rows.append(("decode ceiling", f"{budget.tps_per_sequence:.1f} tok/s per sequence, {budget.tps_aggregate:.1f} tok/s in aggregate ({budget.ms_per_token:.1f} ms per step, {human_bytes(budget.read_bytes_per_step)} read)"))
+        rows.append(
+            (
+                "decode ceiling",
+                f"{budget.tps_per_sequence:.1f} tok/s per sequence, {budget.tps_aggregate:.1f} tok/s in aggregate "
+                f"({budget.ms_per_token:.1f} ms per step, {human_bytes(budget.read_bytes_per_step)} read)",
+            )
+        )
     if target_tps:
         rows.append(("target", f"{target_tps:g} tok/s per sequence: {'NOT reachable' if below_target else 'reachable'}"))
     rows += [("knob", knob) for knob in budget.knobs]
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
         click.echo(f"{label:<{width}}  {value}")
-    click.echo("\ncontext sweep (concurrency {}):".format(budget.concurrency))
+    click.echo(f"\ncontext sweep (concurrency {budget.concurrency}):")
     click.echo(f"{'context':>9}  {'memory':>9}  {'fit':<13} {'tok/s/seq':>9}  {'tok/s total':>11}")
     for row in budget.sweep:
         per_seq = f"{row['tps_per_sequence']:.1f}" if row["tps_per_sequence"] else "?"

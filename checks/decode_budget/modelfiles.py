@@ -17,21 +17,61 @@ from typing import Any, BinaryIO
 
 SAFETENSORS_MAX_HEADER = 100_000_000
 SAFETENSORS_BITS = {
-    "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8,
-    "F8_E8M0": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32,
-    "I64": 64, "U64": 64, "F64": 64,
+    "F4": 4,
+    "F6_E2M3": 6,
+    "F6_E3M2": 6,
+    "BOOL": 8,
+    "U8": 8,
+    "I8": 8,
+    "F8_E5M2": 8,
+    "F8_E4M3": 8,
+    "F8_E8M0": 8,
+    "I16": 16,
+    "U16": 16,
+    "F16": 16,
+    "BF16": 16,
+    "I32": 32,
+    "U32": 32,
+    "F32": 32,
+    "I64": 64,
+    "U64": 64,
+    "F64": 64,
 }
 
 # ggml type id → (name, elements per block, bytes per block), as gguf-py's GGML_QUANT_SIZES has them.
 GGML_TYPES: dict[int, tuple[str, int, int]] = {
-    0: ("F32", 1, 4), 1: ("F16", 1, 2), 2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20), 6: ("Q5_0", 32, 22),
-    7: ("Q5_1", 32, 24), 8: ("Q8_0", 32, 34), 9: ("Q8_1", 32, 36), 10: ("Q2_K", 256, 84),
-    11: ("Q3_K", 256, 110), 12: ("Q4_K", 256, 144), 13: ("Q5_K", 256, 176), 14: ("Q6_K", 256, 210),
-    15: ("Q8_K", 256, 292), 16: ("IQ2_XXS", 256, 66), 17: ("IQ2_XS", 256, 74), 18: ("IQ3_XXS", 256, 98),
-    19: ("IQ1_S", 256, 50), 20: ("IQ4_NL", 32, 18), 21: ("IQ3_S", 256, 110), 22: ("IQ2_S", 256, 82),
-    23: ("IQ4_XS", 256, 136), 24: ("I8", 1, 1), 25: ("I16", 1, 2), 26: ("I32", 1, 4), 27: ("I64", 1, 8),
-    28: ("F64", 1, 8), 29: ("IQ1_M", 256, 56), 30: ("BF16", 1, 2), 34: ("TQ1_0", 256, 54),
-    35: ("TQ2_0", 256, 66), 39: ("MXFP4", 32, 17),
+    0: ("F32", 1, 4),
+    1: ("F16", 1, 2),
+    2: ("Q4_0", 32, 18),
+    3: ("Q4_1", 32, 20),
+    6: ("Q5_0", 32, 22),
+    7: ("Q5_1", 32, 24),
+    8: ("Q8_0", 32, 34),
+    9: ("Q8_1", 32, 36),
+    10: ("Q2_K", 256, 84),
+    11: ("Q3_K", 256, 110),
+    12: ("Q4_K", 256, 144),
+    13: ("Q5_K", 256, 176),
+    14: ("Q6_K", 256, 210),
+    15: ("Q8_K", 256, 292),
+    16: ("IQ2_XXS", 256, 66),
+    17: ("IQ2_XS", 256, 74),
+    18: ("IQ3_XXS", 256, 98),
+    19: ("IQ1_S", 256, 50),
+    20: ("IQ4_NL", 32, 18),
+    21: ("IQ3_S", 256, 110),
+    22: ("IQ2_S", 256, 82),
+    23: ("IQ4_XS", 256, 136),
+    24: ("I8", 1, 1),
+    25: ("I16", 1, 2),
+    26: ("I32", 1, 4),
+    27: ("I64", 1, 8),
+    28: ("F64", 1, 8),
+    29: ("IQ1_M", 256, 56),
+    30: ("BF16", 1, 2),
+    34: ("TQ1_0", 256, 54),
+    35: ("TQ2_0", 256, 66),
+    39: ("MXFP4", 32, 17),
 }
 GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 GGUF_STRING, GGUF_ARRAY = 8, 9
@@ -97,7 +137,7 @@ class ModelInfo:
         return [] if self.kv_latent_dim and self.layers else missing
 
     def to_dict(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items()}
+        data = dict(self.__dict__.items())
         data["decode_read_bytes"] = self.decode_read_bytes
         return data
 
@@ -175,9 +215,15 @@ def read_safetensors_header(path: Path) -> dict[str, Any]:
             raise ModelFormatError(f"{path.name}: truncated: {size} bytes, not even the 8-byte header length", path)
         length = int.from_bytes(head, "little")
         if length > SAFETENSORS_MAX_HEADER:
-            raise ModelFormatError(f"{path.name}: header length {length:,} exceeds the format's {SAFETENSORS_MAX_HEADER:,}-byte limit (not safetensors, or corrupt)", path)
+            raise ModelFormatError(
+                f"{path.name}: header length {length:,} exceeds the format's {SAFETENSORS_MAX_HEADER:,}-byte limit (not safetensors, or "
+                f"corrupt)",
+                path,
+            )
         if 8 + length > size:
-            raise ModelFormatError(f"{path.name}: header length {length:,} is larger than the {size - 8:,} bytes after it: the file is truncated", path)
+            raise ModelFormatError(
+                f"{path.name}: header length {length:,} is larger than the {size - 8:,} bytes after it: the file is truncated", path
+            )
         raw = handle.read(length)
     try:
         header = json.loads(raw)
@@ -193,13 +239,17 @@ def read_safetensors_header(path: Path) -> dict[str, Any]:
             dtype, shape, (begin, stop) = entry["dtype"], entry["shape"], entry["data_offsets"]
             bits = SAFETENSORS_BITS[dtype]
         except (KeyError, TypeError, ValueError):
-            raise ModelFormatError(f"{path.name}: tensor {name!r} has a malformed entry or an unknown dtype: {str(entry)[:120]}", path) from None
+            raise ModelFormatError(
+                f"{path.name}: tensor {name!r} has a malformed entry or an unknown dtype: {str(entry)[:120]}", path
+            ) from None
         expected = math.prod(shape) * bits // 8
         if stop - begin != expected:
             raise ModelFormatError(f"{path.name}: tensor {name!r} spans {stop - begin:,} bytes but {dtype}{shape} needs {expected:,}", path)
         end = max(end, stop)
     if 8 + length + end > size:
-        raise ModelFormatError(f"{path.name}: tensors end at byte {8 + length + end:,} but the file has {size:,}: truncated (an interrupted download?)", path)
+        raise ModelFormatError(
+            f"{path.name}: tensors end at byte {8 + length + end:,} but the file has {size:,}: truncated (an interrupted download?)", path
+        )
     return header
 
 
@@ -267,7 +317,9 @@ class _Reader:
     def string(self) -> str:
         length = self.unpack("<Q")
         if length > self.size:
-            raise ModelFormatError(f"{self.path.name}: a string of {length:,} bytes in a {self.size:,}-byte file: corrupt header", self.path)
+            raise ModelFormatError(
+                f"{self.path.name}: a string of {length:,} bytes in a {self.size:,}-byte file: corrupt header", self.path
+            )
         return self.take(length).decode("utf-8", errors="replace")
 
     def value(self, vtype: int, keep_array: bool) -> Any:
@@ -295,10 +347,14 @@ def read_gguf(path: Path) -> ModelInfo:
         reader = _Reader(handle, path, size)
         magic = handle.read(4)
         if magic != b"GGUF":
-            raise ModelFormatError(f"{path.name}: bad magic {magic!r}, expected b'GGUF' (not a GGUF file, or a GGML/GGJT one from before August 2023)", path)
+            raise ModelFormatError(
+                f"{path.name}: bad magic {magic!r}, expected b'GGUF' (not a GGUF file, or a GGML/GGJT one from before August 2023)", path
+            )
         version = reader.unpack("<I")
         if version not in (2, 3):
-            raise ModelFormatError(f"{path.name}: GGUF version {version} is not supported (2 and 3 are); re-convert it with a current llama.cpp", path)
+            raise ModelFormatError(
+                f"{path.name}: GGUF version {version} is not supported (2 and 3 are); re-convert it with a current llama.cpp", path
+            )
         n_tensors, n_kv = reader.unpack("<Q"), reader.unpack("<Q")
         if n_tensors > 10_000_000 or n_kv > 1_000_000:
             raise ModelFormatError(f"{path.name}: implausible counts ({n_tensors:,} tensors, {n_kv:,} keys): corrupt header", path)
@@ -318,11 +374,15 @@ def read_gguf(path: Path) -> ModelInfo:
             dims = [reader.unpack("<Q") for _ in range(n_dims)]
             type_id, offset = reader.unpack("<I"), reader.unpack("<Q")
             if type_id not in GGML_TYPES:
-                raise ModelFormatError(f"{path.name}: tensor {name!r} has unknown ggml type {type_id} (a newer llama.cpp quantization?)", path)
+                raise ModelFormatError(
+                    f"{path.name}: tensor {name!r} has unknown ggml type {type_id} (a newer llama.cpp quantization?)", path
+                )
             type_name, block, type_size = GGML_TYPES[type_id]
             elements = math.prod(dims)
             if elements % block:
-                raise ModelFormatError(f"{path.name}: tensor {name!r} has {elements} elements, not a multiple of {type_name}'s block of {block}", path)
+                raise ModelFormatError(
+                    f"{path.name}: tensor {name!r} has {elements} elements, not a multiple of {type_name}'s block of {block}", path
+                )
             nbytes = elements // block * type_size
             _account(info, name, type_name, nbytes)
             end = max(end, offset + nbytes)
@@ -348,7 +408,9 @@ def _apply_gguf_meta(info: ModelInfo, meta: dict[str, Any]) -> None:
     info.attention_heads = _largest(meta.get(p + "attention.head_count"))
     info.kv_heads = _largest(meta.get(p + "attention.head_count_kv")) or info.attention_heads
     info.hidden_size = meta.get(p + "embedding_length")
-    info.head_dim = meta.get(p + "attention.key_length") or (info.hidden_size // info.attention_heads if info.hidden_size and info.attention_heads else None)
+    info.head_dim = meta.get(p + "attention.key_length") or (
+        info.hidden_size // info.attention_heads if info.hidden_size and info.attention_heads else None
+    )
     info.max_context = meta.get(p + "context_length")
     if meta.get(p + "attention.kv_lora_rank"):
         info.kv_latent_dim = int(meta[p + "attention.kv_lora_rank"]) + int(meta.get(p + "rope.dimension_count") or 0)
@@ -381,4 +443,3 @@ def read_model(path: Path) -> ModelInfo:
             apply_config(info, read_config(config))
         return info
     raise ModelFormatError(f"{path.name}: not a model directory, .gguf or .safetensors file", path)
-

@@ -7,6 +7,16 @@ from .gpus import NvidiaContainer
 from .referrers import Referrers
 
 __all__ = [
-    "DAEMON_JSON", "RESTART", "DockerEngine", "DockerFacts", "NvidiaContainer", "Referrers", "api_version",
-    "image_store", "mirrors", "read_daemon_json", "referrers_exposed", "render_like",
+    "DAEMON_JSON",
+    "RESTART",
+    "DockerEngine",
+    "DockerFacts",
+    "NvidiaContainer",
+    "Referrers",
+    "api_version",
+    "image_store",
+    "mirrors",
+    "read_daemon_json",
+    "referrers_exposed",
+    "render_like",
 ]

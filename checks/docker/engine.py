@@ -10,33 +10,65 @@ from typing import Any
 
 from decode_doctor.engine import Check, Code, Context, EnvRow, Facts, Finding, FixRef, Metric, Sample, Severity
 
-from .daemon_json import DAEMON_JSON, read_daemon_json
+from .daemon_json import read_daemon_json
 
 MIN_API = "1.24"  # the docker SDK's floor
 REFERRERS_FROM = (29, 1)  # Engine version whose containerd store queries the referrers API
 LOW_DISK_BYTES = 50 * 10**9
 
-DKR003 = Code("DKR003", "The Docker daemon is not running", Severity.ERROR,
+DKR003 = Code(
+    "DKR003",
+    "The Docker daemon is not running",
+    Severity.ERROR,
     what="Docker is installed but nothing answers on the Engine socket (no socket file, or a stale one: connection refused).",
-    why="docker pull and docker run fail with \"Cannot connect to the Docker daemon\".",
-    fix_by_hand="sudo systemctl start docker (and enable it: sudo systemctl enable --now docker); check journalctl -u docker for why it stopped.")
-DKR004 = Code("DKR004", "Permission denied on the Docker socket", Severity.ERROR,
+    why='docker pull and docker run fail with "Cannot connect to the Docker daemon".',
+    fix_by_hand="sudo systemctl start docker (and enable it: sudo systemctl enable --now docker); check journalctl -u docker for why it "
+    "stopped.",
+)
+DKR004 = Code(
+    "DKR004",
+    "Permission denied on the Docker socket",
+    Severity.ERROR,
     what="The Engine's socket exists, but this user may not connect to it.",
-    why="Every docker command fails for this user with \"permission denied while trying to connect to the Docker daemon socket\".",
-    fix_by_hand="sudo usermod -aG docker $USER, then log out and in (members of the docker group are root-equivalent); or use rootless Docker.")
-DKR005 = Code("DKR005", "The Docker Engine's API version is too old", Severity.ERROR,
+    why='Every docker command fails for this user with "permission denied while trying to connect to the Docker daemon socket".',
+    fix_by_hand="sudo usermod -aG docker $USER, then log out and in (members of the docker group are root-equivalent); or use rootless "
+    "Docker.",
+)
+DKR005 = Code(
+    "DKR005",
+    "The Docker Engine's API version is too old",
+    Severity.ERROR,
     what=f"The Engine speaks an API older than {MIN_API}, the oldest the Docker SDK and current CLIs support.",
     why="Current clients and tools (compose, the SDK, GPU tooling) refuse to talk to it.",
-    fix_by_hand="Upgrade Docker Engine.")
-DKR010 = Code("DKR010", "Little free space for Docker images", Severity.WARNING,
+    fix_by_hand="Upgrade Docker Engine.",
+)
+DKR010 = Code(
+    "DKR010",
+    "Little free space for Docker images",
+    Severity.WARNING,
     what="The filesystem holding Docker's root directory has less than 50 GB free.",
-    why="Inference images (CUDA + PyTorch + engine) are 10–25 GB each, and pulls unpack a second copy; pulls fail with \"no space left on device\" half-way.",
-    fix_by_hand="docker system prune (removes unused images and build cache), or move data-root to a larger disk in daemon.json.")
-DKR020 = Code("DKR020", "Pulls use containerd's referrers API (containerd image store, Engine ≥ 29.1)", Severity.INFO,
-    what="With the containerd image store, Engine 29.1 and later ask the registry — or the configured mirror — for GET /v2/<repo>/referrers/<digest> whenever a pulled index carries attestations, and decode any 2xx body as an OCI image index.",
-    why="A mirror or proxy that answers that request with 200 and an HTML page, an empty body or other JSON breaks every such pull with \"failed to decode referrers index: invalid character '<' looking for beginning of value\" (or \": EOF\"). It is not an old client: upgrading does not help.",
-    fix_by_hand="Probe the mirrors (decode-doctor check --select referrers); fix or remove a broken mirror (it must answer 404, or a valid index with \"manifests\": []), or switch to the classic store with \"features\": {\"containerd-snapshotter\": false} in daemon.json and restart dockerd — images pulled into the containerd store then disappear from `docker images`.",
-    fix_safety="Unsafe (needs --unsafe-fixes): sets features.containerd-snapshotter to false in daemon.json, keeping every other key; journaled and undoable. decode-doctor never restarts dockerd: it prints the command, and images in the containerd store are hidden until you switch back.")
+    why='Inference images (CUDA + PyTorch + engine) are 10–25 GB each, and pulls unpack a second copy; pulls fail with "no space left on '
+    'device" half-way.',
+    fix_by_hand="docker system prune (removes unused images and build cache), or move data-root to a larger disk in daemon.json.",
+)
+DKR020 = Code(
+    "DKR020",
+    "Pulls use containerd's referrers API (containerd image store, Engine ≥ 29.1)",
+    Severity.INFO,
+    what="With the containerd image store, Engine 29.1 and later ask the registry — or the configured mirror — for GET "
+    "/v2/<repo>/referrers/<digest> whenever a pulled index carries attestations, and decode any 2xx body as an OCI image index.",
+    why="A mirror or proxy that answers that request with 200 and an HTML page, an empty body or other JSON breaks every such pull with "
+    '"failed to decode referrers index: invalid character \'<\' looking for beginning of value" (or ": EOF"). It is not an old '
+    "client: upgrading does not help.",
+    fix_by_hand="Probe the mirrors (decode-doctor check --select referrers); fix or remove a broken mirror (it must answer 404, or a "
+    "valid index "
+    'with "manifests": []), or switch to the classic store with "features": {"containerd-snapshotter": false} in daemon.json and '
+    "restart dockerd — images pulled into the containerd store then disappear from `docker images`.",
+    fix_safety="Unsafe (needs --unsafe-fixes): sets features.containerd-snapshotter to false in daemon.json, keeping every other key; "
+    "journaled "
+    "and undoable. decode-doctor never restarts dockerd: it prints the command, and images in the containerd store are hidden until "
+    "you switch back.",
+)
 
 
 @dataclass(frozen=True)
@@ -100,7 +132,9 @@ def version_tuple(version: str | None) -> tuple[int, ...]:
 
 def image_store(info: dict[str, Any], daemon: dict[str, Any] | None) -> str:
     status = info.get("DriverStatus") or []
-    if info.get("Driver") == "overlayfs" or any(isinstance(row, list) and row[:2] == ["driver-type", "io.containerd.snapshotter.v1"] for row in status):
+    if info.get("Driver") == "overlayfs" or any(
+        isinstance(row, list) and row[:2] == ["driver-type", "io.containerd.snapshotter.v1"] for row in status
+    ):
         return "containerd"
     if info.get("Driver"):
         return "classic"
@@ -185,7 +219,9 @@ class DockerEngine(Check):
                 message = f"Permission denied on {socket_path or url}: this user is not allowed to use the Docker Engine."
                 return [self.finding("DKR004", message, evidence=evidence)]
             if kind == "api":
-                return [self.finding("DKR005", f"The Engine at {url} refuses this client's API version: {str(exc)[:160]}", evidence=evidence)]
+                return [
+                    self.finding("DKR005", f"The Engine at {url} refuses this client's API version: {str(exc)[:160]}", evidence=evidence)
+                ]
             state = "no socket" if socket_path and not os.path.exists(socket_path) else "connection refused"
             where = f"{socket_path}: {state}" if socket_path else url
             return [self.finding("DKR003", f"The Docker daemon is not running ({where}).", evidence=evidence)]
@@ -229,10 +265,7 @@ class DockerEngine(Check):
             findings.append(self.finding("DKR005", message, evidence=evidence))
         free = facts.docker_root_free_bytes
         if free is not None and free < LOW_DISK_BYTES:
-            message = (
-                f"{facts.docker_root_dir} has {free / 1e9:.1f} GB free; "
-                "inference images need 10–25 GB each, twice while pulling."
-            )
+            message = f"{facts.docker_root_dir} has {free / 1e9:.1f} GB free; inference images need 10–25 GB each, twice while pulling."
             findings.append(self.finding("DKR010", message, evidence={"docker_root_dir": facts.docker_root_dir, "free_bytes": free}))
         if facts.image_store == "containerd":
             fix = FixRef("switch dockerd to the classic image store", {"action": "classic-store"})
@@ -242,7 +275,7 @@ class DockerEngine(Check):
                 note = f"Engine {facts.version} does not query it yet; 29.1 and later do"
             message = (
                 f"containerd image store: {note}; a mirror or proxy that answers it with HTML or an empty 200 "
-                "breaks pulls (\"failed to decode referrers index\")."
+                'breaks pulls ("failed to decode referrers index").'
             )
             findings.append(self.finding("DKR020", message, evidence=evidence, fix=fix if facts.referrers_exposed else None))
         return findings

@@ -20,21 +20,36 @@ DISPLAY_ONLY = (
     "never does for you); run them yourself."
 )
 
-CTK001 = Code("CTK001", "docker run --gpus will fail: no NVIDIA container hook", Severity.ERROR,
-    what="dockerd registers its \"nvidia\" device driver only if it finds nvidia-container-runtime-hook (or, from Engine 29.2, nvidia-cdi-hook) on its PATH when it starts; neither is installed.",
-    why="Every `docker run --gpus all` fails with: could not select device driver \"\" with capabilities: [[gpu]]. Inference containers start without GPUs or not at all.",
+CTK001 = Code(
+    "CTK001",
+    "docker run --gpus will fail: no NVIDIA container hook",
+    Severity.ERROR,
+    what='dockerd registers its "nvidia" device driver only if it finds nvidia-container-runtime-hook (or, from Engine 29.2, '
+    "nvidia-cdi-hook) on its PATH when it starts; neither is installed.",
+    why='Every `docker run --gpus all` fails with: could not select device driver "" with capabilities: [[gpu]]. Inference containers '
+    "start without GPUs or not at all.",
     fix_by_hand=f"{INSTALL}, then restart dockerd (sudo systemctl restart docker).",
-    fix_safety=DISPLAY_ONLY)
-CTK002 = Code("CTK002", "No CDI specification for the NVIDIA GPUs", Severity.WARNING,
+    fix_safety=DISPLAY_ONLY,
+)
+CTK002 = Code(
+    "CTK002",
+    "No CDI specification for the NVIDIA GPUs",
+    Severity.WARNING,
     what="No CDI spec in /etc/cdi or /var/run/cdi names nvidia.com/gpu devices.",
-    why="`docker run --device nvidia.com/gpu=all` (CDI, the path newer Engines and Podman prefer) fails without one; the spec also goes stale after driver upgrades.",
+    why="`docker run --device nvidia.com/gpu=all` (CDI, the path newer Engines and Podman prefer) fails without one; the spec also goes "
+    "stale after driver upgrades.",
     fix_by_hand=GENERATE_CDI,
-    fix_safety=DISPLAY_ONLY)
-CTK003 = Code("CTK003", "The nvidia runtime is not configured in Docker", Severity.INFO,
+    fix_safety=DISPLAY_ONLY,
+)
+CTK003 = Code(
+    "CTK003",
+    "The nvidia runtime is not configured in Docker",
+    Severity.INFO,
     what="daemon.json has no runtimes.nvidia entry.",
     why="Needed only for `--runtime=nvidia` (and images or compose files that ask for it); `--gpus` works without it.",
     fix_by_hand=CONFIGURE,
-    fix_safety=DISPLAY_ONLY)
+    fix_safety=DISPLAY_ONLY,
+)
 
 
 def _installed(ctx: Context, name: str) -> str | None:
@@ -77,7 +92,16 @@ class NvidiaContainer(Check):
         docker = _installed(ctx, "dockerd") or _installed(ctx, "docker") or (ctx.host_path("/etc/docker").is_dir() and "/etc/docker")
         if not docker:
             raise SkipCheck("Docker is not installed")
-        tools = {name: _installed(ctx, name) for name in ("nvidia-container-runtime-hook", "nvidia-cdi-hook", "nvidia-ctk", "nvidia-container-runtime", "nvidia-container-cli")}
+        tools = {
+            name: _installed(ctx, name)
+            for name in (
+                "nvidia-container-runtime-hook",
+                "nvidia-cdi-hook",
+                "nvidia-ctk",
+                "nvidia-container-runtime",
+                "nvidia-container-cli",
+            )
+        }
         specs = cdi_devices(ctx)
         config, config_error = read_daemon_json(ctx)
         engine = ctx.facts.get("docker")
@@ -87,8 +111,12 @@ class NvidiaContainer(Check):
         else:
             runtimes = sorted((config or {}).get("runtimes", {}) or {})
         evidence = {
-            "docker": docker, "tools": tools, "cdi_specs": specs, "runtimes": runtimes,
-            "default_runtime": (config or {}).get("default-runtime"), "daemon_json_error": config_error,
+            "docker": docker,
+            "tools": tools,
+            "cdi_specs": specs,
+            "runtimes": runtimes,
+            "default_runtime": (config or {}).get("default-runtime"),
+            "daemon_json_error": config_error,
         }
         findings = []
         if not tools["nvidia-container-runtime-hook"] and not tools["nvidia-cdi-hook"]:

@@ -18,15 +18,21 @@ from decode_doctor.engine import Check, Code, Context, Finding, FixRef, Needs, O
 from .engine import DockerFacts
 
 INDEX_TYPE = "application/vnd.oci.image.index.v1+json"
-MANIFEST_TYPES = ", ".join((
-    INDEX_TYPE, "application/vnd.oci.image.manifest.v1+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json", "application/vnd.docker.distribution.manifest.v2+json",
-))
+MANIFEST_TYPES = ", ".join(
+    (
+        INDEX_TYPE,
+        "application/vnd.oci.image.manifest.v1+json",
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+        "application/vnd.docker.distribution.manifest.v2+json",
+    )
+)
 MAX_INDEX_BYTES = 4 * 1048 * 1048  # containerd's limit on a referrers body
 TIMEOUT_S = 10.0
 PROBE_DIGEST = "sha256:" + hashlib.sha256(b"decode-doctor referrers probe").hexdigest()
-FIX = ("fix or remove the mirror (it must answer 404, or a valid index with \"manifests\": []), or set "
-       "\"features\": {\"containerd-snapshotter\": false} in daemon.json; upgrading Docker does not help")
+FIX = (
+    'fix or remove the mirror (it must answer 404, or a valid index with "manifests": []), or set '
+    '"features": {"containerd-snapshotter": false} in daemon.json; upgrading Docker does not help'
+)
 
 
 REMOVE_MIRROR = (
@@ -37,26 +43,77 @@ REMOVE_MIRROR = (
 
 
 def _code(code: str, title: str, what: str, severity: Severity = Severity.ERROR, fix_safety: str = REMOVE_MIRROR) -> Code:
-    return Code(code, title, severity, what=what, fix_safety=fix_safety,
+    return Code(
+        code,
+        title,
+        severity,
+        what=what,
+        fix_safety=fix_safety,
         why="containerd (Docker Engine ≥ 29.1 with the containerd image store) decodes any 2xx answer as an OCI image index, "
-        "whatever its Content-Type; this answer makes every pull of an image with attestations fail with \"failed to decode referrers index\". "
+        'whatever its Content-Type; this answer makes every pull of an image with attestations fail with "failed to decode referrers '
+        'index". '
         "An old Docker client is not the cause, and upgrading does not help.",
-        fix_by_hand=f"The registry or mirror must answer GET /v2/<repo>/referrers/<digest> with 404 or a valid OCI index; meanwhile {FIX}.")
+        fix_by_hand=f"The registry or mirror must answer GET /v2/<repo>/referrers/<digest> with 404 or a valid OCI index; meanwhile {FIX}.",
+    )
 
 
-REF001 = _code("REF001", "Referrers endpoint answers 200 with HTML", "The mirror or proxy answers the referrers request with an HTML page (a login, error or captive portal page): containerd fails with \"invalid character '<' looking for beginning of value\".")
-REF002 = _code("REF002", "Referrers endpoint answers 200 with an empty body", "An empty 2xx body: containerd fails with \"failed to decode referrers index: EOF\".")
-REF003 = _code("REF003", "Referrers endpoint answers JSON that is not an OCI index", "The body is JSON, but not an image index with schemaVersion 2 and a manifests array of descriptors (a JSON array, an {\"errors\": …} document sent with 200, a null manifests list…).")
-REF004 = _code("REF004", "Referrers endpoint answers more than one JSON value", "Data follows the JSON object (a second object, HTML after JSON): containerd rejects trailing data.")
-REF005 = _code("REF005", "Referrers endpoint answers an oversized body", f"The body exceeds {MAX_INDEX_BYTES:,} bytes, containerd's limit for a referrers index.")
-REF006 = _code("REF006", "Referrers index served with the wrong Content-Type", f"The index is valid but not served as {INDEX_TYPE}, as the distribution spec requires; containerd ignores it today, other clients may not.", Severity.WARNING, fix_safety="")
-REF007 = _code("REF007", "Referrers endpoint answers with a server error", "The registry or mirror answers 5xx: pulls that need referrers fail or retry.")
-REF008 = Code("REF008", "Registry answers the referrers API correctly", Severity.INFO,
-    what="404 (then the sha256-<hex> tag fallback) or a valid OCI index: pulls through it are safe.", why="Evidence that the mirror is not the problem.", fix_by_hand="Nothing to fix.")
-REF009 = Code("REF009", "Registry could not be probed", Severity.WARNING,
-    what="The registry or mirror did not answer (DNS, TLS, connection), refused anonymous access, or the image's manifest could not be resolved.",
+REF001 = _code(
+    "REF001",
+    "Referrers endpoint answers 200 with HTML",
+    "The mirror or proxy answers the referrers request with an HTML page (a login, error or captive portal page): containerd fails with "
+    "\"invalid character '<' looking for beginning of value\".",
+)
+REF002 = _code(
+    "REF002",
+    "Referrers endpoint answers 200 with an empty body",
+    'An empty 2xx body: containerd fails with "failed to decode referrers index: EOF".',
+)
+REF003 = _code(
+    "REF003",
+    "Referrers endpoint answers JSON that is not an OCI index",
+    'The body is JSON, but not an image index with schemaVersion 2 and a manifests array of descriptors (a JSON array, an {"errors": …} '
+    "document sent with 200, a null manifests list…).",
+)
+REF004 = _code(
+    "REF004",
+    "Referrers endpoint answers more than one JSON value",
+    "Data follows the JSON object (a second object, HTML after JSON): containerd rejects trailing data.",
+)
+REF005 = _code(
+    "REF005",
+    "Referrers endpoint answers an oversized body",
+    f"The body exceeds {MAX_INDEX_BYTES:,} bytes, containerd's limit for a referrers index.",
+)
+REF006 = _code(
+    "REF006",
+    "Referrers index served with the wrong Content-Type",
+    f"The index is valid but not served as {INDEX_TYPE}, as the distribution spec requires; containerd ignores it today, other clients "
+    f"may not.",
+    Severity.WARNING,
+    fix_safety="",
+)
+REF007 = _code(
+    "REF007",
+    "Referrers endpoint answers with a server error",
+    "The registry or mirror answers 5xx: pulls that need referrers fail or retry.",
+)
+REF008 = Code(
+    "REF008",
+    "Registry answers the referrers API correctly",
+    Severity.INFO,
+    what="404 (then the sha256-<hex> tag fallback) or a valid OCI index: pulls through it are safe.",
+    why="Evidence that the mirror is not the problem.",
+    fix_by_hand="Nothing to fix.",
+)
+REF009 = Code(
+    "REF009",
+    "Registry could not be probed",
+    Severity.WARNING,
+    what="The registry or mirror did not answer (DNS, TLS, connection), refused anonymous access, or the image's manifest could not be "
+    "resolved.",
     why="decode-doctor cannot vouch for it; the Engine may fail to pull through it for the same reason.",
-    fix_by_hand="Check the URL, the network path (proxy, firewall) and credentials; pass --image with an image that exists there.")
+    fix_by_hand="Check the URL, the network path (proxy, firewall) and credentials; pass --image with an image that exists there.",
+)
 
 
 @dataclass
@@ -130,7 +187,9 @@ class Session:
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
                 return Answer(response.status, response.headers.get("Content-Type", ""), response.read(limit), url=url)
         except urllib.error.HTTPError as exc:
-            return Answer(exc.code, exc.headers.get("Content-Type", ""), exc.read(64 * 1024), url=url, challenge=exc.headers.get("WWW-Authenticate"))
+            return Answer(
+                exc.code, exc.headers.get("Content-Type", ""), exc.read(64 * 1024), url=url, challenge=exc.headers.get("WWW-Authenticate")
+            )
         except (urllib.error.URLError, OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             return Answer(None, "", b"", error=str(reason), url=url)
@@ -166,14 +225,18 @@ def judge_referrers(answer: Answer) -> tuple[str, str]:
     if not text.strip():
         return "REF002", f"HTTP {answer.status} with an empty body (containerd: failed to decode referrers index: EOF)"
     if text.lstrip().startswith("<"):
-        return "REF001", f"HTTP {answer.status}, {answer.content_type or 'no Content-Type'}: {head!r} (containerd: invalid character '<' looking for beginning of value)"
+        return (
+            "REF001",
+            f"HTTP {answer.status}, {answer.content_type or 'no Content-Type'}: {head!r} (containerd: invalid character '<' looking for "
+            f"beginning of value)",
+        )
     decoder = json.JSONDecoder()
     try:
         value, end = decoder.raw_decode(text.lstrip())
     except json.JSONDecodeError as exc:
         return "REF003", f"HTTP {answer.status}: not JSON ({exc.msg}): {head!r}"
     if text.lstrip()[end:].strip():
-        return "REF004", f"HTTP {answer.status}: data after the JSON value: {text.lstrip()[end:end + 40]!r}"
+        return "REF004", f"HTTP {answer.status}: data after the JSON value: {text.lstrip()[end : end + 40]!r}"
     problem = index_problem(value)
     if problem:
         return "REF003", f"HTTP {answer.status}: {problem}: {head!r}"
@@ -240,7 +303,9 @@ class Referrers(Check):
             findings.append(self._probe(session, base, repo, ref, mirror, configured, severity))
         return findings
 
-    def _probe(self, session: Session, base: str, repo: str, ref: str | None, mirror: bool, configured: list[str], severity: Severity | None) -> Finding:
+    def _probe(
+        self, session: Session, base: str, repo: str, ref: str | None, mirror: bool, configured: list[str], severity: Severity | None
+    ) -> Finding:
         ns = "?ns=docker.io" if mirror else ""
         scope = f"repository:{repo}:pull"
         evidence: dict[str, Any] = {"registry": base, "repository": repo, "reference": ref}
@@ -252,12 +317,20 @@ class Referrers(Check):
                 answer = session.get(f"{base}/v2/{repo}/manifests/{ref}{ns}", MANIFEST_TYPES, scope)
                 evidence["manifest_status"] = answer.status
                 if answer.status != 200:
-                    return self.finding("REF009", f"{base}: cannot resolve {repo}:{ref} (HTTP {answer.status or answer.error}).", evidence=evidence)
+                    return self.finding(
+                        "REF009", f"{base}: cannot resolve {repo}:{ref} (HTTP {answer.status or answer.error}).", evidence=evidence
+                    )
                 digest = "sha256:" + hashlib.sha256(answer.body).hexdigest()
         evidence["digest"] = digest
         url = f"{base}/v2/{repo}/referrers/{digest}{ns}"
         answer = session.get(url, f"{INDEX_TYPE}, */*", scope)
-        evidence.update(url=url, status=answer.status, content_type=answer.content_type, first_bytes=answer.body[:200].decode("utf-8", errors="replace"), error=answer.error)
+        evidence.update(
+            url=url,
+            status=answer.status,
+            content_type=answer.content_type,
+            first_bytes=answer.body[:200].decode("utf-8", errors="replace"),
+            error=answer.error,
+        )
         code, what = judge_referrers(answer)
         if code == "OK-404":
             fallback = session.get(f"{base}/v2/{repo}/manifests/sha256-{digest.split(':', 1)[1]}{ns}", f"{INDEX_TYPE}, */*", scope)
@@ -276,4 +349,6 @@ class Referrers(Check):
         in_config = [m for m in configured if m.rstrip("/") == base.rstrip("/")]
         if in_config and self.code(code).declares_fix:
             fix = FixRef(f"remove the mirror {base} from registry-mirrors", {"action": "remove-mirror", "mirror": in_config[0]})
-        return self.finding(code, f"{url} → {what}. Fix: {FIX}.", evidence=evidence, fix=fix, severity=severity if code != "REF006" else None)
+        return self.finding(
+            code, f"{url} → {what}. Fix: {FIX}.", evidence=evidence, fix=fix, severity=severity if code != "REF006" else None
+        )

@@ -12,12 +12,38 @@ from typing import Any
 from decode_doctor.engine import Check, Code, Context, Facts, Finding, FixRef, Needs, Option, Severity
 
 LOADER_NAMES = {
-    "config.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json", "tokenizer.json",
-    "vocab.txt", "merges.txt", "chat_template.jinja", "preprocessor_config.json", "added_tokens.json", "vocab.json",
-    "processor_config.json", "adapter_config.json",
+    "config.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "vocab.txt",
+    "merges.txt",
+    "chat_template.jinja",
+    "preprocessor_config.json",
+    "added_tokens.json",
+    "vocab.json",
+    "processor_config.json",
+    "adapter_config.json",
 }
 TEXT_SUFFIXES = {".json", ".jsonl", ".yaml", ".yml", ".txt", ".jinja", ".csv", ".tsv", ".ini", ".cfg", ".toml", ".md", ".py"}
-WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth", ".gguf", ".onnx", ".h5", ".msgpack", ".ckpt", ".npz", ".npy", ".model", ".tflite", ".pb", ".ot"}
+WEIGHT_SUFFIXES = {
+    ".safetensors",
+    ".bin",
+    ".pt",
+    ".pth",
+    ".gguf",
+    ".onnx",
+    ".h5",
+    ".msgpack",
+    ".ckpt",
+    ".npz",
+    ".npy",
+    ".model",
+    ".tflite",
+    ".pb",
+    ".ot",
+}
 # A UTF-8 BOM breaks these: json.loads refuses it, and a vocab line or template starts with U+FEFF.
 BOM_CHOKES = {".json", ".jsonl", ".txt", ".jinja", ".csv", ".tsv"}
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".ipynb_checkpoints"}
@@ -39,7 +65,7 @@ ENC001 = Code(
     fix_by_hand="iconv -f GBK -t UTF-8 config.json > config.json.utf8 && mv config.json.utf8 config.json — for this "
     "file only, with the encoding named here; never iconv every *.json (it corrupts files already in UTF-8), and never "
     "read with errors='ignore' (it silently drops characters).",
-    example="config.json saved by Notepad in GBK: {\"description\": \"通义千问\"} → bytes 0xcd 0xa8 …",
+    example='config.json saved by Notepad in GBK: {"description": "通义千问"} → bytes 0xcd 0xa8 …',
     fix_safety=FIX_SAFETY,
 )
 ENC002 = Code(
@@ -84,8 +110,8 @@ ENC006 = Code(
     title="A UTF-8 byte-order mark the loader chokes on",
     severity=Severity.ERROR,
     what="The file starts with the bytes EF BB BF (a UTF-8 BOM), as Windows editors write.",
-    why="json.loads rejects it (\"Unexpected UTF-8 BOM\"), and in vocab, merges or template files the first entry "
-    "silently becomes \"\\ufeff…\", a token that never matches.",
+    why='json.loads rejects it ("Unexpected UTF-8 BOM"), and in vocab, merges or template files the first entry '
+    'silently becomes "\\ufeff…", a token that never matches.',
     fix_by_hand="Remove the first three bytes: tail -c +4 file > file.new && mv file.new file.",
     fix_safety="Safe: removes the three BOM bytes only; journaled and undoable.",
 )
@@ -227,7 +253,9 @@ class Encodings(Check):
     description = "every config and tokenizer file under --model is clean UTF-8 (convertible ones are fixed)"
     codes = (ENC001, ENC002, ENC003, ENC004, ENC005, ENC006, ENC007, ENC008, ENC009, ENC010)
     needs = Needs(inputs=("models",))
-    options = (Option("--from-encoding", "Source encoding for non-UTF-8 files the tool would not decide on its own (still decoded strictly)."),)
+    options = (
+        Option("--from-encoding", "Source encoding for non-UTF-8 files the tool would not decide on its own (still decoded strictly)."),
+    )
     timeout_s = 120.0
     facts_type = EncodingsFacts
 
@@ -238,7 +266,14 @@ class Encodings(Check):
         from_encoding = ctx.options.get("from_encoding")
 
         def link_out(link: Path, target: Path, why: str) -> None:
-            findings.append(self.finding("ENC007", f"{link}: a symbolic link to {target} ({why}); not followed.", evidence={"link": str(link), "target": str(target)}, path=str(link)))
+            findings.append(
+                self.finding(
+                    "ENC007",
+                    f"{link}: a symbolic link to {target} ({why}); not followed.",
+                    evidence={"link": str(link), "target": str(target)},
+                    path=str(link),
+                )
+            )
 
         for given in ctx.models:
             links: list[TextFile] = []
@@ -253,7 +288,14 @@ class Encodings(Check):
             for item in links:
                 real = item.target.resolve()
                 if real in seen:
-                    findings.append(self.finding("ENC007", f"{item.path}: a symbolic link to {real}, which is checked at its own path; links are never written through.", evidence={"link": str(item.path), "target": str(real)}, path=str(item.path)))
+                    findings.append(
+                        self.finding(
+                            "ENC007",
+                            f"{item.path}: a symbolic link to {real}, which is checked at its own path; links are never written through.",
+                            evidence={"link": str(item.path), "target": str(real)},
+                            path=str(item.path),
+                        )
+                    )
                     continue
                 seen.add(real)  # a target outside the walked folders but inside the tree (a Hugging Face cache blob)
                 ctx.note_file(item.target)
@@ -275,11 +317,23 @@ class Encodings(Check):
         if len(data) > MAX_ANALYSE:
             if _utf8_stream_ok(item.target):
                 return []
-            return [self.finding("ENC002", f"{path}: not UTF-8, and at over {MAX_ANALYSE >> 20} MiB too large to analyse; convert it by hand", evidence={"size": item.target.stat().st_size}, path=path)]
+            return [
+                self.finding(
+                    "ENC002",
+                    f"{path}: not UTF-8, and at over {MAX_ANALYSE >> 20} MiB too large to analyse; convert it by hand",
+                    evidence={"size": item.target.stat().st_size},
+                    path=path,
+                )
+            ]
         verdict = decide(data, suffix, from_encoding)
         evidence: dict[str, Any] = {
-            "file": path, "size": len(data), "encoding": verdict.encoding, "candidates": verdict.candidates,
-            "first_bad_offset": verdict.bad_offset, "first_bad_line": verdict.bad_line, "preview": verdict.preview,
+            "file": path,
+            "size": len(data),
+            "encoding": verdict.encoding,
+            "candidates": verdict.candidates,
+            "first_bad_offset": verdict.bad_offset,
+            "first_bad_line": verdict.bad_line,
+            "preview": verdict.preview,
         }
         if item.is_link:
             evidence["link_target"] = str(item.target)
@@ -288,11 +342,23 @@ class Encodings(Check):
         if verdict.status in ("utf-8", "ascii"):
             if verdict.bom == "utf-8-sig" and suffix in BOM_CHOKES:
                 fix = None if item.is_link else FixRef(f"remove the UTF-8 BOM from {item.path.name}", {"sha256": sha, "drop_bom": True})
-                return [self.finding("ENC006", f"{path}: starts with a UTF-8 byte-order mark, which {suffix} loaders choke on.", evidence=evidence, path=path, fix=fix)]
+                return [
+                    self.finding(
+                        "ENC006",
+                        f"{path}: starts with a UTF-8 byte-order mark, which {suffix} loaders choke on.",
+                        evidence=evidence,
+                        path=path,
+                        fix=fix,
+                    )
+                ]
             return []
         if verdict.status == "binary":
             if item.path.name.lower() in LOADER_NAMES or suffix in (".json", ".jsonl", ".txt", ".jinja"):
-                return [self.finding("ENC009", f"{path}: named like a text file but holds binary data ({verdict.reason}).", evidence=evidence, path=path)]
+                return [
+                    self.finding(
+                        "ENC009", f"{path}: named like a text file but holds binary data ({verdict.reason}).", evidence=evidence, path=path
+                    )
+                ]
             return []
         severity = Severity.ERROR if item.path.name.lower() in LOADER_NAMES or suffix in (".json", ".jsonl", ".jinja") else Severity.WARNING
         if verdict.status == "convert":
@@ -306,11 +372,19 @@ class Encodings(Check):
             message = f"{path}: {name}, not UTF-8 — loaders fail{where}{shown}; {verdict.reason}.{note}"
             return [self.finding("ENC001", message, evidence=evidence, path=path, fix=fix, severity=severity)]
         if verdict.status == "mixed":
-            lines = "; ".join(f"{enc}: lines {', '.join(map(str, nums[:8]))}{'…' if len(nums) > 8 else ''}" for enc, nums in verdict.mixed_lines.items())
+            lines = "; ".join(
+                f"{enc}: lines {', '.join(map(str, nums[:8]))}{'…' if len(nums) > 8 else ''}" for enc, nums in verdict.mixed_lines.items()
+            )
             evidence["lines"] = verdict.mixed_lines
-            return [self.finding("ENC003", f"{path}: mixes encodings ({lines}); not converted.", evidence=evidence, path=path, severity=severity)]
+            return [
+                self.finding(
+                    "ENC003", f"{path}: mixes encodings ({lines}); not converted.", evidence=evidence, path=path, severity=severity
+                )
+            ]
         if verdict.status == "truncated":
-            return [self.finding("ENC004", f"{path}: {verdict.reason}{where}; not converted.", evidence=evidence, path=path, severity=severity)]
+            return [
+                self.finding("ENC004", f"{path}: {verdict.reason}{where}; not converted.", evidence=evidence, path=path, severity=severity)
+            ]
         if verdict.status == "cookie":
             return [self.finding("ENC005", f"{path}: not UTF-8 and {verdict.reason}; left as it is.", evidence=evidence, path=path)]
         if from_encoding and verdict.encoding == from_encoding:

@@ -32,9 +32,18 @@ BOMS = (
     (b"\xfe\xff", "utf-16-be"),
 )
 BINARY_MAGIC = (
-    (b"\x1f\x8b", "gzip"), (b"PK\x03\x04", "zip"), (b"GGUF", "GGUF"), (b"\x89PNG", "PNG"), (b"\xff\xd8\xff", "JPEG"),
-    (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"\x7fELF", "ELF"),
-    (b"SQLite format 3\x00", "SQLite"), (b"\x93NUMPY", "numpy"), (b"%PDF", "PDF"),
+    (b"\x1f\x8b", "gzip"),
+    (b"PK\x03\x04", "zip"),
+    (b"GGUF", "GGUF"),
+    (b"\x89PNG", "PNG"),
+    (b"\xff\xd8\xff", "JPEG"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"\x7fELF", "ELF"),
+    (b"SQLite format 3\x00", "SQLite"),
+    (b"\x93NUMPY", "numpy"),
+    (b"%PDF", "PDF"),
 )
 # family → codecs from narrowest to widest; the narrowest that decodes names the encoding
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -46,9 +55,20 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "cp1252": ("cp1252",),
 }
 CHARDET_FAMILY = {
-    "gb2312": "gbk", "gbk": "gbk", "gb18030": "gbk", "big5": "big5", "cp950": "big5", "big5hkscs": "big5",
-    "shift_jis": "shift_jis", "cp932": "shift_jis", "euc-jp": "euc_jp", "euc-kr": "euc_kr", "cp949": "euc_kr",
-    "windows-1252": "cp1252", "iso-8859-1": "cp1252", "iso-8859-15": "cp1252",
+    "gb2312": "gbk",
+    "gbk": "gbk",
+    "gb18030": "gbk",
+    "big5": "big5",
+    "cp950": "big5",
+    "big5hkscs": "big5",
+    "shift_jis": "shift_jis",
+    "cp932": "shift_jis",
+    "euc-jp": "euc_jp",
+    "euc-kr": "euc_kr",
+    "cp949": "euc_kr",
+    "windows-1252": "cp1252",
+    "iso-8859-1": "cp1252",
+    "iso-8859-15": "cp1252",
 }
 STRUCTURED = {".json", ".jsonl", ".toml", ".yaml", ".yml"}
 CODING_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.M)
@@ -77,6 +97,7 @@ class Verdict:
 
 
 # --- what each language really uses, derived from the codecs themselves -------------------------
+
 
 def _decode_grid(codec: str, leads: range, trails: list[int]) -> frozenset[str]:
     chars = set()
@@ -318,7 +339,11 @@ def _truncated(data: bytes) -> str | None:
             data.decode(codec)
             return None
         except UnicodeDecodeError as exc:
-            if exc.end >= len(data) and exc.start >= len(data) - 3 and exc.reason in ("unexpected end of data", "incomplete multibyte sequence"):
+            if (
+                exc.end >= len(data)
+                and exc.start >= len(data) - 3
+                and exc.reason in ("unexpected end of data", "incomplete multibyte sequence")
+            ):
                 head = data[: exc.start]
                 try:
                     text = head.decode(codec)
@@ -343,7 +368,9 @@ def _mixed(data: bytes, best_family: str | None) -> dict[str, list[int]]:
             legacy_lines.append(line_no)
             continue
         wide = [c for c in text if ord(c) >= 0x800]
-        if wide and all(c in gb2312_hanzi() or c in big5_level1() or _is_kana(c) or c in ksx1001_hangul() or _is_shared_punct(c) for c in wide):
+        if wide and all(
+            c in gb2312_hanzi() or c in big5_level1() or _is_kana(c) or c in ksx1001_hangul() or _is_shared_punct(c) for c in wide
+        ):
             utf8_lines.append(line_no)
         else:
             legacy_lines.append(line_no)
@@ -369,7 +396,13 @@ def decide(data: bytes, suffix: str = "", from_encoding: str | None = None) -> V
             try:
                 text = data.decode(codec)
             except UnicodeDecodeError as exc:
-                return Verdict("undecodable", codec, reason=f"starts with a {codec} BOM but byte {exc.start} does not decode", bad_offset=exc.start, bom=codec)
+                return Verdict(
+                    "undecodable",
+                    codec,
+                    reason=f"starts with a {codec} BOM but byte {exc.start} does not decode",
+                    bad_offset=exc.start,
+                    bom=codec,
+                )
             if codec == "utf-8-sig":
                 return Verdict("utf-8", "utf-8", text=text, bom=codec)
             return Verdict("convert", codec, text=text, reason=f"{codec.upper()} with a byte-order mark", bom=codec)
@@ -388,13 +421,18 @@ def decide(data: bytes, suffix: str = "", from_encoding: str | None = None) -> V
         text = data.decode("utf-8")
         return Verdict("ascii" if data.isascii() else "utf-8", "utf-8", text=text)
     except UnicodeDecodeError as exc:
-        line_no, preview = _position(data, exc.start)
+        line_no, _preview = _position(data, exc.start)
         where = {"bad_offset": exc.start, "bad_line": line_no}
         utf8_cut = exc.reason == "unexpected end of data" and exc.start >= len(data) - 3 and not data[: exc.start].isascii()
     if suffix == ".py":
         cookie = CODING_COOKIE.search(b"\n".join(data.split(b"\n")[:2]))
         if cookie:
-            return Verdict("cookie", cookie.group(1).decode(errors="replace"), reason=f"declares coding: {cookie.group(1).decode(errors='replace')}", **where)
+            return Verdict(
+                "cookie",
+                cookie.group(1).decode(errors="replace"),
+                reason=f"declares coding: {cookie.group(1).decode(errors='replace')}",
+                **where,
+            )
     if utf8_cut:
         return Verdict("truncated", "utf-8", reason="utf-8 text cut off inside its last character", **where)
     if _CONTROL_BYTE.search(data):  # never a second byte in these encodings: a real control character
@@ -403,12 +441,18 @@ def decide(data: bytes, suffix: str = "", from_encoding: str | None = None) -> V
         try:
             text = data.decode(from_encoding)
         except UnicodeDecodeError as exc2:
-            return Verdict("undecodable", from_encoding, reason=f"--from-encoding {from_encoding} fails at byte {exc2.start}: {exc2.reason}", **where)
+            return Verdict(
+                "undecodable", from_encoding, reason=f"--from-encoding {from_encoding} fails at byte {exc2.start}: {exc2.reason}", **where
+            )
         except LookupError:
             return Verdict("undecodable", from_encoding, reason=f"unknown encoding {from_encoding!r}", **where)
         if suffix in STRUCTURED and not parses(text, suffix):
-            return Verdict("undecodable", from_encoding, reason=f"decoded as {from_encoding} it no longer parses as {suffix[1:].upper()}", **where)
-        return Verdict("convert", from_encoding, text=text, reason=f"--from-encoding {from_encoding}", preview=_line_of(text, line_no), **where)
+            return Verdict(
+                "undecodable", from_encoding, reason=f"decoded as {from_encoding} it no longer parses as {suffix[1:].upper()}", **where
+            )
+        return Verdict(
+            "convert", from_encoding, text=text, reason=f"--from-encoding {from_encoding}", preview=_line_of(text, line_no), **where
+        )
     hot = hot_lines(data)
     candidates = _candidates(data, hot, suffix)
     candidates.sort(key=lambda c: -c.score)
@@ -421,7 +465,12 @@ def decide(data: bytes, suffix: str = "", from_encoding: str | None = None) -> V
         truncated = _truncated(data)
         if truncated:
             return Verdict("truncated", truncated, reason=f"{truncated} text cut off inside its last character", **where)
-        return Verdict("undecodable", reason="no encoding gives a plausible text" + (f" (best: {listed[0][0]} at {listed[0][1]:.0%})" if listed else ""), candidates=listed, **where)
+        return Verdict(
+            "undecodable",
+            reason="no encoding gives a plausible text" + (f" (best: {listed[0][0]} at {listed[0][1]:.0%})" if listed else ""),
+            candidates=listed,
+            **where,
+        )
     best = plausible[0]
     runner_up = plausible[1] if len(plausible) > 1 else None
     chosen = None
@@ -438,7 +487,15 @@ def decide(data: bytes, suffix: str = "", from_encoding: str | None = None) -> V
     if chosen is None:
         names = " or ".join(c.encoding for c in plausible[:3])
         return Verdict("ambiguous", reason=f"ambiguous: {names}; pass --from-encoding", candidates=listed, **where)
-    return Verdict("convert", chosen.encoding, text=chosen.text, reason=f"{chosen.encoding} ({chosen.score:.0%} ordinary characters)", candidates=listed, preview=_line_of(chosen.text, line_no), **where)
+    return Verdict(
+        "convert",
+        chosen.encoding,
+        text=chosen.text,
+        reason=f"{chosen.encoding} ({chosen.score:.0%} ordinary characters)",
+        candidates=listed,
+        preview=_line_of(chosen.text, line_no),
+        **where,
+    )
 
 
 def _line_of(text: str, line_no: int) -> str:

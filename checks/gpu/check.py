@@ -9,8 +9,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from decode_doctor.engine import Check, Code, CommandRecord, Context, EnvRow, Facts, Finding, Metric, Needs, Option, Sample
-from decode_doctor.engine import Severity, SkipCheck
+from decode_doctor.engine import (
+    Check,
+    Code,
+    CommandRecord,
+    Context,
+    EnvRow,
+    Facts,
+    Finding,
+    Metric,
+    Needs,
+    Option,
+    Sample,
+    Severity,
+    SkipCheck,
+)
 
 from .nvidia import DriverInfo, GpuDevice
 
@@ -18,58 +31,126 @@ SMI_TIMEOUT_S = 15.0
 KERNEL_LOGS = ("/var/log/kern.log", "/var/log/syslog", "/var/log/messages")
 DRIVER_FIX = "Install the NVIDIA driver for this GPU (ubuntu-drivers install, or the distribution's nvidia-driver package), then reboot."
 
-GPU010 = Code("GPU010", "nvidia-smi cannot talk to the NVIDIA driver", Severity.ERROR,
-    what="nvidia-smi says it couldn't communicate with the NVIDIA driver: the kernel module is not loaded (not installed, blocked by Secure Boot, or nouveau holds the GPU).",
+GPU010 = Code(
+    "GPU010",
+    "nvidia-smi cannot talk to the NVIDIA driver",
+    Severity.ERROR,
+    what="nvidia-smi says it couldn't communicate with the NVIDIA driver: the kernel module is not loaded (not installed, blocked by "
+    "Secure Boot, or nouveau holds the GPU).",
     why="No CUDA program can use the GPU; inference falls back to the CPU or fails at start.",
-    fix_by_hand=f"{DRIVER_FIX} Check `lsmod | grep nvidia`, `mokutil --sb-state` and `dmesg | grep -i nvrm`.")
-GPU011 = Code("GPU011", "NVIDIA driver and library versions do not match", Severity.ERROR,
-    what="\"Failed to initialize NVML: Driver/library version mismatch\": the user-space libraries were upgraded but the old kernel module is still loaded (the kernel log says \"API mismatch\").",
+    fix_by_hand=f"{DRIVER_FIX} Check `lsmod | grep nvidia`, `mokutil --sb-state` and `dmesg | grep -i nvrm`.",
+)
+GPU011 = Code(
+    "GPU011",
+    "NVIDIA driver and library versions do not match",
+    Severity.ERROR,
+    what='"Failed to initialize NVML: Driver/library version mismatch": the user-space libraries were upgraded but the old kernel module '
+    'is still loaded (the kernel log says "API mismatch").',
     why="NVML, CUDA and nvidia-container-cli all refuse to start until they match: every GPU workload on the host is down.",
-    fix_by_hand="Reboot; or, with no GPU process running, reload the module: sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia.")
-GPU012 = Code("GPU012", "The NVIDIA driver finds no GPU", Severity.ERROR,
-    what="nvidia-smi prints \"No devices were found\": the driver is loaded but no GPU is bound to it (unsupported GPU for this driver branch, GPU passed to a VM, or a failed probe).",
+    fix_by_hand="Reboot; or, with no GPU process running, reload the module: sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && "
+    "sudo "
+    "modprobe nvidia.",
+)
+GPU012 = Code(
+    "GPU012",
+    "The NVIDIA driver finds no GPU",
+    Severity.ERROR,
+    what='nvidia-smi prints "No devices were found": the driver is loaded but no GPU is bound to it (unsupported GPU for this driver '
+    "branch, GPU passed to a VM, or a failed probe).",
     why="No CUDA device is visible to inference servers.",
-    fix_by_hand="Check `lspci -nn | grep -i nvidia` and the kernel log; install a driver branch that supports the GPU.")
-GPU013 = Code("GPU013", "nvidia-smi reports an Unknown Error for a GPU", Severity.ERROR,
-    what="\"Unable to determine the device handle for GPU …: Unknown Error\": the driver lost the GPU (power, thermal, PCIe or hardware fault).",
+    fix_by_hand="Check `lspci -nn | grep -i nvidia` and the kernel log; install a driver branch that supports the GPU.",
+)
+GPU013 = Code(
+    "GPU013",
+    "nvidia-smi reports an Unknown Error for a GPU",
+    Severity.ERROR,
+    what='"Unable to determine the device handle for GPU …: Unknown Error": the driver lost the GPU (power, thermal, PCIe or hardware '
+    "fault).",
     why="That GPU cannot run work; jobs scheduled on it fail.",
-    fix_by_hand="Look for Xid errors in the kernel log, reseat or power-cycle the node, and check cooling and power.")
-GPU014 = Code("GPU014", "A GPU has fallen off the bus", Severity.ERROR,
-    what="The kernel log says the GPU \"has fallen off the bus and is not responding to commands\".",
+    fix_by_hand="Look for Xid errors in the kernel log, reseat or power-cycle the node, and check cooling and power.",
+)
+GPU014 = Code(
+    "GPU014",
+    "A GPU has fallen off the bus",
+    Severity.ERROR,
+    what='The kernel log says the GPU "has fallen off the bus and is not responding to commands".',
     why="The GPU is gone until a reset or reboot; this is usually power, thermal, riser or hardware trouble, and recurs.",
-    fix_by_hand="Reboot (or nvidia-smi -r for that GPU); check power supply, cooling and PCIe seating; report repeated events to the vendor.")
-GPU015 = Code("GPU015", "An NVIDIA GPU is present but nvidia-smi is not installed", Severity.WARNING,
-    what="The PCI bus shows an NVIDIA display controller, but there is no nvidia-smi (and no NVML): the proprietary driver is probably not installed.",
+    fix_by_hand="Reboot (or nvidia-smi -r for that GPU); check power supply, cooling and PCIe seating; report repeated events to the "
+    "vendor.",
+)
+GPU015 = Code(
+    "GPU015",
+    "An NVIDIA GPU is present but nvidia-smi is not installed",
+    Severity.WARNING,
+    what="The PCI bus shows an NVIDIA display controller, but there is no nvidia-smi (and no NVML): the proprietary driver is probably "
+    "not installed.",
     why="Without the driver, CUDA cannot use the GPU.",
-    fix_by_hand=DRIVER_FIX)
-GPU016 = Code("GPU016", "nvidia-smi hangs", Severity.ERROR,
+    fix_by_hand=DRIVER_FIX,
+)
+GPU016 = Code(
+    "GPU016",
+    "nvidia-smi hangs",
+    Severity.ERROR,
     what="nvidia-smi did not answer within its time limit.",
-    why="A hung nvidia-smi is itself a symptom: the driver is stuck (a GPU in a bad state, a kernel module waiting on hardware); CUDA programs will hang the same way.",
-    fix_by_hand="Look at the kernel log for Xid or fallen-off-the-bus messages; reset the GPU (nvidia-smi -r) or reboot.")
-GPU017 = Code("GPU017", "nvidia-smi output could not be read", Severity.WARNING,
+    why="A hung nvidia-smi is itself a symptom: the driver is stuck (a GPU in a bad state, a kernel module waiting on hardware); CUDA "
+    "programs will hang the same way.",
+    fix_by_hand="Look at the kernel log for Xid or fallen-off-the-bus messages; reset the GPU (nvidia-smi -r) or reboot.",
+)
+GPU017 = Code(
+    "GPU017",
+    "nvidia-smi output could not be read",
+    Severity.WARNING,
     what="nvidia-smi -q -x ran but printed something that is not its XML report.",
     why="decode-doctor cannot judge the driver; a broken or mismatched nvidia-smi binary is a symptom too.",
-    fix_by_hand="Run nvidia-smi -q yourself and attach the output to the ticket.")
-GPU020 = Code("GPU020", "The CUDA toolkit needs a newer driver", Severity.ERROR,
+    fix_by_hand="Run nvidia-smi -q yourself and attach the output to the ticket.",
+)
+GPU020 = Code(
+    "GPU020",
+    "The CUDA toolkit needs a newer driver",
+    Severity.ERROR,
     what="The installed CUDA toolkit (nvcc, /usr/local/cuda*/version.json) is newer than the driver fully supports.",
-    why="Under minor-version compatibility (same major version) programs built with it run with a limited feature set, and PTX it generates fails to JIT on the older driver (cudaErrorUnsupportedPtxVersion); across major versions nothing it builds runs.",
-    fix_by_hand="Upgrade the driver to the version named in the finding, or install the toolkit matching the driver.")
-GPU021 = Code("GPU021", "PyTorch's CUDA build and the driver", Severity.ERROR,
+    why="Under minor-version compatibility (same major version) programs built with it run with a limited feature set, and PTX it "
+    "generates fails to JIT on the older driver (cudaErrorUnsupportedPtxVersion); across major versions nothing it builds runs.",
+    fix_by_hand="Upgrade the driver to the version named in the finding, or install the toolkit matching the driver.",
+)
+GPU021 = Code(
+    "GPU021",
+    "PyTorch's CUDA build and the driver",
+    Severity.ERROR,
     what="The PyTorch wheel was built for a CUDA version that this driver cannot run, or runs only through minor-version compatibility.",
-    why="An incompatible pair fails at the first CUDA call (\"The NVIDIA driver on your system is too old\"), and torch.cuda.is_available() returns False.",
-    fix_by_hand="Upgrade the driver to the version named in the finding, or install the PyTorch build named there (pip install torch --index-url https://download.pytorch.org/whl/cu118).")
-GPU022 = Code("GPU022", "PyTorch is a CPU-only build on a GPU host", Severity.ERROR,
+    why='An incompatible pair fails at the first CUDA call ("The NVIDIA driver on your system is too old"), and '
+    "torch.cuda.is_available() returns False.",
+    fix_by_hand="Upgrade the driver to the version named in the finding, or install the PyTorch build named there (pip install torch "
+    "--index-url "
+    "https://download.pytorch.org/whl/cu118).",
+)
+GPU022 = Code(
+    "GPU022",
+    "PyTorch is a CPU-only build on a GPU host",
+    Severity.ERROR,
     what="torch/version.py says cuda = None: this PyTorch has no CUDA support.",
     why="Inference runs on the CPU, orders of magnitude slower at decode, with no error message.",
-    fix_by_hand="Install a CUDA build: pip install torch --index-url https://download.pytorch.org/whl/cu124 (pick the build the driver supports).")
-GPU023 = Code("GPU023", "Below the baseline for LLM inference (CUDA 11.8+, cuDNN 8.6+, PyTorch 2.0+)", Severity.WARNING,
+    fix_by_hand="Install a CUDA build: pip install torch --index-url https://download.pytorch.org/whl/cu124 (pick the build the driver "
+    "supports).",
+)
+GPU023 = Code(
+    "GPU023",
+    "Below the baseline for LLM inference (CUDA 11.8+, cuDNN 8.6+, PyTorch 2.0+)",
+    Severity.WARNING,
     what="A component is older than the baseline the field write-ups assume.",
-    why="Serving engines (vLLM, TGI, TensorRT-LLM) and flash attention require at least these versions; older stacks miss fused kernels and bf16 support.",
-    fix_by_hand="Upgrade the component named in the finding.")
-GPU030 = Code("GPU030", "NVIDIA Jetson / Tegra board (unified memory)", Severity.INFO,
+    why="Serving engines (vLLM, TGI, TensorRT-LLM) and flash attention require at least these versions; older stacks miss fused kernels "
+    "and bf16 support.",
+    fix_by_hand="Upgrade the component named in the finding.",
+)
+GPU030 = Code(
+    "GPU030",
+    "NVIDIA Jetson / Tegra board (unified memory)",
+    Severity.INFO,
     what="An NVIDIA Tegra board (Jetson): no nvidia-smi; the GPU shares the system RAM with the CPU.",
-    why="The decode budget has one memory pool for weights, KV cache and the OS; vm.swappiness and zram matter more, since pages the GPU needs can be swapped out.",
-    fix_by_hand="Budget against total RAM minus the OS, keep swappiness low, and use tegrastats to watch memory.")
+    why="The decode budget has one memory pool for weights, KV cache and the OS; vm.swappiness and zram matter more, since pages the GPU "
+    "needs can be swapped out.",
+    fix_by_hand="Budget against total RAM minus the OS, keep swappiness low, and use tegrastats to watch memory.",
+)
 
 
 def _record_evidence(record: CommandRecord) -> dict[str, Any]:
@@ -167,13 +248,13 @@ class GpuFacts(Facts):
         if self.toolkits:
             rows.append(EnvRow("CUDA toolkit", ", ".join(f"{t.version} ({t.source})" for t in self.toolkits), ("GPU020", "GPU023")))
         if self.torch:
-            rows.append(EnvRow("PyTorch (serving)", f"{self.torch.version}, CUDA {self.torch.cuda or 'none'}", ("GPU021", "GPU022", "GPU023")))
+            rows.append(
+                EnvRow("PyTorch (serving)", f"{self.torch.version}, CUDA {self.torch.cuda or 'none'}", ("GPU021", "GPU022", "GPU023"))
+            )
         return rows
 
     def metrics(self) -> list[Metric]:
-        samples = tuple(
-            Sample({"gpu": str(d.index), "name": d.name}, float(d.memory_mib << 20)) for d in self.devices if d.memory_mib
-        )
+        samples = tuple(Sample({"gpu": str(d.index), "name": d.name}, float(d.memory_mib << 20)) for d in self.devices if d.memory_mib)
         return [Metric("decode_doctor_gpu_memory_bytes", "Memory of each NVIDIA GPU, in bytes.", samples)] if samples else []
 
     def compared(self) -> dict[str, str | float]:
@@ -250,7 +331,7 @@ def kernel_events(ctx: Context) -> list[tuple[str, str]]:
     for log in KERNEL_LOGS:
         text = ctx.read_text(log, limit=4 << 20)
         if text:
-            texts.append(text[-(2 << 20):])
+            texts.append(text[-(2 << 20) :])
     if ctx.live_host and ctx.which("dmesg"):
         record = ctx.run(["dmesg"], timeout_s=5)
         if record.ok:
@@ -326,7 +407,9 @@ class GpuStack(Check):
         record = ctx.run(["nvidia-smi", "-q", "-x"], timeout_s=limit)
         evidence = _record_evidence(record)
         if record.timed_out:
-            findings.append(self.finding("GPU016", f"nvidia-smi -q -x did not answer within {limit:g} s: the driver is stuck.", evidence=evidence))
+            findings.append(
+                self.finding("GPU016", f"nvidia-smi -q -x did not answer within {limit:g} s: the driver is stuck.", evidence=evidence)
+            )
             return None, True
         output = record.stdout + record.stderr
         if record.exit_code == 0:
@@ -342,7 +425,10 @@ class GpuStack(Check):
         kind = classify_smi_failure(output)
         code, message = {
             "no-driver": ("GPU010", "nvidia-smi cannot communicate with the NVIDIA driver: the kernel module is not loaded."),
-            "version-mismatch": ("GPU011", "Driver/library version mismatch: the driver was upgraded but the old kernel module is still loaded; reboot or reload it."),
+            "version-mismatch": (
+                "GPU011",
+                "Driver/library version mismatch: the driver was upgraded but the old kernel module is still loaded; reboot or reload it.",
+            ),
             "no-devices": ("GPU012", "The NVIDIA driver is loaded but finds no GPU."),
             "unknown-error": ("GPU013", "nvidia-smi cannot get a handle for a GPU (Unknown Error): the driver lost it."),
             "missing": ("GPU015", "nvidia-smi is not installed: the NVIDIA driver is missing."),
@@ -357,14 +443,29 @@ class GpuStack(Check):
             extra.append(self.finding("GPU014", f"The kernel log says: {off_bus[-1]}.", evidence={"kernel_log": off_bus[-5:]}))
         no_adapter = [text for kind, text in events if kind == "no-adapter"]
         if no_adapter and not any(f.code in ("GPU010", "GPU012") for f in findings):
-            extra.append(self.finding("GPU012", "The kernel log says: No NVIDIA graphics adapter probed (another driver such as nouveau holds the GPU, or it is unsupported).", evidence={"kernel_log": no_adapter[-5:]}))
+            extra.append(
+                self.finding(
+                    "GPU012",
+                    "The kernel log says: No NVIDIA graphics adapter probed (another driver such as nouveau holds the GPU, or it is "
+                    "unsupported).",
+                    evidence={"kernel_log": no_adapter[-5:]},
+                )
+            )
         mismatch = [text for kind, text in events if kind == "api-mismatch"]
         if mismatch and not any(f.code == "GPU011" for f in findings):
-            extra.append(self.finding("GPU011", f"The kernel log says: {mismatch[-1]} Reboot or reload the module.", evidence={"kernel_log": mismatch[-5:]}))
+            extra.append(
+                self.finding(
+                    "GPU011", f"The kernel log says: {mismatch[-1]} Reboot or reload the module.", evidence={"kernel_log": mismatch[-5:]}
+                )
+            )
         elif mismatch:
             for i, finding in enumerate(findings):
                 if finding.code == "GPU011":
-                    findings[i] = self.finding("GPU011", finding.message + f" Kernel log: {mismatch[-1]}", evidence={**finding.evidence, "kernel_log": mismatch[-5:]})
+                    findings[i] = self.finding(
+                        "GPU011",
+                        finding.message + f" Kernel log: {mismatch[-1]}",
+                        evidence={**finding.evidence, "kernel_log": mismatch[-5:]},
+                    )
         return extra
 
     def _software(self, facts: GpuFacts, gpu_host: bool) -> list[Finding]:
@@ -398,8 +499,11 @@ class GpuStack(Check):
 
         verdict = judge(toolkit.judged, driver, f"CUDA toolkit {toolkit.version} ({toolkit.source})")
         evidence = {
-            "toolkit": toolkit.version, "source": toolkit.source, "driver": driver,
-            "needs_full": verdict.needs_full, "minor_floor": verdict.floor,
+            "toolkit": toolkit.version,
+            "source": toolkit.source,
+            "driver": driver,
+            "needs_full": verdict.needs_full,
+            "minor_floor": verdict.floor,
         }
         if verdict.level == "incompatible":
             message = verdict.message + f": upgrade the driver to >= {verdict.needs_full}."
@@ -414,8 +518,12 @@ class GpuStack(Check):
 
         label = f"PyTorch {torch.version}"
         evidence = {
-            "torch": torch.version, "cuda": torch.cuda, "cudnn": torch.cudnn, "python": torch.python,
-            "torch_dir": torch.torch_dir, "driver": driver,
+            "torch": torch.version,
+            "cuda": torch.cuda,
+            "cudnn": torch.cudnn,
+            "python": torch.python,
+            "torch_dir": torch.torch_dir,
+            "driver": driver,
         }
         if not torch.cuda:
             if not torch.hip and gpu_host:

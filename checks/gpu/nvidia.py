@@ -65,7 +65,11 @@ def parse_smi_xml(text: str) -> DriverInfo:
         raise ValueError(f"nvidia-smi -q -x printed XML that does not parse: {exc}") from None
     if root.tag != "nvidia_smi_log":
         raise ValueError(f"nvidia-smi -q -x printed <{root.tag}>, not <nvidia_smi_log>")
-    info = DriverInfo(_text(root, "driver_version") or _text(root, "kmd_version"), _text(root, "cuda_version") or _text(root, "cuda_umd_version"), source="nvidia-smi -q -x")
+    info = DriverInfo(
+        _text(root, "driver_version") or _text(root, "kmd_version"),
+        _text(root, "cuda_version") or _text(root, "cuda_umd_version"),
+        source="nvidia-smi -q -x",
+    )
     info.attached = _number(_text(root, "attached_gpus"))
     for index, gpu in enumerate(root.findall("gpu")):
         info.devices.append(
@@ -87,16 +91,22 @@ def parse_smi_xml(text: str) -> DriverInfo:
 
 def parse_smi_text(text: str) -> DriverInfo:
     """`nvidia-smi -q` as text; driver 610 deprecates 'Driver Version' for 'KMD Version'."""
+
     def field_value(label: str) -> str | None:
         match = re.search(rf"^{label}\s*:\s*(\S[^\n\[]*?)\s*(?:\[.*)?$", text, re.M | re.I)
         if not match or match.group(1).lower().startswith(("deprecated", "n/a")):
             return None
         return match.group(1).strip()
 
-    info = DriverInfo(field_value("KMD Version") or field_value("Driver Version"), field_value("CUDA UMD Version") or field_value("CUDA Version"), source="nvidia-smi -q")
+    info = DriverInfo(
+        field_value("KMD Version") or field_value("Driver Version"),
+        field_value("CUDA UMD Version") or field_value("CUDA Version"),
+        source="nvidia-smi -q",
+    )
     info.attached = _number(field_value("Attached GPUs"))
     blocks = re.split(r"^GPU ([0-9A-Fa-f:.]+)\s*$", text, flags=re.M)
-    for index, (bus_id, body) in enumerate(zip(blocks[1::2], blocks[2::2])):
+    for index, (bus_id, body) in enumerate(zip(blocks[1::2], blocks[2::2], strict=False)):
+
         def inner(label: str, body: str = body) -> str | None:
             match = re.search(rf"^\s+{label}\s*:\s*(.+?)\s*$", body, re.M)
             return match.group(1) if match and match.group(1) not in ("N/A",) else None
@@ -132,7 +142,13 @@ SMI_FAILURES = (
 )
 KERNEL_PATTERNS = (
     ("off-bus", re.compile(r"GPU ([0-9a-f:.]+)[^.]*?fallen off the bus", re.I)),
-    ("api-mismatch", re.compile(r"API mismatch: the client(?: '[^']*' \(pid \d+\))? has the version ([\d.]+), but this kernel module has the version ([\d.]+)", re.I)),
+    (
+        "api-mismatch",
+        re.compile(
+            r"API mismatch: the client(?: '[^']*' \(pid \d+\))? has the version ([\d.]+), but this kernel module has the version ([\d.]+)",
+            re.I,
+        ),
+    ),
     ("no-adapter", re.compile(r"NVRM: No NVIDIA graphics adapter probed", re.I)),
     ("xid", re.compile(r"NVRM: Xid \(PCI:([0-9a-f:]+)\): (\d+)", re.I)),
 )
@@ -159,6 +175,7 @@ def scan_kernel_log(text: str) -> list[tuple[str, str]]:
 
 # --- toolkit, PyTorch, cuDNN -------------------------------------------------------------------
 
+
 def parse_nvcc(text: str) -> str | None:
     match = re.search(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)", text)
     return match.group(2) if match else None
@@ -182,6 +199,7 @@ def parse_torch_version_py(text: str) -> dict[str, str | None]:
 
 
 # --- compatibility -----------------------------------------------------------------------------
+
 
 def vkey(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version)[:4])
@@ -228,8 +246,18 @@ def judge(cuda: str, driver: str, what: str) -> Compat:
     if vkey(driver) >= vkey(full):
         return Compat("ok", full, floor, f"{what} needs driver >= {full}; found {driver}")
     if floor and vkey(driver) >= vkey(floor):
-        return Compat("minor-compat", full, floor, f"{what} runs on driver {driver} only through minor-version compatibility (full support from {full})")
-    return Compat("incompatible", full, floor, f"{what} needs driver >= {floor or full}" + (" (minor-version compatibility)" if floor else "") + f" — found {driver}")
+        return Compat(
+            "minor-compat",
+            full,
+            floor,
+            f"{what} runs on driver {driver} only through minor-version compatibility (full support from {full})",
+        )
+    return Compat(
+        "incompatible",
+        full,
+        floor,
+        f"{what} needs driver >= {floor or full}" + (" (minor-version compatibility)" if floor else "") + f" — found {driver}",
+    )
 
 
 def build_for_driver(driver: str) -> str | None:

@@ -1,6 +1,6 @@
 """Image datasets: every image decoded in full, broken ones quarantined, lying extensions renamed."""
 
-from .check import ImagesFacts, Images, default_quarantine
+from .check import Images, ImagesFacts, default_quarantine
 from .decode import inspect_file, sniff
 from .walk import iter_images
 

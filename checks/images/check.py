@@ -15,7 +15,16 @@ from .decode import UNUSUAL_MODES
 from .scan import decode_all, start_counter
 from .walk import iter_images
 
-FORMAT_SUFFIXES = {"JPEG": ".jpg", "PNG": ".png", "GIF": ".gif", "WEBP": ".webp", "BMP": ".bmp", "TIFF": ".tif", "HEIF": ".heic", "AVIF": ".avif"}
+FORMAT_SUFFIXES = {
+    "JPEG": ".jpg",
+    "PNG": ".png",
+    "GIF": ".gif",
+    "WEBP": ".webp",
+    "BMP": ".bmp",
+    "TIFF": ".tif",
+    "HEIF": ".heic",
+    "AVIF": ".avif",
+}
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's Image.MAX_IMAGE_PIXELS: 1024 × 1024 × 1024 // 4 // 3
 FILE_TIMEOUT_S = 10.0
 PROGRESS_EVERY_S = 0.5
@@ -27,61 +36,116 @@ QUARANTINE_SAFETY = (
     "and recorded in the quarantine's manifest.jsonl (original path, size, sha256, reason, time); the move is "
     "journaled and `decode-doctor undo` puts every file back byte-identical."
 )
-IMG001 = Code("IMG001", "An image that will fail to decode", Severity.ERROR,
-    what="The file is damaged: empty, cut off, corrupted compressed data (libjpeg's \"Corrupt JPEG data\" warnings included), a PNG chunk with a bad CRC or a broken zlib stream, a bad header, a damaged later frame or page, a bad TIFF directory offset or WebP RIFF size.",
-    why="Training and multimodal inference crash on it (\"image decode failed\"), or worse, decode garbage pixels silently: Pillow's verify() misses truncation, load() ignores libjpeg's warnings, and LOAD_TRUNCATED_IMAGES hides truncation entirely.",
+IMG001 = Code(
+    "IMG001",
+    "An image that will fail to decode",
+    Severity.ERROR,
+    what='The file is damaged: empty, cut off, corrupted compressed data (libjpeg\'s "Corrupt JPEG data" warnings included), a PNG chunk '
+    "with a bad CRC or a broken zlib stream, a bad header, a damaged later frame or page, a bad TIFF directory offset or WebP RIFF "
+    "size.",
+    why='Training and multimodal inference crash on it ("image decode failed"), or worse, decode garbage pixels silently: Pillow\'s '
+    "verify() misses truncation, load() ignores libjpeg's warnings, and LOAD_TRUNCATED_IMAGES hides truncation entirely.",
     fix_by_hand="Re-download or re-export the file from its source; or move it out of the dataset and drop it from the annotation list.",
-    fix_safety=QUARANTINE_SAFETY)
-IMG002 = Code("IMG002", "Not an image, saved with an image extension", Severity.ERROR,
-    what="The bytes are an HTML page, JSON, text or another non-image format, under a name like .jpg: a scraper saved an error page or an API response.",
+    fix_safety=QUARANTINE_SAFETY,
+)
+IMG002 = Code(
+    "IMG002",
+    "Not an image, saved with an image extension",
+    Severity.ERROR,
+    what="The bytes are an HTML page, JSON, text or another non-image format, under a name like .jpg: a scraper saved an error page or an "
+    "API response.",
     why="Every loader fails on it.",
     fix_by_hand="Fetch the image again, or remove the file and its annotation.",
-    fix_safety=QUARANTINE_SAFETY)
-IMG003 = Code("IMG003", "An image without its end marker", Severity.WARNING,
+    fix_safety=QUARANTINE_SAFETY,
+)
+IMG003 = Code(
+    "IMG003",
+    "An image without its end marker",
+    Severity.WARNING,
     what="A JPEG without its EOI marker, or a PNG without its IEND chunk, whose pixel data is otherwise complete.",
-    why="Most decoders show the image, but strict ones (libjpeg in strict mode, some framework decoders) reject it; it usually means a write was interrupted right at the end. decode-doctor does not quarantine it: nothing is lost from the pixels.",
-    fix_by_hand="Re-save it: python -c \"from PIL import Image; Image.open('f.jpg').save('f.jpg', quality=95)\" (or re-download).")
-IMG004 = Code("IMG004", "Decompression bomb", Severity.ERROR,
-    what="The header declares more pixels than --max-pixels (Pillow's default, about 89.5 megapixels): decoding it would allocate gigabytes. Found from the header alone, without decoding.",
+    why="Most decoders show the image, but strict ones (libjpeg in strict mode, some framework decoders) reject it; it usually means a "
+    "write was interrupted right at the end. decode-doctor does not quarantine it: nothing is lost from the pixels.",
+    fix_by_hand="Re-save it: python -c \"from PIL import Image; Image.open('f.jpg').save('f.jpg', quality=95)\" (or re-download).",
+)
+IMG004 = Code(
+    "IMG004",
+    "Decompression bomb",
+    Severity.ERROR,
+    what="The header declares more pixels than --max-pixels (Pillow's default, about 89.5 megapixels): decoding it would allocate "
+    "gigabytes. Found from the header alone, without decoding.",
     why="Loaders either refuse it (Pillow's DecompressionBombError) or run out of memory; either way the dataloader worker dies.",
     fix_by_hand="Downscale it if it is a real image, or remove it; raise --max-pixels if such sizes are expected.",
-    fix_safety=QUARANTINE_SAFETY)
-IMG005 = Code("IMG005", "An image whose extension lies", Severity.WARNING,
+    fix_safety=QUARANTINE_SAFETY,
+)
+IMG005 = Code(
+    "IMG005",
+    "An image whose extension lies",
+    Severity.WARNING,
     what="A valid image whose bytes are one format and whose name says another (PNG bytes named .jpg).",
-    why="Pipelines that pick the decoder from the extension (TensorFlow's decode_jpeg, some DALI and webdataset loaders) fail on it, while Pillow, which sniffs the content, does not.",
+    why="Pipelines that pick the decoder from the extension (TensorFlow's decode_jpeg, some DALI and webdataset loaders) fail on it, "
+    "while Pillow, which sniffs the content, does not.",
     fix_by_hand="Rename it to its real extension (and update the annotation list), or re-encode it.",
-    fix_safety="Safe: renames the file to the extension of its real format, in the same directory, if that name is free; journaled and undoable. Annotation files that name it must be updated by you.")
-IMG006 = Code("IMG006", "Images in modes a vision model's preprocessing may not expect", Severity.INFO,
+    fix_safety="Safe: renames the file to the extension of its real format, in the same directory, if that name is free; journaled and "
+    "undoable. Annotation files that name it must be updated by you.",
+)
+IMG006 = Code(
+    "IMG006",
+    "Images in modes a vision model's preprocessing may not expect",
+    Severity.INFO,
     what="Valid images in CMYK, 16-bit, palette-with-transparency or RGBA modes.",
-    why="Preprocessing that assumes 8-bit RGB (normalisation constants, 3 channels) silently produces wrong tensors or crashes on a 4th channel.",
-    fix_by_hand="Convert in the dataloader: Image.open(p).convert('RGB'), or re-encode the files once.")
-IMG007 = Code("IMG007", "Data after the image's end marker", Severity.INFO,
+    why="Preprocessing that assumes 8-bit RGB (normalisation constants, 3 channels) silently produces wrong tensors or crashes on a 4th "
+    "channel.",
+    fix_by_hand="Convert in the dataloader: Image.open(p).convert('RGB'), or re-encode the files once.",
+)
+IMG007 = Code(
+    "IMG007",
+    "Data after the image's end marker",
+    Severity.INFO,
     what="Bytes follow the JPEG EOI or PNG IEND marker (an appended archive, a second image, padding).",
     why="Decoders ignore them, but they waste space and can hide content; some strict validators reject the file.",
-    fix_by_hand="Re-save the image to drop the trailing bytes.")
-IMG008 = Code("IMG008", "Images in a format that cannot be checked here", Severity.INFO,
+    fix_by_hand="Re-save the image to drop the trailing bytes.",
+)
+IMG008 = Code(
+    "IMG008",
+    "Images in a format that cannot be checked here",
+    Severity.INFO,
     what="HEIC/HEIF or AVIF images, with no decoder plugin installed (pillow-heif, pillow-avif-plugin): they were not checked.",
     why="If the training environment cannot decode them either, they fail there.",
-    fix_by_hand="pip install pillow-heif (and pillow-avif-plugin) and run the check again, or convert them to JPEG/PNG.")
-IMG009 = Code("IMG009", "Symbolic links in the dataset were not followed", Severity.INFO,
+    fix_by_hand="pip install pillow-heif (and pillow-avif-plugin) and run the check again, or convert them to JPEG/PNG.",
+)
+IMG009 = Code(
+    "IMG009",
+    "Symbolic links in the dataset were not followed",
+    Severity.INFO,
     what="Links are reported once and never resolved, so the check (and a quarantine) stays inside the tree it was given.",
     why="A link can point outside the dataset; moving or reading through it would touch files the user did not name.",
-    fix_by_hand="Check the link targets yourself, or pass their directories with --images.")
-IMG010 = Code("IMG010", "macOS AppleDouble files (._*) in the dataset", Severity.INFO,
+    fix_by_hand="Check the link targets yourself, or pass their directories with --images.",
+)
+IMG010 = Code(
+    "IMG010",
+    "macOS AppleDouble files (._*) in the dataset",
+    Severity.INFO,
     what="Files named ._something, written by macOS on non-Apple filesystems, hold resource-fork metadata, not images.",
     why="Glob patterns such as *.jpg pick them up and the loader fails on them.",
-    fix_by_hand="find DIR -name '._*' -delete (or exclude them in the dataset's file list).")
-IMG011 = Code("IMG011", "An image took too long to decode", Severity.ERROR,
+    fix_by_hand="find DIR -name '._*' -delete (or exclude them in the dataset's file list).",
+)
+IMG011 = Code(
+    "IMG011",
+    "An image took too long to decode",
+    Severity.ERROR,
     what="Decoding the file took longer than the per-file limit (--image-timeout); the worker was stopped.",
     why="A pathological file (huge progressive JPEG, crafted compressed data) stalls a dataloader worker the same way.",
     fix_by_hand="Inspect it by hand; remove or re-encode it.",
-    fix_safety=QUARANTINE_SAFETY)
-IMG012 = Code("IMG012", "An image file cannot be read", Severity.WARNING,
+    fix_safety=QUARANTINE_SAFETY,
+)
+IMG012 = Code(
+    "IMG012",
+    "An image file cannot be read",
+    Severity.WARNING,
     what="Opening or reading the file failed (permissions, I/O error).",
     why="The training job will fail on it the same way, or, running as another user, may not.",
-    fix_by_hand="Check the file's owner and mode, and the disk (dmesg for I/O errors).")
-
-
+    fix_by_hand="Check the file's owner and mode, and the disk (dmesg for I/O errors).",
+)
 
 
 @dataclass(frozen=True)
@@ -135,7 +199,9 @@ class Images(Check):
     codes = (IMG001, IMG002, IMG003, IMG004, IMG005, IMG006, IMG007, IMG008, IMG009, IMG010, IMG011, IMG012)
     needs = Needs(inputs=("images",))
     options = (
-        Option("--max-pixels", f"Images declaring more pixels are decompression bombs [default: {DEFAULT_MAX_PIXELS:,}, Pillow's].", type=int),
+        Option(
+            "--max-pixels", f"Images declaring more pixels are decompression bombs [default: {DEFAULT_MAX_PIXELS:,}, Pillow's].", type=int
+        ),
         Option("--quarantine-dir", "Where --fix moves broken images [default: DATASET.quarantine beside the dataset]."),
         Option("--image-timeout", f"Seconds one image may take to decode [default: {FILE_TIMEOUT_S:g}].", type=float),
         Option("--jobs", "Decoding processes [default: one per usable CPU].", type=int),
@@ -154,7 +220,9 @@ class Images(Check):
         ctx.publish(ImagesFacts(scans))
         return findings
 
-    def _scan(self, ctx: Context, dataset: Path, max_pixels: int, file_timeout: float, jobs: int, scans: list[DatasetScan]) -> list[Finding]:
+    def _scan(
+        self, ctx: Context, dataset: Path, max_pixels: int, file_timeout: float, jobs: int, scans: list[DatasetScan]
+    ) -> list[Finding]:
         quarantine = Path(ctx.options.get("quarantine_dir") or default_quarantine(dataset)).absolute()
         if quarantine == dataset or dataset in quarantine.parents:
             raise ValueError(f"the quarantine directory {quarantine} is inside the dataset {dataset}; choose one outside it")
@@ -188,7 +256,10 @@ class Images(Check):
         summary = {"dataset": scan.dataset, "images": scan.images, "seconds": scan.seconds}
         if modes:
             parts = ", ".join(f"{label} {count}" for label, count in modes.most_common())
-            message = f"{dataset}: {sum(modes.values())} images in modes preprocessing may not expect ({parts}); convert with Image.open(p).convert('RGB')."
+            message = (
+                f"{dataset}: {sum(modes.values())} images in modes preprocessing may not expect ({parts}); "
+                "convert with Image.open(p).convert('RGB')."
+            )
             evidence = {**summary, "modes": dict(modes), "examples": {k: v[:20] for k, v in mode_files.items()}}
             findings.append(self.finding("IMG006", message, evidence=evidence))
         if unsupported:
@@ -209,8 +280,11 @@ class Images(Check):
         if code in ("IMG001", "IMG002", "IMG004", "IMG011"):
             target = quarantine / Path(path).relative_to(dataset)
             params = {
-                "action": "quarantine", "destination": str(target), "manifest": str(quarantine / "manifest.jsonl"),
-                "reason": f"{problem['damage']}: {problem['message']}", "sha256": sha256,
+                "action": "quarantine",
+                "destination": str(target),
+                "manifest": str(quarantine / "manifest.jsonl"),
+                "reason": f"{problem['damage']}: {problem['message']}",
+                "sha256": sha256,
             }
             fix = FixRef(f"quarantine {Path(path).name}", params)
         elif code == "IMG005":

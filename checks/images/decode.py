@@ -9,8 +9,36 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SUFFIX_FORMATS = {".jpg": "JPEG", ".jpeg": "JPEG", ".jpe": "JPEG", ".jfif": "JPEG", ".png": "PNG", ".gif": "GIF", ".webp": "WEBP", ".bmp": "BMP", ".dib": "BMP", ".tif": "TIFF", ".tiff": "TIFF", ".heic": "HEIF", ".heif": "HEIF", ".avif": "AVIF"}
-UNUSUAL_MODES = {"CMYK": "CMYK", "RGBA": "RGBA (alpha)", "LA": "LA (alpha)", "I;16": "16-bit", "I;16B": "16-bit", "I;16L": "16-bit", "I": "32-bit integer", "F": "32-bit float", "PA": "palette with alpha", "P+transparency": "palette with transparency", "RGB;16": "16-bit RGB", "RGBA;16": "16-bit RGBA"}
+SUFFIX_FORMATS = {
+    ".jpg": "JPEG",
+    ".jpeg": "JPEG",
+    ".jpe": "JPEG",
+    ".jfif": "JPEG",
+    ".png": "PNG",
+    ".gif": "GIF",
+    ".webp": "WEBP",
+    ".bmp": "BMP",
+    ".dib": "BMP",
+    ".tif": "TIFF",
+    ".tiff": "TIFF",
+    ".heic": "HEIF",
+    ".heif": "HEIF",
+    ".avif": "AVIF",
+}
+UNUSUAL_MODES = {
+    "CMYK": "CMYK",
+    "RGBA": "RGBA (alpha)",
+    "LA": "LA (alpha)",
+    "I;16": "16-bit",
+    "I;16B": "16-bit",
+    "I;16L": "16-bit",
+    "I": "32-bit integer",
+    "F": "32-bit float",
+    "PA": "palette with alpha",
+    "P+transparency": "palette with transparency",
+    "RGB;16": "16-bit RGB",
+    "RGBA;16": "16-bit RGBA",
+}
 
 
 @dataclass
@@ -86,7 +114,11 @@ def _png_structure(data: bytes) -> list[Problem]:
             width, height, depth, color = struct.unpack(">IIBB", body[:10])
             valid = {0: (1, 2, 4, 8, 16), 2: (8, 16), 3: (1, 2, 4, 8), 4: (8, 16), 6: (8, 16)}
             if width == 0 or height == 0 or depth not in valid.get(color, ()):
-                return [Problem("IMG001", "bad header", f"PNG IHDR is invalid ({width}×{height}, bit depth {depth}, colour type {color})", "PNG")]
+                return [
+                    Problem(
+                        "IMG001", "bad header", f"PNG IHDR is invalid ({width}×{height}, bit depth {depth}, colour type {color})", "PNG"
+                    )
+                ]
         if ctype == b"IDAT":
             try:
                 idat.decompress(body, 0)
@@ -117,7 +149,9 @@ def _jpeg(data: bytes, max_pixels: int) -> tuple[list[Problem], str | None]:
     except ValueError as exc:
         return [Problem("IMG001", "bad header", f"JPEG header: {exc}", "JPEG")], None
     if width * height > max_pixels:
-        return [Problem("IMG004", "bomb", f"JPEG declares {width}×{height} = {width * height:,} pixels (limit {max_pixels:,})", "JPEG")], None
+        return [
+            Problem("IMG004", "bomb", f"JPEG declares {width}×{height} = {width * height:,} pixels (limit {max_pixels:,})", "JPEG")
+        ], None
     # Every coefficient is still entropy-decoded (that is where libjpeg finds damage), but at 1/8
     # scale in gray the inverse DCT, upsampling and colour conversion almost vanish.
     out = "CMYK" if colorspace in ("CMYK", "YCCK") else "GRAY"
@@ -154,14 +188,29 @@ def _pillow(path: Path, fmt: str, max_pixels: int) -> tuple[list[Problem], str |
             with Image.open(path) as image:
                 width, height = image.size
                 if width * height > max_pixels:
-                    return [Problem("IMG004", "bomb", f"{fmt} declares {width}×{height} = {width * height:,} pixels (limit {max_pixels:,})", fmt)], None
+                    return [
+                        Problem(
+                            "IMG004", "bomb", f"{fmt} declares {width}×{height} = {width * height:,} pixels (limit {max_pixels:,})", fmt
+                        )
+                    ], None
                 mode = image.mode
                 if mode == "P" and "transparency" in image.info:
                     mode = "P+transparency"
                 for frame in ImageSequence.Iterator(image):
                     frame.load()
                     frames += 1
-        except (OSError, SyntaxError, ValueError, EOFError, struct.error, Warning, IndexError, TypeError, ZeroDivisionError, MemoryError) as exc:
+        except (
+            OSError,
+            SyntaxError,
+            ValueError,
+            EOFError,
+            struct.error,
+            Warning,
+            IndexError,
+            TypeError,
+            ZeroDivisionError,
+            MemoryError,
+        ) as exc:
             text = str(exc) or type(exc).__name__
             damage = "truncated" if "truncated" in text.lower() or isinstance(exc, EOFError) else "corrupt data"
             where = f" (frame {frames + 1})" if frames else ""
@@ -187,7 +236,9 @@ def inspect_file(path: str, max_pixels: int) -> dict[str, Any]:
     mode = None
     if fmt in ("HEIF", "AVIF"):
         if not _heif_plugins():
-            return _result(path, data, fmt, None, [Problem("IMG008", "unsupported", f"{fmt}: no decoder plugin installed; not checked", fmt)])
+            return _result(
+                path, data, fmt, None, [Problem("IMG008", "unsupported", f"{fmt}: no decoder plugin installed; not checked", fmt)]
+            )
         problems, mode = _pillow(p, fmt, max_pixels)
     elif fmt == "JPEG":
         problems, mode = _jpeg(data, max_pixels)

@@ -33,8 +33,7 @@ SWAP003 = Code(
     code="SWAP003",
     title="/proc/sys is read-only here (container)",
     severity=Severity.INFO,
-    what="/proc/sys is mounted read-only, as inside most containers: vm.swappiness is the host's "
-    "and cannot be changed from here.",
+    what="/proc/sys is mounted read-only, as inside most containers: vm.swappiness is the host's and cannot be changed from here.",
     why="The value still governs this container's memory: a high host swappiness pages out the "
     "inference server's weights and KV cache just the same.",
     fix_by_hand="Set it on the host (sudo sysctl -w vm.swappiness=1 plus a sysctl.d file), or ask the "
@@ -147,10 +146,7 @@ class Swappiness(Check):
             return findings
         fix = None if read_only else FixRef(f"set vm.swappiness={TARGET} now and at boot", {"target": TARGET})
         if value > THRESHOLD:
-            message = (
-                f"vm.swappiness is {value} (> {THRESHOLD}) with {facts.swap_text()}: "
-                "weights and KV cache can be paged out."
-            )
+            message = f"vm.swappiness is {value} (> {THRESHOLD}) with {facts.swap_text()}: weights and KV cache can be paged out."
             if read_only:
                 message += " Change it on the host."
             findings.append(self.finding("SWAP001", message, evidence=evidence, path=SWAPPINESS, fix=fix))

@@ -64,8 +64,12 @@ def with_dependencies(registry: Registry, names: Iterable[str]) -> list[type[Che
 def context_for(request: RunRequest) -> Context:
     env = dict(os.environ if request.env is None else request.env)
     return Context(
-        root=request.root, runner=CommandRunner(env=env), env=env,
-        models=request.models, images=request.images, options=dict(request.options),
+        root=request.root,
+        runner=CommandRunner(env=env),
+        env=env,
+        models=request.models,
+        images=request.images,
+        options=dict(request.options),
     )
 
 

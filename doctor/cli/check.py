@@ -33,21 +33,44 @@ def kill_at_step() -> Any:
 @click.command(context_settings=CONTEXT)
 @run_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to this file instead of standard output.")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to this file instead of standard output."
+)
 @click.option("-v", "--verbose", is_flag=True, help="Also show what the checks learned about the host (drivers, bandwidth, versions).")
 @click.option("--fix", is_flag=True, help="Preview the fixes for the findings, then apply them after confirmation.")
 @click.option("--dry-run", is_flag=True, help="With --fix: only preview, change nothing.")
 @click.option("--yes", "-y", is_flag=True, help="With --fix: apply without asking (for scripts).")
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix: also apply fixes marked unsafe.")
-@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where fix journals and backups live [default: $XDG_STATE_HOME/decode-doctor].")
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where fix journals and backups live [default: $XDG_STATE_HOME/decode-doctor].",
+)
 def check(**params: Any) -> None:
     """Run the checks and report what they find."""
     from ..app.requests import FixRequest
     from ..fixes.journal import default_state_dir
 
-    own = ("root", "models", "images", "select", "ignore", "config_path", "fail_on", "timeout", "debug", "fmt", "output",
-           "verbose", "fix", "dry_run", "yes", "unsafe_fixes", "state_dir")
+    own = (
+        "root",
+        "models",
+        "images",
+        "select",
+        "ignore",
+        "config_path",
+        "fail_on",
+        "timeout",
+        "debug",
+        "fmt",
+        "output",
+        "verbose",
+        "fix",
+        "dry_run",
+        "yes",
+        "unsafe_fixes",
+        "state_dir",
+    )
     check_options = {k: v for k, v in params.items() if k not in own}
     if (params["dry_run"] or params["yes"] or params["unsafe_fixes"]) and not params["fix"]:
         raise click.UsageError("--dry-run, --yes and --unsafe-fixes go with --fix")

@@ -20,9 +20,30 @@ from ..engine.findings import FAIL_ON_LEVELS
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 # Flags of the commands themselves: a check option may not take one of these.
 CORE_FLAGS = {
-    "--root", "--model", "--images", "--select", "--ignore", "--config", "--fail-on", "--timeout", "--debug",
-    "--verbose", "-v", "--format", "-o", "--output", "--fix", "--dry-run", "--yes", "-y", "--unsafe-fixes",
-    "--state-dir", "--redact-hosts", "--no-redact", "--help", "-h",
+    "--root",
+    "--model",
+    "--images",
+    "--select",
+    "--ignore",
+    "--config",
+    "--fail-on",
+    "--timeout",
+    "--debug",
+    "--verbose",
+    "-v",
+    "--format",
+    "-o",
+    "--output",
+    "--fix",
+    "--dry-run",
+    "--yes",
+    "-y",
+    "--unsafe-fixes",
+    "--state-dir",
+    "--redact-hosts",
+    "--no-redact",
+    "--help",
+    "-h",
 }
 
 
@@ -103,17 +124,32 @@ def run_options(func: Callable[..., Any]) -> Callable[..., Any]:
     path = click.Path(exists=True, path_type=Path)
     directory = click.Path(exists=True, file_okay=False, path_type=Path)
     decorators = [
-        click.option("--root", type=directory, default=Path("/"), show_default=True,
-                     help="Read /proc, /sys and /etc under this directory (a captured or mounted host)."),
+        click.option(
+            "--root",
+            type=directory,
+            default=Path("/"),
+            show_default=True,
+            help="Read /proc, /sys and /etc under this directory (a captured or mounted host).",
+        ),
         click.option("--model", "models", multiple=True, type=path, help="A model directory or file to check (repeatable)."),
         click.option("--images", "images", multiple=True, type=directory, help="An image dataset directory to check (repeatable)."),
         click.option("--select", multiple=True, help="Only these codes, code prefixes or check names (comma-separated, repeatable)."),
         click.option("--ignore", multiple=True, help="Leave out these codes, code prefixes or check names (counted, not hidden)."),
-        click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="A TOML config file (default: ./decode-doctor.toml or [tool.decode-doctor] in ./pyproject.toml)."),
-        click.option("--fail-on", type=click.Choice(FAIL_ON_LEVELS), default=None,
-                     help="Exit 1 when a finding is at or above this severity [default: error]."),
-        click.option("--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds each check may run (default: each check's own)."),
+        click.option(
+            "--config",
+            "config_path",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="A TOML config file (default: ./decode-doctor.toml or [tool.decode-doctor] in ./pyproject.toml).",
+        ),
+        click.option(
+            "--fail-on",
+            type=click.Choice(FAIL_ON_LEVELS),
+            default=None,
+            help="Exit 1 when a finding is at or above this severity [default: error].",
+        ),
+        click.option(
+            "--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds each check may run (default: each check's own)."
+        ),
         click.option("--debug", is_flag=True, help="Show tracebacks of crashed checks and internal errors."),
         _check_options,
     ]

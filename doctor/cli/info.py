@@ -24,17 +24,19 @@ def list_checks(fmt: str) -> None:
         for c in cls.codes:
             fix = registry.fixable(c.code)
             codes.append({"code": c.code, "severity": c.severity.value, "title": c.title, "fix": fix.value if fix else None})
-        rows.append({
-            "check": name,
-            "origin": registry.origins["check:" + name],
-            "description": cls.description,
-            "exclusive": needs.exclusive,
-            "needs": [*needs.platforms, *(f"--{i.rstrip('s')}" for i in needs.inputs)],
-            "after": list(needs.after),
-            "options": [option.flag for option in cls.options],
-            "timeout_s": cls.timeout_s,
-            "codes": codes,
-        })
+        rows.append(
+            {
+                "check": name,
+                "origin": registry.origins["check:" + name],
+                "description": cls.description,
+                "exclusive": needs.exclusive,
+                "needs": [*needs.platforms, *(f"--{i.rstrip('s')}" for i in needs.inputs)],
+                "after": list(needs.after),
+                "options": [option.flag for option in cls.options],
+                "timeout_s": cls.timeout_s,
+                "codes": codes,
+            }
+        )
     if fmt == "json":
         click.echo(json.dumps({"checks": rows, "load_errors": registry.errors}, indent=2))
         return

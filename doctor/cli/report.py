@@ -19,21 +19,53 @@ SINGLE = {"json": "report.json", "markdown": "report.md", "html": "report.html"}
 
 @click.command("report", context_settings=CONTEXT)
 @run_options
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="A directory (the bundle gets its own name there) or a file path [default: the current directory].")
-@click.option("--format", "fmt", type=click.Choice(("bundle", "json", "markdown", "html", "prometheus")), default="bundle",
-              show_default=True, help="A whole bundle, or one redacted file.")
-@click.option("--redact-hosts", is_flag=True,
-              help="Also replace host names, IP addresses, user names and home paths with stable placeholders (the mapping stays on this machine).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A directory (the bundle gets its own name there) or a file path [default: the current directory].",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("bundle", "json", "markdown", "html", "prometheus")),
+    default="bundle",
+    show_default=True,
+    help="A whole bundle, or one redacted file.",
+)
+@click.option(
+    "--redact-hosts",
+    is_flag=True,
+    help="Also replace host names, IP addresses, user names and home paths with stable placeholders (the mapping stays on this machine).",
+)
 @click.option("--no-redact", is_flag=True, help="Write secrets as they are. Only for bundles that never leave this machine.")
-@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where --redact-hosts keeps its mapping [default: $XDG_STATE_HOME/decode-doctor].")
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where --redact-hosts keeps its mapping [default: $XDG_STATE_HOME/decode-doctor].",
+)
 def report(**params: Any) -> None:
     """Run the checks and write a ticket-ready bundle: report.md, report.html, report.json and raw/."""
     from ..fixes.journal import default_state_dir
 
-    own = ("root", "models", "images", "select", "ignore", "config_path", "fail_on", "timeout", "debug", "output", "fmt",
-           "redact_hosts", "no_redact", "state_dir")
+    own = (
+        "root",
+        "models",
+        "images",
+        "select",
+        "ignore",
+        "config_path",
+        "fail_on",
+        "timeout",
+        "debug",
+        "output",
+        "fmt",
+        "redact_hosts",
+        "no_redact",
+        "state_dir",
+    )
     if params["redact_hosts"] and params["no_redact"]:
         raise click.UsageError("--redact-hosts and --no-redact contradict each other")
     request = run_request(params, {k: v for k, v in params.items() if k not in own})
@@ -62,8 +94,13 @@ def _report(request: Any, output: Path, params: dict[str, Any], state_dir: Path)
         cpu_probe.kill()
         cpu = {}
     if no_redact:
-        click.secho("WARNING: --no-redact: the bundle holds tokens, passwords, keys and host names exactly as found. "
-                    "Do not attach it to a ticket or send it anywhere.", fg="red", bold=True, err=True)
+        click.secho(
+            "WARNING: --no-redact: the bundle holds tokens, passwords, keys and host names exactly as found. "
+            "Do not attach it to a ticket or send it anywhere.",
+            fg="red",
+            bold=True,
+            err=True,
+        )
     redactor = Redactor(enabled=not no_redact, hosts=redact_hosts)
     codes = {code: spec for code, (spec, _) in outcome.registry.codes().items()}
     bundle, view = build_bundle(outcome.report, outcome.ctx, host_rows(outcome.ctx, cpu), redactor, codes)
@@ -98,11 +135,15 @@ def _report(request: Any, output: Path, params: dict[str, Any], state_dir: Path)
         click.echo(f"placeholder mapping kept on this machine only: {mapping}", err=True)
     kind = "bundle" if fmt == "bundle" else "report"
     result = outcome.report
-    click.echo(f"{kind} written to {written} ({len(bundle.files)} file(s)); {len(result.findings)} finding(s), exit code {result.exit_code}", err=True)
+    click.echo(
+        f"{kind} written to {written} ({len(bundle.files)} file(s)); {len(result.findings)} finding(s), exit code {result.exit_code}",
+        err=True,
+    )
     return result.exit_code
 
 
 # --- reading reports back ------------------------------------------------------------------------
+
 
 def _load(path: Path) -> dict[str, Any]:
     from ..reports.compare import ReportError, load_report
@@ -156,7 +197,9 @@ def merge(reports: tuple[Path, ...], fmt: str, output: Path | None) -> None:
         width = max(len(h) for h in hosts)
         widths = [max(len(c), *(len(cells.get((h, c), "—")) for h in hosts)) for c in checks]
         lines = [" " * width + "  " + "  ".join(c.ljust(w) for c, w in zip(checks, widths, strict=True))]
-        lines += [h.ljust(width) + "  " + "  ".join(cells.get((h, c), "—").ljust(w) for c, w in zip(checks, widths, strict=True)) for h in hosts]
+        lines += [
+            h.ljust(width) + "  " + "  ".join(cells.get((h, c), "—").ljust(w) for c, w in zip(checks, widths, strict=True)) for h in hosts
+        ]
         text = "\n".join(line.rstrip() for line in lines) + "\n"
     if output:
         output.write_text(text)
@@ -168,10 +211,11 @@ def merge(reports: tuple[Path, ...], fmt: str, output: Path | None) -> None:
 def _merge_html(hosts: list[str], checks: list[str], cells: dict[tuple[str, str], str]) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in checks)
     rows = "".join(
-        "<tr><th>" + html.escape(h) + "</th>"
+        "<tr><th>"
+        + html.escape(h)
+        + "</th>"
         + "".join(
-            f'<td class="{html.escape(cells.get((h, c), "").split(":")[0])}">{html.escape(cells.get((h, c), "—"))}</td>'
-            for c in checks
+            f'<td class="{html.escape(cells.get((h, c), "").split(":")[0])}">{html.escape(cells.get((h, c), "—"))}</td>' for c in checks
         )
         + "</tr>"
         for h in hosts

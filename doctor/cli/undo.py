@@ -13,7 +13,12 @@ from .common import CONTEXT
 
 @click.command(context_settings=CONTEXT)
 @click.argument("run_id", required=False)
-@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where fix journals live [default: $XDG_STATE_HOME/decode-doctor].")
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where fix journals live [default: $XDG_STATE_HOME/decode-doctor].",
+)
 @click.option("--list", "list_only", is_flag=True, help="List the fix runs instead of undoing one.")
 @click.option("--force", is_flag=True, help="Restore originals even over files changed after the fix.")
 def undo(run_id: str | None, state_dir: Path | None, list_only: bool, force: bool) -> None:
@@ -35,5 +40,8 @@ def undo(run_id: str | None, state_dir: Path | None, list_only: bool, force: boo
     for target, status in outcomes:
         click.echo(f"    {target}: {status}")
     if any(status.startswith("conflict") for _, status in outcomes):
-        click.echo("Some targets changed after the fix and were left alone; the originals are in the run's backups/. Use --force to restore them anyway.")
+        click.echo(
+            "Some targets changed after the fix and were left alone; the originals are in the run's backups/. Use --force to restore "
+            "them anyway."
+        )
         sys.exit(1)

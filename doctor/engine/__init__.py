@@ -11,6 +11,23 @@ from .findings import Applicability, Code, CommandRecord, Finding, FixRef, Sever
 from .fixer import Fixer
 
 __all__ = [
-    "Applicability", "Chart", "Check", "Code", "CommandRecord", "Context", "EnvRow", "Facts", "Finding", "FixRef",
-    "Fixer", "HtmlBlock", "Metric", "Needs", "Option", "Sample", "Series", "Severity", "SkipCheck",
+    "Applicability",
+    "Chart",
+    "Check",
+    "Code",
+    "CommandRecord",
+    "Context",
+    "EnvRow",
+    "Facts",
+    "Finding",
+    "FixRef",
+    "Fixer",
+    "HtmlBlock",
+    "Metric",
+    "Needs",
+    "Option",
+    "Sample",
+    "Series",
+    "Severity",
+    "SkipCheck",
 ]

@@ -48,7 +48,7 @@ def _parse(table: dict[str, Any], source: str) -> Config:
             if item.get("reason"):
                 config.reasons[item["code"]] = str(item["reason"])
         else:
-            raise ConfigError(f"{source}: ignore items are codes or {{code = \"…\", reason = \"…\"}} tables, not {item!r}")
+            raise ConfigError(f'{source}: ignore items are codes or {{code = "…", reason = "…"}} tables, not {item!r}')
     fail_on = table.get("fail-on")
     if fail_on is not None and fail_on not in FAIL_ON_LEVELS:
         raise ConfigError(f"{source}: fail-on must be one of {', '.join(FAIL_ON_LEVELS)}")

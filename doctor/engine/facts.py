@@ -137,4 +137,3 @@ def _convert(hint: Any, value: Any) -> Any:
         items = [_convert(inner, v) for v in value]
         return tuple(items) if origin is tuple else items
     return value
-

@@ -66,7 +66,7 @@ def _child_main(conn: Connection, cls: type[Check], ctx: Context) -> None:
         payload = ("ok", list(findings), ctx.runner.records, ctx.files_read, ctx.published)
     except SkipCheck as skip:
         payload = ("skip", str(skip), ctx.runner.records, ctx.files_read, ctx.published)
-    except BaseException as exc:  # noqa: BLE001 - anything a check does wrong is its crash, not ours
+    except BaseException as exc:
         payload = ("crash", f"{type(exc).__name__}: {exc}", traceback.format_exc(), ctx.runner.records)
     try:
         conn.send(payload)

@@ -92,7 +92,7 @@ class ReplaceFile(Action):
             new = self.content.decode("utf-8", errors="replace").splitlines(keepends=True)
             diff = list(difflib.unified_diff(old, new, f"a{self.shown}", f"b{self.shown}"))
             if len(diff) > self.max_preview_lines:
-                diff = diff[: self.max_preview_lines] + [f"… {len(diff) - self.max_preview_lines} more diff lines\n"]
+                diff = [*diff[: self.max_preview_lines], f"… {len(diff) - self.max_preview_lines} more diff lines\n"]
             text = "".join(line if line.endswith("\n") else line + "\n" for line in diff)
             return text.rstrip("\n") or f"{self.shown}: same lines, {self.path.stat().st_size} → {len(self.content)} bytes"
         body = self.content.decode("utf-8", errors="replace")
@@ -290,7 +290,8 @@ class MoveFile(Action):
         return f"move {self.path} → {self.destination}" + (f" ({self.reason})" if self.reason else "")
 
     def shell(self) -> str:
-        return f"mkdir -p {shlex.quote(str(self.destination.parent))} && mv -n -- {shlex.quote(str(self.path))} {shlex.quote(str(self.destination))}"
+        source, target = shlex.quote(str(self.path)), shlex.quote(str(self.destination))
+        return f"mkdir -p {shlex.quote(str(self.destination.parent))} && mv -n -- {source} {target}"
 
     def permitted(self) -> bool:
         return os.access(self.path.parent, os.W_OK) and os.access(existing_ancestor(self.destination.parent), os.W_OK)
@@ -304,8 +305,12 @@ class MoveFile(Action):
         if self.destination.exists():
             raise UnsafeTarget(f"{self.destination} already exists; refusing to overwrite it")
         return {
-            "path": str(self.path), "shown": self.shown, "destination": str(self.destination),
-            "sha256": digest, "size": self.path.stat().st_size, "reason": self.reason,
+            "path": str(self.path),
+            "shown": self.shown,
+            "destination": str(self.destination),
+            "sha256": digest,
+            "size": self.path.stat().st_size,
+            "reason": self.reason,
             "manifest": str(self.manifest) if self.manifest else None,
         }
 
@@ -314,10 +319,16 @@ class MoveFile(Action):
         before the move, so a quarantined file is never without its record."""
         if self.manifest is None:
             return
-        _append_manifest(self.manifest, {
-            "original": str(self.path), "quarantined": str(self.destination), "size": self.path.stat().st_size,
-            "sha256": sha256_file(self.path), "reason": self.reason,
-        })
+        _append_manifest(
+            self.manifest,
+            {
+                "original": str(self.path),
+                "quarantined": str(self.destination),
+                "size": self.path.stat().st_size,
+                "sha256": sha256_file(self.path),
+                "reason": self.reason,
+            },
+        )
 
     def apply(self) -> None:
         move_file(self.path, self.destination, self.expected_sha256)

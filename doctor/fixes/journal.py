@@ -135,7 +135,14 @@ def apply_plans(plans: Sequence[Plan], state_dir: Path, meta: dict[str, Any], on
                 seq += 1
                 record: dict[str, Any] = {}
                 try:
-                    record = {"type": "intent", "seq": seq, "kind": action.kind, "code": plan.finding.code, "backup": f"backups/{seq}", **action.intent()}
+                    record = {
+                        "type": "intent",
+                        "seq": seq,
+                        "kind": action.kind,
+                        "code": plan.finding.code,
+                        "backup": f"backups/{seq}",
+                        **action.intent(),
+                    }
                     journal.append(record)
                     step()
                     action.backup(run_dir / record["backup"])

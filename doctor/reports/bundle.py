@@ -53,7 +53,7 @@ def _docker_config(ctx: Context) -> tuple[str, str] | None:
 
 
 def _read_raw(ctx: Context, name: str) -> str | None:
-    path = Path(name[len("file://"):]) if name.startswith("file://") else ctx.host_path(name)
+    path = Path(name[len("file://") :]) if name.startswith("file://") else ctx.host_path(name)
     try:
         with open(path, "rb") as handle:
             return handle.read(RAW_FILE_LIMIT).decode("utf-8", errors="replace")
@@ -126,4 +126,3 @@ def write_bundle(bundle: Bundle, redactor: Redactor, output: Path) -> Path:
     os.chmod(tmp, 0o600)  # a bundle describes the host: readable by its owner only
     os.replace(tmp, target)
     return target
-

@@ -97,7 +97,7 @@ def render_html(view: ReportView) -> str:
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>decode-doctor report: {_e(meta.get('host', ''))}</title>",
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; img-src data:">',
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
         f"<style>{STYLE}</style></head><body>",
         "<h1>decode-doctor report</h1>",
         f'<p class="muted">host <code>{_e(meta.get("host"))}</code> · root <code>{_e(meta.get("root"))}</code> · '

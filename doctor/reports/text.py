@@ -33,10 +33,11 @@ def all_clear(view: ReportView) -> str | None:
     return f"Ready: no problems found ({ran} checks ran, {skipped} did not apply{ignored})."
 
 
-def result_notes(view: ReportView) -> list[str]:
+def result_notes(view: ReportView, verbose: bool) -> list[str]:
+    """Checks that timed out or crashed, always; those that did not apply, with --verbose."""
     lines = []
     for result in view.results:
-        if result.state in NOTE_STATES:
+        if result.state in NOTE_STATES and (verbose or result.state is not State.SKIPPED):
             lines.append(f"{result.check}: {result.state.value} — {result.reason}")
             if result.error:
                 lines.extend("    " + line for line in result.error.rstrip().splitlines())
@@ -77,7 +78,7 @@ def _ignored_lines(view: ReportView) -> list[str]:
 def plain_text(view: ReportView, verbose: bool = False) -> str:
     lines = [_finding_line(f) for f in view.findings]
     lines.extend(fact_lines(view, verbose))
-    lines.extend(result_notes(view))
+    lines.extend(result_notes(view, verbose))
     lines.extend(_ignored_lines(view))
     clear = all_clear(view)
     lines.append(clear or summary_line(view))
@@ -100,7 +101,7 @@ def rich_text(view: ReportView, stream: TextIO, verbose: bool = False) -> None:
         console.print(table)
     for line in fact_lines(view, verbose):
         console.print(line, markup=False)
-    for line in result_notes(view):
+    for line in result_notes(view, verbose):
         console.print(line, markup=False)
     for line in _ignored_lines(view):
         console.print(line, markup=False, style="dim")

@@ -50,8 +50,13 @@ class ResultView:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "check": self.check, "state": self.state.value, "duration_s": round(self.duration_s, 4),
-            "findings": self.findings, "reason": self.reason, "commands": self.commands, "files": self.files,
+            "check": self.check,
+            "state": self.state.value,
+            "duration_s": round(self.duration_s, 4),
+            "findings": self.findings,
+            "reason": self.reason,
+            "commands": self.commands,
+            "files": self.files,
         }
 
 
@@ -147,14 +152,18 @@ def build_view(
         exit_code=report.exit_code,
         findings=findings,
         ignored=[
-            IgnoredView(i.finding.code, i.finding.check, i.selector, i.reason, redact.text(i.finding.message))
-            for i in report.ignored
+            IgnoredView(i.finding.code, i.finding.check, i.selector, i.reason, redact.text(i.finding.message)) for i in report.ignored
         ],
         results=[
             ResultView(
-                r.check, r.state, r.duration_s, len(r.findings), redact.text(r.reason) if r.reason else None,
+                r.check,
+                r.state,
+                r.duration_s,
+                len(r.findings),
+                redact.text(r.reason) if r.reason else None,
                 redact.text(r.error) if (debug and r.error) else None,
-                [redact.json(c.to_dict(limit=COMMAND_OUTPUT_LIMIT)) for c in r.commands], list(r.files),
+                [redact.json(c.to_dict(limit=COMMAND_OUTPUT_LIMIT)) for c in r.commands],
+                list(r.files),
             )
             for r in report.results
         ],
@@ -178,12 +187,14 @@ def _redacted_finding(finding: Finding, redact: Redactor) -> Finding:
 
 
 def _judged(row: EnvRow, findings: list[Finding], codes: Mapping[str, Code], redact: Redactor) -> JudgedRow:
-    about = sorted({
-        f.code
-        for f in findings
-        if f.severity is not Severity.INFO
-        and ((row.codes and f.code.startswith(row.codes)) or (f.code in codes and row.name in codes[f.code].concerns))
-    })
+    about = sorted(
+        {
+            f.code
+            for f in findings
+            if f.severity is not Severity.INFO
+            and ((row.codes and f.code.startswith(row.codes)) or (f.code in codes and row.name in codes[f.code].concerns))
+        }
+    )
     return JudgedRow(redact.text(row.name), redact.text(row.value), ", ".join(about) if about else "ok")
 
 

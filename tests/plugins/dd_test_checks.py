@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-
 from dataclasses import dataclass
 
 from decode_doctor.engine import Check, Code, Facts, Needs, Severity

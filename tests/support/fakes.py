@@ -29,7 +29,10 @@ def fake_torch(site: Path, version: str, cuda: str | None, cudnn_lib: str | None
     torch.mkdir(parents=True, exist_ok=True)
     (torch / "__init__.py").write_text("raise ImportError('the fake torch must not be imported')\n")
     cuda_line = f"cuda: Optional[str] = '{cuda}'" if cuda else "cuda: Optional[str] = None"
-    (torch / "version.py").write_text(f"from typing import Optional\n\n__all__ = ['__version__']\n__version__ = '{version}'\ndebug = False\n{cuda_line}\ngit_version = 'abc'\nhip: Optional[str] = None\n")
+    (torch / "version.py").write_text(
+        f"from typing import Optional\n\n__all__ = ['__version__']\n__version__ = '{version}'\ndebug = False\n{cuda_line}\ngit_version = "
+        f"'abc'\nhip: Optional[str] = None\n"
+    )
     if cudnn_lib:
         (torch / "lib").mkdir(exist_ok=True)
         (torch / "lib" / f"libcudnn.so.{cudnn_lib}").write_bytes(b"")

@@ -59,8 +59,13 @@ def make_context(
 ) -> Context:
     environment = {**os.environ, **(env or {})}
     return Context(
-        root=root, runner=CommandRunner(env=environment), env=environment, models=models, images=images,
-        options=dict(options or {}), facts=dict(facts or {}),
+        root=root,
+        runner=CommandRunner(env=environment),
+        env=environment,
+        models=models,
+        images=images,
+        options=dict(options or {}),
+        facts=dict(facts or {}),
     )
 
 
@@ -137,8 +142,15 @@ class Recorder:
         return "\n".join(self.lines)
 
 
-def run_fix(*select: str, state_dir: Path, dry_run: bool = False, unsafe: bool = False, dialogue: Recorder | None = None,
-            on_step: Any = None, **run_kw: Any) -> tuple[service.Outcome, Recorder]:
+def run_fix(
+    *select: str,
+    state_dir: Path,
+    dry_run: bool = False,
+    unsafe: bool = False,
+    dialogue: Recorder | None = None,
+    on_step: Any = None,
+    **run_kw: Any,
+) -> tuple[service.Outcome, Recorder]:
     """check --fix --yes through the application layer: (the outcome after the re-check, what was said)."""
     from decode_doctor.app import fixing
     from decode_doctor.app.requests import FixRequest
@@ -167,7 +179,7 @@ def fix_killed_at(step: int, *select: str, state_dir: Path, **run_kw: Any) -> bo
                     os.kill(os.getpid(), signal.SIGKILL)
 
             run_fix(*select, state_dir=state_dir, on_step=on_step, **run_kw)
-        except BaseException:  # noqa: BLE001 - the parent sees the status
+        except BaseException:
             status = 70
         finally:
             os._exit(status)

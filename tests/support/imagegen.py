@@ -47,7 +47,9 @@ def png_chunk(ctype: bytes, body: bytes) -> bytes:
     return struct.pack(">I", len(body)) + ctype + body + struct.pack(">I", zlib.crc32(ctype + body) & 0xFFFFFFFF)
 
 
-def rebuild_png(data: bytes, replace: dict[bytes, bytes] | None = None, drop: tuple[bytes, ...] = (), insert_after_ihdr: bytes = b"") -> bytes:
+def rebuild_png(
+    data: bytes, replace: dict[bytes, bytes] | None = None, drop: tuple[bytes, ...] = (), insert_after_ihdr: bytes = b""
+) -> bytes:
     out = data[:8]
     for _, ctype, body in png_chunks(data):
         if ctype in drop:
@@ -142,7 +144,7 @@ def samples() -> list[Sample]:
     # broken: empty, header only, truncated at several points, in every format
     add("broken/empty.jpg", b"", "IMG001")
     add("broken/empty.png", b"", "IMG001")
-    add("broken/header-only.jpg", jpeg[:jpeg_scan_start(jpeg)], "IMG001")
+    add("broken/header-only.jpg", jpeg[: jpeg_scan_start(jpeg)], "IMG001")
     add("broken/header-only.png", png[:33], "IMG001")
     for fraction in (0.3, 0.6, 0.9):
         tag = int(fraction * 100)
@@ -161,12 +163,12 @@ def samples() -> list[Sample]:
     text_chunk = png_chunk(b"tEXt", b"Comment\x00hello")
     bad_crc = rebuild_png(png, insert_after_ihdr=text_chunk[:-4] + b"\x00\x00\x00\x00")
     add("broken/bad-crc.png", bad_crc, "IMG001")
-    idat = [body for _, ctype, body in png_chunks(png) if ctype == b"IDAT"][0]
+    idat = next(body for _, ctype, body in png_chunks(png) if ctype == b"IDAT")
     broken_idat = bytearray(idat)
     for i in range(len(idat) // 2, len(idat) // 2 + 16):
         broken_idat[i] ^= 0xFF
     add("broken/bad-zlib.png", rebuild_png(png, replace={b"IDAT": bytes(broken_idat)}), "IMG001")
-    ihdr = bytearray([body for _, ctype, body in png_chunks(png) if ctype == b"IHDR"][0])
+    ihdr = bytearray(next(body for _, ctype, body in png_chunks(png) if ctype == b"IHDR"))
     ihdr[8] = 3  # bit depth 3 does not exist
     add("broken/bad-ihdr.png", rebuild_png(png, replace={b"IHDR": bytes(ihdr)}), "IMG001")
     # later frames and pages
@@ -181,7 +183,11 @@ def samples() -> list[Sample]:
     struct.pack_into("<I", bad_riff, 4, len(webp) * 3)
     add("broken/bad-riff-size.webp", bytes(bad_riff), "IMG001")
     # not images at all
-    add("broken/error-page.jpg", b"<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body>Not Found</body></html>\n", "IMG002")
+    add(
+        "broken/error-page.jpg",
+        b"<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body>Not Found</body></html>\n",
+        "IMG002",
+    )
     add("broken/api-response.png", b'{"error": "rate limited", "retry_after": 30}\n', "IMG002")
     # decompression bombs, flagged from the header
     add("broken/bomb.jpg", jpeg_with_size(jpeg, 30000, 30000), "IMG004")

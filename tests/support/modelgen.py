@@ -12,7 +12,9 @@ from typing import Any
 BITS = {"F32": 32, "F16": 16, "BF16": 16, "I32": 32, "I8": 8, "U8": 8, "F8_E4M3": 8}
 
 
-def write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]], *, sparse: bool = True, metadata: dict[str, str] | None = None) -> int:
+def write_safetensors(
+    path: Path, tensors: dict[str, tuple[str, list[int]]], *, sparse: bool = True, metadata: dict[str, str] | None = None
+) -> int:
     """Writes a header and (sparse) data; returns the file size."""
     header: dict[str, Any] = {}
     if metadata:
@@ -34,22 +36,26 @@ def write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]], *, 
     return 8 + len(raw) + offset
 
 
-def llama_tensors(layers: int, hidden: int, heads: int, kv_heads: int, inter: int, vocab: int, dtype: str = "BF16", tied: bool = False) -> dict[str, tuple[str, list[int]]]:
+def llama_tensors(
+    layers: int, hidden: int, heads: int, kv_heads: int, inter: int, vocab: int, dtype: str = "BF16", tied: bool = False
+) -> dict[str, tuple[str, list[int]]]:
     head_dim = hidden // heads
     tensors = {"model.embed_tokens.weight": (dtype, [vocab, hidden]), "model.norm.weight": (dtype, [hidden])}
     for i in range(layers):
         p = f"model.layers.{i}."
-        tensors.update({
-            p + "self_attn.q_proj.weight": (dtype, [heads * head_dim, hidden]),
-            p + "self_attn.k_proj.weight": (dtype, [kv_heads * head_dim, hidden]),
-            p + "self_attn.v_proj.weight": (dtype, [kv_heads * head_dim, hidden]),
-            p + "self_attn.o_proj.weight": (dtype, [hidden, heads * head_dim]),
-            p + "mlp.gate_proj.weight": (dtype, [inter, hidden]),
-            p + "mlp.up_proj.weight": (dtype, [inter, hidden]),
-            p + "mlp.down_proj.weight": (dtype, [hidden, inter]),
-            p + "input_layernorm.weight": (dtype, [hidden]),
-            p + "post_attention_layernorm.weight": (dtype, [hidden]),
-        })
+        tensors.update(
+            {
+                p + "self_attn.q_proj.weight": (dtype, [heads * head_dim, hidden]),
+                p + "self_attn.k_proj.weight": (dtype, [kv_heads * head_dim, hidden]),
+                p + "self_attn.v_proj.weight": (dtype, [kv_heads * head_dim, hidden]),
+                p + "self_attn.o_proj.weight": (dtype, [hidden, heads * head_dim]),
+                p + "mlp.gate_proj.weight": (dtype, [inter, hidden]),
+                p + "mlp.up_proj.weight": (dtype, [inter, hidden]),
+                p + "mlp.down_proj.weight": (dtype, [hidden, inter]),
+                p + "input_layernorm.weight": (dtype, [hidden]),
+                p + "post_attention_layernorm.weight": (dtype, [hidden]),
+            }
+        )
     if not tied:
         tensors["lm_head.weight"] = (dtype, [vocab, hidden])
     return tensors
@@ -68,7 +74,7 @@ def write_hf_model(directory: Path, config: dict[str, Any], tensors: dict[str, t
         file = f"model-{shard + 1:05d}-of-{shards:05d}.safetensors"
         part = {n: tensors[n] for n in names[shard * per : (shard + 1) * per]}
         write_safetensors(directory / file, part)
-        weight_map.update({n: file for n in part})
+        weight_map.update(dict.fromkeys(part, file))
     (directory / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
     return directory
 
@@ -76,14 +82,23 @@ def write_hf_model(directory: Path, config: dict[str, Any], tensors: dict[str, t
 def qwen2_7b(directory: Path, shards: int = 4) -> Path:
     """Qwen2-7B's real shapes (28 layers, 28 heads, 4 KV heads, hidden 3584), bf16, data sparse."""
     config = {
-        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944,
-        "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
-        "max_position_embeddings": 131072, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+        "architectures": ["Qwen2ForCausalLM"],
+        "model_type": "qwen2",
+        "hidden_size": 3584,
+        "intermediate_size": 18944,
+        "num_hidden_layers": 28,
+        "num_attention_heads": 28,
+        "num_key_value_heads": 4,
+        "vocab_size": 152064,
+        "max_position_embeddings": 131072,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
     }
     return write_hf_model(directory, config, llama_tensors(28, 3584, 28, 4, 18944, 152064), shards)
 
 
 # --- GGUF ---------------------------------------------------------------------------------------
+
 
 def _gguf_string(text: str) -> bytes:
     raw = text.encode()
@@ -106,10 +121,26 @@ def _gguf_value(value: Any) -> bytes:
     raise TypeError(value)
 
 
-GGML = {"F32": (0, 1, 4), "F16": (1, 1, 2), "Q4_0": (2, 32, 18), "Q8_0": (8, 32, 34), "Q4_K": (12, 256, 144), "Q6_K": (14, 256, 210), "BF16": (30, 1, 2)}
+GGML = {
+    "F32": (0, 1, 4),
+    "F16": (1, 1, 2),
+    "Q4_0": (2, 32, 18),
+    "Q8_0": (8, 32, 34),
+    "Q4_K": (12, 256, 144),
+    "Q6_K": (14, 256, 210),
+    "BF16": (30, 1, 2),
+}
 
 
-def write_gguf(path: Path, metadata: dict[str, Any], tensors: dict[str, tuple[str | int, list[int]]], *, magic: bytes = b"GGUF", version: int = 3, sparse: bool = True) -> int:
+def write_gguf(
+    path: Path,
+    metadata: dict[str, Any],
+    tensors: dict[str, tuple[str | int, list[int]]],
+    *,
+    magic: bytes = b"GGUF",
+    version: int = 3,
+    sparse: bool = True,
+) -> int:
     body = magic + struct.pack("<IQQ", version, len(tensors), len(metadata))
     for key, value in metadata.items():
         body += _gguf_string(key) + _gguf_value(value)
@@ -117,7 +148,12 @@ def write_gguf(path: Path, metadata: dict[str, Any], tensors: dict[str, tuple[st
     for name, (ggml_type, dims) in tensors.items():
         type_id, block, size = GGML[ggml_type] if isinstance(ggml_type, str) else (ggml_type, 1, 1)
         nbytes = math.prod(dims) // block * size
-        body += _gguf_string(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<IQ", type_id, offset)
+        body += (
+            _gguf_string(name)
+            + struct.pack("<I", len(dims))
+            + b"".join(struct.pack("<Q", d) for d in dims)
+            + struct.pack("<IQ", type_id, offset)
+        )
         offset += nbytes + (-nbytes % 32)
     body += b"\0" * (-len(body) % 32)
     with open(path, "wb") as handle:
@@ -129,24 +165,38 @@ def write_gguf(path: Path, metadata: dict[str, Any], tensors: dict[str, tuple[st
     return len(body) + offset
 
 
-def llama_gguf(path: Path, layers: int = 4, hidden: int = 256, heads: int = 8, kv_heads: int = 2, vocab: int = 1024, qtype: str = "Q4_K") -> Path:
+def llama_gguf(
+    path: Path, layers: int = 4, hidden: int = 256, heads: int = 8, kv_heads: int = 2, vocab: int = 1024, qtype: str = "Q4_K"
+) -> Path:
     meta = {
-        "general.architecture": "llama", "general.alignment": 32, "llama.block_count": layers, "llama.context_length": 8192,
-        "llama.embedding_length": hidden, "llama.feed_forward_length": hidden * 4, "llama.attention.head_count": heads,
-        "llama.attention.head_count_kv": kv_heads, "tokenizer.ggml.tokens": [f"t{i}" for i in range(vocab)],
+        "general.architecture": "llama",
+        "general.alignment": 32,
+        "llama.block_count": layers,
+        "llama.context_length": 8192,
+        "llama.embedding_length": hidden,
+        "llama.feed_forward_length": hidden * 4,
+        "llama.attention.head_count": heads,
+        "llama.attention.head_count_kv": kv_heads,
+        "tokenizer.ggml.tokens": [f"t{i}" for i in range(vocab)],
     }
     head_dim = hidden // heads
-    tensors: dict[str, tuple[str | int, list[int]]] = {"token_embd.weight": ("Q8_0", [hidden, vocab]), "output_norm.weight": ("F32", [hidden]), "output.weight": ("Q6_K", [hidden, vocab])}
+    tensors: dict[str, tuple[str | int, list[int]]] = {
+        "token_embd.weight": ("Q8_0", [hidden, vocab]),
+        "output_norm.weight": ("F32", [hidden]),
+        "output.weight": ("Q6_K", [hidden, vocab]),
+    }
     for i in range(layers):
-        tensors.update({
-            f"blk.{i}.attn_q.weight": (qtype, [hidden, heads * head_dim]),
-            f"blk.{i}.attn_k.weight": (qtype, [hidden, kv_heads * head_dim]),
-            f"blk.{i}.attn_v.weight": (qtype, [hidden, kv_heads * head_dim]),
-            f"blk.{i}.attn_output.weight": (qtype, [heads * head_dim, hidden]),
-            f"blk.{i}.ffn_up.weight": (qtype, [hidden, hidden * 4]),
-            f"blk.{i}.ffn_down.weight": (qtype, [hidden * 4, hidden]),
-            f"blk.{i}.attn_norm.weight": ("F32", [hidden]),
-        })
+        tensors.update(
+            {
+                f"blk.{i}.attn_q.weight": (qtype, [hidden, heads * head_dim]),
+                f"blk.{i}.attn_k.weight": (qtype, [hidden, kv_heads * head_dim]),
+                f"blk.{i}.attn_v.weight": (qtype, [hidden, kv_heads * head_dim]),
+                f"blk.{i}.attn_output.weight": (qtype, [heads * head_dim, hidden]),
+                f"blk.{i}.ffn_up.weight": (qtype, [hidden, hidden * 4]),
+                f"blk.{i}.ffn_down.weight": (qtype, [hidden * 4, hidden]),
+                f"blk.{i}.attn_norm.weight": ("F32", [hidden]),
+            }
+        )
     write_gguf(path, meta, tensors)
     return path
 

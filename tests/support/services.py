@@ -11,6 +11,7 @@ import signal
 import socket
 import socketserver
 import subprocess
+import sys
 import tarfile
 import tempfile
 import threading
@@ -18,6 +19,23 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+SUPERVISE = Path(__file__).resolve().parent / "supervise.py"
+
+
+def supervised(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+    """Starts a service under supervise.py: it dies with this test run, however the run ends."""
+    with open(log, "wb") as out:
+        return subprocess.Popen([sys.executable, str(SUPERVISE), "--", *argv], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def free_port() -> int:
@@ -45,22 +63,23 @@ def dockerd() -> Iterator[str]:
     base = Path(tempfile.mkdtemp(prefix="dd-dockerd-", dir="/tmp"))
     sock = base / "docker.sock"
     log = base / "dockerd.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [binary, "--iptables=false", "--ip-forward=false", "--bridge=none", "--storage-driver=vfs",
-             f"--data-root={base}/data", f"--exec-root={base}/exec", f"--pidfile={base}/dockerd.pid", f"-H=unix://{sock}"],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+    argv = [
+        binary,
+        "--iptables=false",
+        "--ip-forward=false",
+        "--bridge=none",
+        "--storage-driver=vfs",
+        f"--data-root={base}/data",
+        f"--exec-root={base}/exec",
+        f"--pidfile={base}/dockerd.pid",
+        f"-H=unix://{sock}",
+    ]
+    proc = supervised(argv, log)
     try:
         _wait_for(lambda: sock.exists() and _answers(sock), 30, "dockerd", log)
         yield f"unix://{sock}"
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop(proc)
         subprocess.run(["umount", "-R", str(base / "exec")], capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
 
@@ -84,16 +103,15 @@ def registry() -> Iterator[str]:
     base = Path(tempfile.mkdtemp(prefix="dd-registry-"))
     port = free_port()
     config = base / "config.yml"
-    config.write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {base}/data\nhttp:\n  addr: 127.0.0.1:{port}\nlog:\n  level: warn\n")
-    log = base / "registry.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([binary, "serve", str(config)], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    config.write_text(
+        f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {base}/data\nhttp:\n  addr: 127.0.0.1:{port}\nlog:\n  level: warn\n"
+    )
+    proc = supervised([binary, "serve", str(config)], base / "registry.log")
     try:
-        _wait_for(lambda: _http_ok(f"http://127.0.0.1:{port}/v2/"), 20, "docker-registry", log)
+        _wait_for(lambda: _http_ok(f"http://127.0.0.1:{port}/v2/"), 20, "docker-registry", base / "registry.log")
         yield f"127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop(proc)
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -131,7 +149,7 @@ Route = Callable[[http.server.BaseHTTPRequestHandler], tuple[int, dict[str, str]
 
 def _handler(route: Route, unix: bool = False) -> type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             status, headers, body = route(self)
             self.send_response(status)
             for key, value in headers.items():

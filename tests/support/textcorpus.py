@@ -69,8 +69,14 @@ def corpus() -> list[Item]:
     items[-1].text = _json("tokens")
     add("utf16-nobom/tokenizer_config.json", _json("模型 config"), "utf-16-le", "convert")
     # never converted
-    items.append(Item("mixed/config.json", (_json("x")[:-2] + ',\n').encode() + f'  "a": "{ZH}",\n'.encode("utf-8") + f'  "b": "{ZH}"\n}}\n'.encode("gbk"), "never"))
-    items.append(Item("truncated/utf8.txt", f"hello {ZH}".encode("utf-8")[:-1], "never"))
+    items.append(
+        Item(
+            "mixed/config.json",
+            (_json("x")[:-2] + ",\n").encode() + f'  "a": "{ZH}",\n'.encode() + f'  "b": "{ZH}"\n}}\n'.encode("gbk"),
+            "never",
+        )
+    )
+    items.append(Item("truncated/utf8.txt", f"hello {ZH}".encode()[:-1], "never"))
     items.append(Item("truncated/gbk.txt", f"hello {ZH}".encode("gbk")[:-1], "never"))
     items.append(Item("binary/config.json", gzip.compress(b'{"a": 1}' * 100), "never"))
     items.append(Item("binary/vocab.txt", b"\x00\x01\x02" * 100, "never"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from . import cuda  # noqa: F401
+from . import cuda
 
 uint8 = "uint8"
 __version__ = "0.0.fake"
@@ -19,10 +19,10 @@ class Tensor:
         self.size = size
         self.device = device
 
-    def fill_(self, value: int) -> "Tensor":
+    def fill_(self, value: int) -> Tensor:
         return self
 
-    def copy_(self, other: "Tensor") -> "Tensor":
+    def copy_(self, other: Tensor) -> Tensor:
         cuda._clock.advance(2 * other.size / (float(os.environ.get("DD_FAKE_GPU_GBPS", "4000")) * 1e9))
         return self
 

@@ -49,5 +49,5 @@ class Event:
     def synchronize(self) -> None:
         pass
 
-    def elapsed_time(self, end: "Event") -> float:
+    def elapsed_time(self, end: Event) -> float:
         return (end.at - self.at) * 1000

@@ -1,0 +1,142 @@
+"""The architecture holds: a feature is added by files alone, no module outside a feature imports
+its names, the engine and the reports name no check, and every package is installed."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import PLUGINS, REPO, run_dd, tree_digest
+
+SOURCES = {"decode_doctor": REPO / "doctor", "decode_doctor.checks": REPO / "checks", "decode_doctor.fixers": REPO / "fixers"}
+FEATURES = sorted(p.name for p in (REPO / "checks").iterdir() if (p / "__init__.py").is_file())
+
+
+def _modules() -> list[tuple[str, Path]]:
+    found = []
+    for package, root in SOURCES.items():
+        for path in sorted(root.rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            name = ".".join([package, *parts])
+            if package == "decode_doctor" and parts and parts[0] in ("checks", "fixers"):
+                continue
+            found.append((name, path))
+    return found
+
+
+def _imports(name: str, path: Path) -> list[tuple[str, list[str]]]:
+    """(module imported, names taken from it) for every import in the file, relative ones resolved."""
+    tree = ast.parse(path.read_text())
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, []) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            found.append((module, [alias.name for alias in node.names]))
+    return found
+
+
+def _feature_of(module: str) -> str | None:
+    match = re.match(r"decode_doctor\.checks\.([a-z_]+)", module)
+    return match.group(1) if match else None
+
+
+def test_no_module_outside_a_feature_imports_its_names():
+    offences = []
+    for name, path in _modules():
+        own = _feature_of(name)
+        fixer_of = name.rsplit(".", 1)[1] if name.startswith("decode_doctor.fixers.") else None
+        for module, names in _imports(name, path):
+            target = _feature_of(module)
+            if module == "decode_doctor.checks" and names:
+                target = names[0]
+            if target is None or target == own:
+                continue
+            if fixer_of == target:  # a feature's fixer takes its public names
+                private = [n for n in names if n.startswith("_")]
+                if private:
+                    offences.append(f"{name} imports private names {private} from {module}")
+                continue
+            offences.append(f"{name} imports {module}")
+    assert offences == []
+
+
+def test_the_engine_and_the_reports_name_no_code():
+    from decode_doctor.engine.registry import load
+
+    codes = set(load().codes())
+    named = []
+    for name, path in _modules():
+        if name.startswith(("decode_doctor.checks", "decode_doctor.fixers")):
+            continue
+        text = path.read_text()
+        named += [f"{name}: {code}" for code in sorted(codes) if re.search(rf"\b{code}\b", text)]
+    assert named == []
+
+
+def test_every_package_directory_is_installed():
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    present = {name for name, path in _modules() if path.name == "__init__.py"}
+    assert present - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
+
+
+def test_every_feature_has_its_home():
+    """checks/<feature>/ holds the checks; a fixer module, if any, is named after its feature."""
+    fixers = {p.stem for p in (REPO / "fixers").glob("*.py") if p.stem != "__init__"}
+    assert fixers <= set(FEATURES)
+
+
+@pytest.fixture
+def sample_plugin(tmp_path: Path) -> dict[str, str]:
+    """An installed plugin as pip leaves one: a dist-info with entry points, the code on the path."""
+    dist = tmp_path / "site" / "dd_sample_feature-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dd-sample-feature\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[decode_doctor.checks]\nsample = dd_sample_feature\n\n[decode_doctor.fixers]\nsample = dd_sample_feature.fixer\n"
+    )
+    return {"PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(PLUGINS)])}
+
+
+def test_a_plugin_adds_a_check_a_fixer_an_environment_row_a_metric_and_an_html_row(sample_plugin, tmp_path):
+    root = tmp_path / "host"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc/sample-feature.conf").write_text("batching = off\n")
+    listing = json.loads(run_dd("list", "--format", "json", env=sample_plugin).stdout)
+    (sample,) = [c for c in listing["checks"] if c["check"] == "sample"]
+    assert sample["origin"] == "plugin dd-sample-feature" and sample["codes"][0]["fix"] == "safe"
+    assert listing["load_errors"] == []
+    args = ("check", "--select", "sample", "--root", str(root))
+    report = json.loads(run_dd(*args, "--format", "json", env=sample_plugin).stdout)
+    assert report["findings"][0]["fix"]["fixer"] == "sample"
+    assert {"name": "sample batching", "value": "off", "judged": "SAMPLE001"} in report["environment"]
+    assert report["facts"]["sample"] == {"setting": "off"}
+    assert 'decode_doctor_sample_batching{host="' in run_dd(*args, "--format", "prometheus", env=sample_plugin).stdout
+    page = run_dd(*args, "--format", "html", env=sample_plugin).stdout
+    assert "<h2>Sample feature</h2>" in page and "<th>batching</th><td>off</td>" in page
+    before = tree_digest(root)
+    fixed = run_dd(*args, "--fix", "--yes", "--state-dir", str(tmp_path / "state"), env=sample_plugin)
+    assert "SAMPLE001: resolved" in fixed.stdout, fixed.stdout + fixed.stderr
+    assert (root / "etc/sample-feature.conf").read_text() == "batching = on\n"
+    assert run_dd("undo", "--state-dir", str(tmp_path / "state"), env=sample_plugin).returncode == 0
+    assert tree_digest(root) == before

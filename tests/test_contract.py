@@ -1,0 +1,115 @@
+"""The contracts the registry holds checks and fixers to when they load."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from decode_doctor.engine import Applicability, Check, Code, Fixer, FixRef, Option, Severity
+from decode_doctor.engine.registry import Registry, _add_checks, _add_fixers
+
+from .conftest import PLUGINS, run_dd
+
+
+def code(name: str, fix: bool = True) -> Code:
+    return Code(name, "t", Severity.WARNING, "w", "y", "f", fix_safety="Safe: test." if fix else "")
+
+
+class Alpha(Check):
+    name = "alpha"
+    codes = (code("ALP001"), code("ALP002", fix=False))
+    options = (Option("--alpha-level", "h"),)
+
+
+class Beta(Check):
+    name = "beta"
+    codes = (code("BET001"),)
+    options = (Option("--alpha-level", "the same flag as alpha's"),)
+
+
+def make(*fixers: type[Fixer], checks: tuple[type[Check], ...] = (Alpha,)) -> Registry:
+    registry = Registry()
+    _add_checks(registry, [(cls, "test") for cls in checks])
+    _add_fixers(registry, [(cls, "test") for cls in fixers])
+    return registry
+
+
+def fixer(name: str, **claims: Applicability) -> type[Fixer]:
+    return type(name.title(), (Fixer,), {"name": name, "claims": claims})
+
+
+def test_every_declared_fix_is_claimed_by_exactly_one_fixer():
+    registry = make(fixer("alpha", ALP001=Applicability.SAFE))
+    assert registry.errors == [] and registry.fixable("ALP001") is Applicability.SAFE
+    unclaimed = make()
+    assert unclaimed.errors == ["check 'alpha': ALP001 declares a fix, but no fixer claims it"]
+    twice = make(fixer("one", ALP001=Applicability.SAFE), fixer("two", ALP001=Applicability.UNSAFE))
+    assert "fixer 'two' (test) not loaded: claims ALP001, already claimed by fixer 'one'" in twice.errors
+    assert twice.fixable("ALP001") is Applicability.SAFE
+
+
+def test_a_fixer_claiming_a_misspelled_or_fixless_code_does_not_load():
+    registry = make(fixer("alpha", ALP01=Applicability.SAFE, ALP002=Applicability.SAFE))
+    (problem, unclaimed) = registry.errors
+    assert "claims ALP01, which no check declares" in problem and "claims ALP002, which declares no fix" in problem
+    assert "alpha" not in registry.fixers and unclaimed.endswith("ALP001 declares a fix, but no fixer claims it")
+
+
+def test_the_fix_is_bound_to_the_claiming_fixer_and_dropped_without_one():
+    registry = make(fixer("alpha", ALP001=Applicability.DISPLAY_ONLY))
+    finding = Alpha().finding("ALP001", "m", fix=FixRef("do it", {"x": 1}))
+    bound = registry.resolve(finding)
+    assert (bound.fix.fixer, bound.fix.applicability, bound.fix.params) == ("alpha", Applicability.DISPLAY_ONLY, {"x": 1})
+    assert make().resolve(finding).fix is None
+
+
+def test_a_fix_on_a_code_that_declares_none_is_a_bug_in_the_check():
+    with pytest.raises(ValueError, match="ALP002 offers a fix but declares no fix_safety"):
+        Alpha().finding("ALP002", "m", fix=FixRef("nope"))
+
+
+def test_option_flags_are_one_namespace():
+    registry = make(fixer("alpha", ALP001=Applicability.SAFE), checks=(Alpha, Beta))
+    assert "beta" not in registry.checks
+    assert "check 'beta' (test) not loaded: option --alpha-level already belongs to 'alpha'" in registry.errors
+
+
+def test_an_option_that_takes_a_core_flag_is_left_out(monkeypatch):
+    from decode_doctor.cli import common
+    from decode_doctor.engine import registry as module
+
+    class Rooted(Check):
+        name = "rooted"
+        options = (Option("--root", "takes the core flag"),)
+
+    loaded = make(fixer("alpha", ALP001=Applicability.SAFE), checks=(Alpha, Rooted))
+    monkeypatch.setattr(module, "_loaded", loaded)
+    common._check_options(lambda **kw: None)
+    assert "check 'rooted': option --root is one of decode-doctor's own; left out" in loaded.errors
+
+
+def test_builtin_contracts_hold():
+    from decode_doctor.engine.registry import load
+
+    registry = load()
+    assert registry.errors == []
+    declared = {c for c, (spec, _) in registry.codes().items() if spec.declares_fix}
+    assert declared == set(registry.claims)
+
+
+def test_a_broken_fixer_plugin_is_reported_like_a_broken_check_plugin(tmp_path):
+    """The fixers entry-point group is loaded, and held to the contract, like the checks group."""
+    dist = tmp_path / "site" / "dd_bad-0.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dd-bad\nVersion: 0.0\n")
+    (dist / "entry_points.txt").write_text("[decode_doctor.fixers]\nmissing = dd_no_such_module\nmisspelled = dd_test_fixers\n")
+    (tmp_path / "site" / "dd_test_fixers.py").write_text(
+        "from decode_doctor.engine import Applicability, Fixer\n"
+        "class Misspelled(Fixer):\n    name = 'misspelled'\n    claims = {'SWAP01': Applicability.SAFE}\n"
+    )
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(PLUGINS)])}
+    errors = json.loads(run_dd("list", "--format", "json", env=env).stdout)["load_errors"]
+    assert any(e.startswith("plugin missing (dd_no_such_module): ModuleNotFoundError") for e in errors)
+    assert any("fixer 'misspelled' (plugin dd-bad) not loaded: claims SWAP01, which no check declares" in e for e in errors)
