@@ -22,7 +22,7 @@ from typing import Any
 from .check import Check, SkipCheck
 from .context import Context
 from .findings import CheckResult, CommandRecord, State
-from .workers import Child, kill_group, wait_ready
+from .workers import Child, child_groups, kill_group, wait_ready
 
 MAX_PARALLEL = 8
 Progress = Callable[[str, str], None]  # (event, text): "start" / "progress" / "done"
@@ -91,9 +91,20 @@ def _finish(job: _Job, message: tuple[Any, ...]) -> CheckResult:
 
 
 def _kill(job: _Job) -> CheckResult:
-    job.child.kill()
-    for pgid in job.groups:
+    # Commands run in process groups of their own, announced over the pipe. On a busy host an
+    # announcement can still be unread, or unsent: freeze the check, so its commands are still its
+    # children, and take their groups from /proc as well as from the pipe.
+    job.child.freeze()
+    stray = child_groups(job.child.pid)
+    job.child.stop()
+    try:
+        while job.child.conn.poll(0):
+            _relay(job, job.child.conn.recv(), None)
+    except (EOFError, OSError):
+        pass
+    for pgid in set(job.groups) | stray:
         kill_group(pgid)
+    job.child.reap()
     hung = [" ".join(argv) for argv in job.groups.values() if argv]
     reason = f"timed out after {job.timeout_s:g} s"
     if hung:

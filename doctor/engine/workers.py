@@ -28,6 +28,27 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def child_groups(pid: int) -> set[int]:
+    """The process groups of pid's children, from /proc (empty where there is no /proc)."""
+    groups = set()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return groups
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read().decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp …
+        if len(fields) > 2 and int(fields[1]) == pid:
+            groups.add(int(fields[2]))
+    return groups
+
+
 def kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -74,14 +95,25 @@ class Child:
     def set_deadline(self, seconds: float) -> None:
         self.deadline = time.monotonic() + seconds
 
-    def kill(self) -> None:
-        """SIGKILL (the group too, when the child leads one), then reap."""
+    def freeze(self) -> None:
+        """SIGSTOP: it starts nothing more, and what it started is still its children."""
+        try:
+            os.kill(self.pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            pass
+
+    def stop(self) -> None:
+        """SIGKILL (the group too, when the child leads one); what it sent before stays readable."""
         if self.own_group:
             kill_group(self.pid)
         try:
             os.kill(self.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+    def kill(self) -> None:
+        """stop(), then reap."""
+        self.stop()
         self.reap()
 
     def reap(self) -> str:
