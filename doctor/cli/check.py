@@ -52,29 +52,9 @@ def check(**params: Any) -> None:
     from ..app.requests import FixRequest
     from ..fixes.journal import default_state_dir
 
-    own = (
-        "root",
-        "models",
-        "images",
-        "select",
-        "ignore",
-        "config_path",
-        "fail_on",
-        "timeout",
-        "debug",
-        "fmt",
-        "output",
-        "verbose",
-        "fix",
-        "dry_run",
-        "yes",
-        "unsafe_fixes",
-        "state_dir",
-    )
-    check_options = {k: v for k, v in params.items() if k not in own}
     if (params["dry_run"] or params["yes"] or params["unsafe_fixes"]) and not params["fix"]:
         raise click.UsageError("--dry-run, --yes and --unsafe-fixes go with --fix")
-    request = run_request(params, check_options)
+    request = run_request(params)
     validate_selectors(request)
     fix_request = None
     if params["fix"]:

@@ -158,10 +158,19 @@ def run_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def run_request(params: dict[str, Any], check_options: dict[str, Any]) -> Any:
+def check_option_keys() -> set[str]:
+    """The parameter names of the options the checks add (see _check_options)."""
+    from ..engine.registry import load
+
+    return {option.key for cls in load().checks.values() for option in cls.options if option.flag not in CORE_FLAGS}
+
+
+def run_request(params: dict[str, Any]) -> Any:
     """A RunRequest from the run options (and the config file they may name); usage errors raise."""
     from ..app.requests import RunRequest
 
+    keys = check_option_keys()
+    check_options = {key: value for key, value in params.items() if key in keys}
     try:
         config = load_config(params["config_path"], Path.cwd())
     except ConfigError as exc:

@@ -50,25 +50,9 @@ def report(**params: Any) -> None:
     """Run the checks and write a ticket-ready bundle: report.md, report.html, report.json and raw/."""
     from ..fixes.journal import default_state_dir
 
-    own = (
-        "root",
-        "models",
-        "images",
-        "select",
-        "ignore",
-        "config_path",
-        "fail_on",
-        "timeout",
-        "debug",
-        "output",
-        "fmt",
-        "redact_hosts",
-        "no_redact",
-        "state_dir",
-    )
     if params["redact_hosts"] and params["no_redact"]:
         raise click.UsageError("--redact-hosts and --no-redact contradict each other")
-    request = run_request(params, {k: v for k, v in params.items() if k not in own})
+    request = run_request(params)
     validate_selectors(request)
     state_dir = params["state_dir"] or default_state_dir()
     guarded(params["debug"], lambda: _report(request, params["output"] or Path.cwd(), params, state_dir))
