@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from support.textcorpus import write_corpus
 
-from decode_doctor.checks.encodings import Encodings, walk
+from decode_doctor.checks.encodings.check import Encodings, walk
 from decode_doctor.engine import Context
 
 

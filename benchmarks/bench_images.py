@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from PIL import Image
 from support.imagegen import encode, picture
 
-from decode_doctor.checks.images import Images
+from decode_doctor.checks.images.check import Images
 from decode_doctor.engine import Context
 from decode_doctor.engine.workers import usable_cpus
 

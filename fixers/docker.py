@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from decode_doctor.checks.docker import DAEMON_JSON, RESTART, render_like
+from decode_doctor.checks.docker.daemon_json import DAEMON_JSON, RESTART, render_like
 from decode_doctor.engine import Applicability, Context, Finding, Fixer
 from decode_doctor.fixes.actions import Plan, ReplaceFile, ShowCommands
 

@@ -6,7 +6,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from decode_doctor.checks.encodings import Verdict, converted_bytes, parses
+from decode_doctor.checks.encodings.textenc import Verdict, converted_bytes, parses
 from decode_doctor.engine import Applicability, Context, Finding, Fixer
 from decode_doctor.fixes.actions import Plan, ReplaceFile
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decode_doctor.checks.swappiness import SWAPPINESS, persistent_setting
+from decode_doctor.checks.swappiness.sysctl import SWAPPINESS, persistent_setting
 from decode_doctor.engine import Applicability, Context, Finding, Fixer
 from decode_doctor.fixes.actions import Plan, ReplaceFile, WriteTunable
 

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from decode_doctor.checks.bandwidth import BandwidthFacts, CpuMemory, membw, memory_spec
+from decode_doctor.checks.bandwidth import membw
+from decode_doctor.checks.bandwidth.check import BandwidthFacts, CpuMemory, memory_spec
 from decode_doctor.engine import Context
 from decode_doctor.engine.commands import CommandRunner
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from decode_doctor.checks.docker import api_version, image_store, mirrors, referrers_exposed
+from decode_doctor.checks.docker.engine import api_version, image_store, mirrors, referrers_exposed
 from decode_doctor.checks.docker.referrers import INDEX_TYPE, Answer, judge_referrers, parse_reference
 from decode_doctor.cli.check import KILL_AT_ENV
 

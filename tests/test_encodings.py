@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from decode_doctor.checks.encodings import decide
+from decode_doctor.checks.encodings.textenc import decide
 from decode_doctor.cli.check import KILL_AT_ENV
 from decode_doctor.fixes.journal import UndoError, undo_run
 
@@ -182,7 +182,7 @@ def test_unreadable_file_is_a_finding(tmp_path):
 
 
 def test_weights_are_never_read(tmp_path):
-    from decode_doctor.checks.encodings import Encodings
+    from decode_doctor.checks.encodings.check import Encodings
     from decode_doctor.engine import Context
 
     root = tmp_path / "m"

@@ -176,7 +176,7 @@ def test_per_file_time_limit_does_not_stall_the_scan(tmp_path):
 
 
 def test_progress_is_reported_while_scanning(tmp_path, monkeypatch):
-    from decode_doctor.checks.images import Images
+    from decode_doctor.checks.images.check import Images
     from decode_doctor.engine import Context
 
     root = tmp_path / "ds"

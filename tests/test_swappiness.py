@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from decode_doctor.checks.swappiness import persistent_setting, proc_sys_read_only
+from decode_doctor.checks.swappiness.sysctl import persistent_setting, proc_sys_read_only
 from decode_doctor.engine import Applicability, Context, Severity
 
 from .conftest import FIXTURES

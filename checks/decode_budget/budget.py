@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .dtypes import KV_DTYPE_BYTES
 from .modelfiles import ModelInfo
 
 GB = 1e9
 GIB = 1 << 30
-KV_DTYPE_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 HEADROOM = 0.20  # keep a fifth of device memory free: fragmentation, activations, allocator slack
 RUNTIME_OVERHEAD_BYTES = 1 * GIB  # CUDA context / runtime buffers, a conservative floor
 RUNTIME_OVERHEAD_FRACTION = 0.05  # activations and workspace, grow with the model

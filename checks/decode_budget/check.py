@@ -8,9 +8,10 @@ from pathlib import Path
 from decode_doctor.engine import Chart, Check, Code, Context, Facts, Finding, HtmlBlock, Metric, Needs, Option, Sample, Series, Severity
 
 from .budget import Budget, Device, compute_budget, human_binary, human_bytes
+from .dtypes import KV_DTYPE_BYTES
 from .modelfiles import ModelFormatError, ModelInfo, read_model
 
-KV_DTYPES = ("fp16", "bf16", "fp8", "int8", "int4", "fp32")
+KV_DTYPES = tuple(sorted(KV_DTYPE_BYTES))
 DEFAULT_CONTEXT = 4096
 
 DEC002 = Code(

@@ -1,8 +1,9 @@
 """Discovers checks and fixers, and holds them to their contracts when they load.
 
 Built-in checks are the feature packages under checks/ (a package's checks are the Check
-subclasses defined in it or its submodules), built-in fixers the modules under fixers/; plugins
-register the entry-point groups below. The engine never names a check. Loading verifies:
+subclasses defined in its modules, every one of which is imported but commands.py, which is the
+CLI's), built-in fixers the modules under fixers/; plugins register the entry-point groups below.
+The engine never names a check. Loading verifies:
 - every code belongs to one check;
 - option flags are one namespace: a flag two checks declare is an error, not first-wins;
 - the fix contract: every code that declares a fix (Code.fix_safety) is claimed by exactly one
@@ -87,6 +88,9 @@ def _discover(package: str, group: str, base: type[T], errors: list[str]) -> lis
         name = f"{package}.{info.name}"
         try:
             module = importlib.import_module(name)
+            for sub in pkgutil.iter_modules(getattr(module, "__path__", [])):
+                if not sub.name.startswith("_") and sub.name != "commands":
+                    importlib.import_module(f"{name}.{sub.name}")
         except Exception as exc:  # a broken module must not take the CLI down
             errors.append(f"{name}: {type(exc).__name__}: {exc}")
             continue
