@@ -3,7 +3,9 @@ against the same configs with no weights, and a GGUF file.
 
     python benchmarks/bench_model_scan.py [--repeat 50]
 
-Prints the median time of read_model() for each and the ratio to the no-weights directory.
+Prints the median time of read_model() (the decode budget's reader) for each and the ratio to the
+no-weights directory, then the whole model-artifacts check on the 20 GB directory (goal: under
+50 ms without --verify-hashes).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from support.modelgen import llama_gguf, qwen2_7b, write_safetensors
 
-from decode_doctor.checks.decode_budget.modelfiles import read_model, read_safetensors_header
+from decode_doctor.checks.models.artifacts import ModelArtifacts
+from decode_doctor.checks.models.modelfiles import read_model, read_safetensors_header
+from decode_doctor.engine import Context
 
 
 def timed(path: Path, repeat: int) -> list[float]:
@@ -63,11 +67,17 @@ def main() -> None:
         }
         results = {name: timed(path, args.repeat) for name, path in cases.items()}
         weights = {name: read_model(path).weight_bytes for name, path in cases.items()}
+        artifacts = []
+        for _ in range(args.repeat):
+            started = time.perf_counter()
+            ModelArtifacts().run(Context(models=(big,)))
+            artifacts.append(time.perf_counter() - started)
     baseline = statistics.median(results["same tensor headers, no data"])
     print(f"{'case':<40} {'weights':>10} {'median':>10} {'× no data':>10}")
     for name, times in results.items():
         median = statistics.median(times)
         print(f"{name:<40} {weights[name] / 1e9:8.1f}GB {median * 1000:8.2f}ms {median / baseline:9.2f}×")
+    print(f"model-artifacts check, 20 GB directory: median {statistics.median(artifacts) * 1000:.2f} ms (goal: under 50 ms)")
 
 
 if __name__ == "__main__":

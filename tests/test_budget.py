@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from decode_doctor.checks.decode_budget.budget import GB, GIB, Device, compute_budget, kv_bytes_per_token, tokens_per_second
-from decode_doctor.checks.decode_budget.modelfiles import ModelInfo
+from decode_doctor.checks.models.budget import GB, GIB, Device, compute_budget, kv_bytes_per_token, tokens_per_second
+from decode_doctor.checks.models.modelfiles import ModelInfo
 
 MIB = 1 << 20
 

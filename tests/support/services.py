@@ -173,7 +173,7 @@ def http_server(route: Route) -> Iterator[str]:
 
     Handler = _handler(route)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -192,7 +192,7 @@ def unix_http_server(path: Path, route: Route) -> Iterator[str]:
         daemon_threads = True
 
     server = Server(str(path), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield f"unix://{path}"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from decode_doctor.engine import Chart, Check, Code, Context, Facts, Finding, HtmlBlock, Metric, Needs, Option, Sample, Series, Severity
 
+from .artifacts import ArtifactsFacts
 from .budget import Budget, Device, compute_budget, human_binary, human_bytes
 from .dtypes import KV_DTYPE_BYTES
 from .modelfiles import ModelFormatError, ModelInfo, read_model
@@ -173,7 +174,7 @@ class DecodeBudget(Check):
     name = "decode-budget"
     description = "memory fit and decode tokens/s ceiling of each --model on this host"
     codes = (DEC002, DEC003, DEC004, DEC010, DEC011)
-    needs = Needs(inputs=("models",), after=("bandwidth", "gpu"))
+    needs = Needs(inputs=("models",), after=("bandwidth", "gpu", "model-artifacts"))
     options = (
         Option("--context", "Context length to budget for [default: 4096, or the model's maximum if lower].", type=int),
         Option("--concurrency", "Sequences decoded at once [default: 1].", type=int, default=1),
@@ -188,6 +189,8 @@ class DecodeBudget(Check):
     def run(self, ctx: Context) -> list[Finding]:
         findings: list[Finding] = []
         budgets: list[ModelBudget] = []
+        artifacts = ctx.facts.get("model-artifacts")  # its damaged models are its to report
+        damaged = set(artifacts.damaged) if isinstance(artifacts, ArtifactsFacts) else set()
         for path in ctx.models:
             for name in ("config.json", "model.safetensors.index.json"):
                 if (Path(path) / name).is_file():
@@ -195,8 +198,9 @@ class DecodeBudget(Check):
             try:
                 model = read_model(Path(path))
             except ModelFormatError as exc:
-                where = exc.path or str(path)
-                findings.append(self.finding("DEC010", str(exc), evidence={"file": where}, path=where))
+                if str(path) not in damaged:
+                    where = exc.path or str(path)
+                    findings.append(self.finding("DEC010", str(exc), evidence={"file": where}, path=where))
                 continue
             except OSError as exc:
                 findings.append(self.finding("DEC010", f"{path}: {exc.strerror}", evidence={"file": str(path)}, path=str(path)))

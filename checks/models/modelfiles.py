@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 SAFETENSORS_MAX_HEADER = 100_000_000
+JSON_LIMIT = 64 << 20  # config.json, tokenizer.json and friends: read whole only below this
 SAFETENSORS_BITS = {
     "F4": 4,
     "F6_E2M3": 6,
@@ -75,6 +78,7 @@ GGML_TYPES: dict[int, tuple[str, int, int]] = {
 }
 GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 GGUF_STRING, GGUF_ARRAY = 8, 9
+LENGTH = struct.Struct("<Q")
 
 EMBEDDING = re.compile(r"(^|\.)(embed_tokens|wte|tok_embeddings|word_embeddings)\.weight$|^token_embd\.weight$")
 OUTPUT_HEAD = re.compile(r"(^|\.)(lm_head|embed_out)\.weight$|^output\.weight$")
@@ -83,11 +87,17 @@ EXPERT = re.compile(r"\.experts\.\d+\.|_exps\.weight$|\.experts\.(gate_up_proj|d
 
 
 class ModelFormatError(Exception):
-    """A model file that cannot be read as what it claims to be; the message says why, for a user."""
+    """A model file that cannot be read as what it claims to be; the message says why, for a user.
 
-    def __init__(self, message: str, path: Path | str | None = None):
+    kind: "malformed" (not the format it claims), "truncated" (shorter than its header says),
+    "missing" (a file the model needs is not there), "encoding" (JSON that is not UTF-8: the
+    encodings check's to judge and convert).
+    """
+
+    def __init__(self, message: str, path: Path | str | None = None, kind: str = "malformed"):
         super().__init__(message)
         self.path = str(path) if path is not None else None
+        self.kind = kind
 
 
 @dataclass
@@ -149,13 +159,32 @@ def _first(config: dict[str, Any], *keys: str) -> Any:
     return None
 
 
-def read_config(path: Path) -> dict[str, Any]:
+def read_regular(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, at most limit of them (ModelFormatError beyond); FIFOs, devices and
+    sockets are refused without being opened for a blocking read."""
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise ModelFormatError(f"{path.name} is missing (a dangling link?)", path, "missing") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise ModelFormatError(f"{path.name} is not a regular file", path)
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ModelFormatError(f"{path.name} is larger than {limit >> 20} MiB; not read", path)
+    return data
+
+
+def read_config(path: Path, limit: int = JSON_LIMIT) -> dict[str, Any]:
+    try:
+        data = json.loads(read_regular(path, limit).decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise ModelFormatError(f"{path.name} is not UTF-8 ({exc.reason} at byte {exc.start}); loaders will fail on it too", path) from None
+        message = f"{path.name} is not UTF-8 ({exc.reason} at byte {exc.start}); loaders will fail on it too"
+        raise ModelFormatError(message, path, "encoding") from None
     except json.JSONDecodeError as exc:
         raise ModelFormatError(f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno}", path) from None
+    except RecursionError:
+        raise ModelFormatError(f"{path.name} nests too deeply to be a model's JSON", path) from None
     if not isinstance(data, dict):
         raise ModelFormatError(f"{path.name} holds a JSON {type(data).__name__}, not an object", path)
     return data
@@ -207,57 +236,85 @@ def _account(info: ModelInfo, name: str, dtype: str, nbytes: int) -> None:
         info.expert_bytes += nbytes
 
 
+def _natural(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def read_safetensors_header(path: Path) -> dict[str, Any]:
+    """The header of a safetensors file, checked the way the safetensors library checks it: every
+    entry well formed, the tensors' byte ranges contiguous from 0, and the file exactly that long."""
     size = path.stat().st_size
     with open(path, "rb") as handle:
         head = handle.read(8)
         if len(head) < 8:
-            raise ModelFormatError(f"{path.name}: truncated: {size} bytes, not even the 8-byte header length", path)
+            raise ModelFormatError(f"{path.name}: truncated: {size} bytes, not even the 8-byte header length", path, "truncated")
         length = int.from_bytes(head, "little")
         if length > SAFETENSORS_MAX_HEADER:
             raise ModelFormatError(
-                f"{path.name}: header length {length:,} exceeds the format's {SAFETENSORS_MAX_HEADER:,}-byte limit (not safetensors, or "
-                f"corrupt)",
+                f"{path.name}: header length {length:,} exceeds the format's {SAFETENSORS_MAX_HEADER:,}-byte limit "
+                "(not safetensors, or corrupt)",
                 path,
             )
         if 8 + length > size:
-            raise ModelFormatError(
-                f"{path.name}: header length {length:,} is larger than the {size - 8:,} bytes after it: the file is truncated", path
-            )
+            message = f"{path.name}: header length {length:,} is larger than the {size - 8:,} bytes after it: the file is truncated"
+            raise ModelFormatError(message, path, "truncated")
         raw = handle.read(length)
     try:
         header = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise ModelFormatError(f"{path.name}: the {length:,}-byte header is not valid JSON ({exc})", path) from None
     if not isinstance(header, dict):
         raise ModelFormatError(f"{path.name}: the header is not a JSON object", path)
-    end = 0
+    spans = []
     for name, entry in header.items():
         if name == "__metadata__":
             continue
-        try:
-            dtype, shape, (begin, stop) = entry["dtype"], entry["shape"], entry["data_offsets"]
-            bits = SAFETENSORS_BITS[dtype]
-        except (KeyError, TypeError, ValueError):
-            raise ModelFormatError(
-                f"{path.name}: tensor {name!r} has a malformed entry or an unknown dtype: {str(entry)[:120]}", path
-            ) from None
-        expected = math.prod(shape) * bits // 8
-        if stop - begin != expected:
-            raise ModelFormatError(f"{path.name}: tensor {name!r} spans {stop - begin:,} bytes but {dtype}{shape} needs {expected:,}", path)
-        end = max(end, stop)
-    if 8 + length + end > size:
+        spans.append((*_tensor_span(path, name, entry), name))
+    spans.sort()
+    end = 0
+    for begin, stop, name in spans:
+        if begin != end:
+            where = "overlaps the tensor before it" if begin < end else f"leaves a gap of {begin - end:,} bytes before it"
+            raise ModelFormatError(f"{path.name}: tensor {name!r} starts at byte {begin:,} and {where}: corrupt header", path)
+        end = stop
+    expected = 8 + length + end
+    if expected > size:
         raise ModelFormatError(
-            f"{path.name}: tensors end at byte {8 + length + end:,} but the file has {size:,}: truncated (an interrupted download?)", path
+            f"{path.name}: tensors end at byte {expected:,} but the file has {size:,}: truncated (an interrupted download?)",
+            path,
+            "truncated",
         )
+    if expected < size:
+        raise ModelFormatError(f"{path.name}: {size - expected:,} bytes follow the last tensor: not a safetensors file as written", path)
     return header
+
+
+def _tensor_span(path: Path, name: str, entry: Any) -> tuple[int, int]:
+    try:
+        dtype, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
+        bits = SAFETENSORS_BITS[dtype]
+        ok = isinstance(shape, list) and all(_natural(d) for d in shape) and len(shape) <= 16
+        ok = ok and isinstance(offsets, list) and len(offsets) == 2 and all(_natural(o) for o in offsets)
+    except (KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise ModelFormatError(f"{path.name}: tensor {name!r} has a malformed entry or an unknown dtype: {str(entry)[:120]}", path)
+    begin, stop = offsets
+    expected = math.prod(shape) * bits // 8
+    if stop - begin != expected:
+        raise ModelFormatError(f"{path.name}: tensor {name!r} spans {stop - begin:,} bytes but {dtype}{shape} needs {expected:,}", path)
+    return begin, stop
+
+
+def tensor_bytes(entry: dict[str, Any]) -> int:
+    return math.prod(entry["shape"]) * SAFETENSORS_BITS[entry["dtype"]] // 8
 
 
 def _add_safetensors(info: ModelInfo, path: Path) -> None:
     info.files.append(path.name)
     for name, entry in read_safetensors_header(path).items():
         if name != "__metadata__":
-            _account(info, name, entry["dtype"], math.prod(entry["shape"]) * SAFETENSORS_BITS[entry["dtype"]] // 8)
+            _account(info, name, entry["dtype"], tensor_bytes(entry))
 
 
 def _safetensors_files(directory: Path) -> list[Path]:
@@ -265,12 +322,13 @@ def _safetensors_files(directory: Path) -> list[Path]:
     if index.is_file():
         data = read_config(index)
         weight_map = data.get("weight_map")
-        if not isinstance(weight_map, dict):
-            raise ModelFormatError(f"{index.name} has no weight_map", index)
+        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+            raise ModelFormatError(f"{index.name} has no weight_map of tensor names to file names", index)
         files = sorted({directory / name for name in weight_map.values()})
         missing = [f.name for f in files if not f.is_file()]
         if missing:
-            raise ModelFormatError(f"{index.name} names {len(missing)} shard(s) that are missing: {', '.join(missing[:5])}", index)
+            message = f"{index.name} names {len(missing)} shard(s) that are missing: {', '.join(missing[:5])}"
+            raise ModelFormatError(message, index, "missing")
         return files
     return sorted(p for p in directory.glob("*.safetensors") if p.is_file())
 
@@ -304,23 +362,43 @@ def read_hf_directory(directory: Path) -> ModelInfo:
 class _Reader:
     def __init__(self, handle: BinaryIO, path: Path, size: int):
         self.handle, self.path, self.size = handle, path, size
+        self.position = handle.tell()  # kept here: a tell() per vocabulary entry costs a system call
 
     def take(self, count: int) -> bytes:
+        if count > self.size:
+            raise ModelFormatError(f"{self.path.name}: a field of {count:,} bytes in a {self.size:,}-byte file: corrupt header", self.path)
         data = self.handle.read(count)
         if len(data) < count:
-            raise ModelFormatError(f"{self.path.name}: truncated inside the GGUF header", self.path)
+            raise ModelFormatError(f"{self.path.name}: truncated inside the GGUF header", self.path, "truncated")
+        self.position += count
         return data
 
     def unpack(self, fmt: str) -> Any:
         return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
 
+    def skip(self, count: int) -> None:
+        if self.position + count > self.size:
+            raise ModelFormatError(f"{self.path.name}: truncated inside the GGUF header", self.path, "truncated")
+        self.handle.seek(count, 1)
+        self.position += count
+
     def string(self) -> str:
-        length = self.unpack("<Q")
-        if length > self.size:
-            raise ModelFormatError(
-                f"{self.path.name}: a string of {length:,} bytes in a {self.size:,}-byte file: corrupt header", self.path
-            )
-        return self.take(length).decode("utf-8", errors="replace")
+        return self.take(self.unpack("<Q")).decode("utf-8", errors="replace")
+
+    def _skip_strings(self, count: int) -> None:
+        """Seeks past count strings; the hot loop of a 150k-token vocabulary, so kept lean."""
+        read, seek, unpack = self.handle.read, self.handle.seek, LENGTH.unpack
+        position, size = self.position, self.size
+        for _ in range(count):
+            raw = read(8)
+            if len(raw) < 8:
+                raise ModelFormatError(f"{self.path.name}: truncated inside the GGUF header", self.path, "truncated")
+            (length,) = unpack(raw)
+            position += 8 + length
+            if position > size:
+                raise ModelFormatError(f"{self.path.name}: truncated inside the GGUF header", self.path, "truncated")
+            seek(length, 1)
+        self.position = position
 
     def value(self, vtype: int, keep_array: bool) -> Any:
         if vtype in GGUF_SCALARS:
@@ -329,23 +407,36 @@ class _Reader:
             return self.string()
         if vtype == GGUF_ARRAY:
             item_type, count = self.unpack("<I"), self.unpack("<Q")
+            if count > self.size:
+                raise ModelFormatError(f"{self.path.name}: an array of {count:,} items in a {self.size:,}-byte file", self.path)
             if item_type in GGUF_SCALARS and not keep_array:
-                self.handle.seek(count * struct.calcsize(GGUF_SCALARS[item_type]), 1)
+                self.skip(count * struct.calcsize(GGUF_SCALARS[item_type]))
                 return count
             if item_type == GGUF_STRING and not keep_array:  # a vocabulary: skip, keep the count
-                for _ in range(count):
-                    self.handle.seek(self.unpack("<Q"), 1)
+                self._skip_strings(count)
                 return count
+            if item_type == GGUF_ARRAY:
+                raise ModelFormatError(f"{self.path.name}: nested GGUF arrays are not supported", self.path)
             items = [self.value(item_type, keep_array) for _ in range(count)]
             return items if keep_array else count
         raise ModelFormatError(f"{self.path.name}: unknown GGUF metadata value type {vtype}", self.path)
 
 
-def read_gguf(path: Path) -> ModelInfo:
+@dataclass
+class GgufHeader:
+    meta: dict[str, Any]  # scalars and strings; arrays as their length (per-layer head counts kept)
+    tensors: list[tuple[str, str, int, list[int]]]  # (name, ggml type, bytes, dims: ne[0] first)
+    data_end: int  # where the tensor data ends, from the file's start
+    size: int
+
+
+def read_gguf_header(path: Path) -> GgufHeader:
+    """The metadata and tensor table of a GGUF file, checked against the file's size; vocabularies
+    and other large arrays are skipped by seeking, so only the header is read."""
     size = path.stat().st_size
     with open(path, "rb") as handle:
-        reader = _Reader(handle, path, size)
         magic = handle.read(4)
+        reader = _Reader(handle, path, size)
         if magic != b"GGUF":
             raise ModelFormatError(
                 f"{path.name}: bad magic {magic!r}, expected b'GGUF' (not a GGUF file, or a GGML/GGJT one from before August 2023)", path
@@ -364,8 +455,7 @@ def read_gguf(path: Path) -> ModelInfo:
             vtype = reader.unpack("<I")
             small = key.endswith(("head_count", "head_count_kv"))  # per-layer arrays on some models
             meta[key] = reader.value(vtype, keep_array=small)
-        info = ModelInfo(str(path), "gguf", files=[path.name])
-        end = 0
+        tensors, end = [], 0
         for _ in range(n_tensors):
             name = reader.string()
             n_dims = reader.unpack("<I")
@@ -384,13 +474,24 @@ def read_gguf(path: Path) -> ModelInfo:
                     f"{path.name}: tensor {name!r} has {elements} elements, not a multiple of {type_name}'s block of {block}", path
                 )
             nbytes = elements // block * type_size
-            _account(info, name, type_name, nbytes)
+            tensors.append((name, type_name, nbytes, dims))
             end = max(end, offset + nbytes)
-        alignment = int(meta.get("general.alignment", 32) or 32)
-        data_start = -(-handle.tell() // alignment) * alignment
+        alignment = meta.get("general.alignment", 32)
+        if not _natural(alignment) or alignment == 0 or alignment & (alignment - 1) or alignment > 1 << 20:
+            raise ModelFormatError(f"{path.name}: general.alignment is {alignment!r}, not a power of two: corrupt header", path)
+        data_start = -(-reader.position // alignment) * alignment
     if data_start + end > size:
-        raise ModelFormatError(f"{path.name}: tensor data ends at byte {data_start + end:,} but the file has {size:,}: truncated", path)
-    _apply_gguf_meta(info, meta)
+        message = f"{path.name}: tensor data ends at byte {data_start + end:,} but the file has {size:,}: truncated"
+        raise ModelFormatError(message, path, "truncated")
+    return GgufHeader(meta, tensors, data_start + end, size)
+
+
+def read_gguf(path: Path) -> ModelInfo:
+    header = read_gguf_header(path)
+    info = ModelInfo(str(path), "gguf", files=[path.name])
+    for name, type_name, nbytes, _ in header.tensors:
+        _account(info, name, type_name, nbytes)
+    _apply_gguf_meta(info, header.meta)
     return info
 
 

@@ -1,0 +1,138 @@
+"""What a model's tokenizer and generation files say: the tokens the tokenizer defines, its special
+tokens, the chat template, and the ids generation stops at.
+
+transformers reads tokenizer_config.json (eos_token, added_tokens_decoder, chat_template),
+special_tokens_map.json and generation_config.json (eos_token_id: an id or a list of them);
+tokenizer.json is the Rust tokenizers library's file: model.vocab (a token → id map for BPE and
+WordPiece, a list of [token, score] for Unigram) and added_tokens ([{id, content, special}]).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .modelfiles import ModelFormatError, read_config
+
+TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "[/INST]", "<|im_start|>", "<|assistant|>")
+CHAT_NAMES = ("instruct", "chat", "-it", "_it")
+
+
+@dataclass
+class Tokenizer:
+    """The union of what tokenizer.json, tokenizer_config.json and special_tokens_map.json say."""
+
+    ids: set[int] = field(default_factory=set)  # every id a token has (empty: tokenizer.json absent)
+    by_content: dict[str, int] = field(default_factory=dict)  # added and special tokens
+    eos: str | None = None  # the tokenizer's eos token, as text
+    pad: str | None = None
+    chat_template: bool = False
+    has_json: bool = False
+
+    @property
+    def size(self) -> int | None:
+        return max(self.ids) + 1 if self.ids else None
+
+    def id_of(self, content: str | None) -> int | None:
+        return None if content is None else self.by_content.get(content)
+
+    def defines(self, token_id: int) -> bool:
+        return not self.ids or token_id in self.ids
+
+
+def _content(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("content"), str):
+        return value["content"]
+    return None
+
+
+def _ints(value: Any) -> list[int]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+    return []
+
+
+def read_tokenizer(root: Path) -> tuple[Tokenizer, list[tuple[Path, ModelFormatError]]]:
+    """The tokenizer, and (file, why) for every file that exists but does not parse."""
+    tokenizer = Tokenizer()
+    broken: list[tuple[Path, ModelFormatError]] = []
+
+    def load(name: str) -> dict[str, Any] | None:
+        path = root / name
+        if not path.exists():
+            return None
+        try:
+            return read_config(path)
+        except ModelFormatError as exc:
+            broken.append((path, exc))
+            return None
+
+    data = load("tokenizer.json")
+    if data is not None:
+        tokenizer.has_json = True
+        model = data.get("model") if isinstance(data.get("model"), dict) else {}
+        vocab = model.get("vocab")
+        if isinstance(vocab, dict):
+            tokenizer.ids.update(v for v in vocab.values() if isinstance(v, int))
+            for token in ("<|endoftext|>", "</s>", "<eos>", "<|im_end|>"):
+                if isinstance(vocab.get(token), int):
+                    tokenizer.by_content.setdefault(token, vocab[token])
+        elif isinstance(vocab, list):
+            tokenizer.ids.update(range(len(vocab)))
+        for added in data.get("added_tokens") or []:
+            if isinstance(added, dict) and isinstance(added.get("id"), int) and isinstance(added.get("content"), str):
+                tokenizer.ids.add(added["id"])
+                tokenizer.by_content[added["content"]] = added["id"]
+    config = load("tokenizer_config.json") or {}
+    for key, added in (config.get("added_tokens_decoder") or {}).items():
+        if str(key).isdigit() and _content(added):
+            tokenizer.by_content.setdefault(_content(added) or "", int(key))
+            if tokenizer.has_json:
+                tokenizer.ids.add(int(key))
+    special = load("special_tokens_map.json") or {}
+    tokenizer.eos = _content(config.get("eos_token")) or _content(special.get("eos_token"))
+    tokenizer.pad = _content(config.get("pad_token")) or _content(special.get("pad_token"))
+    tokenizer.chat_template = bool(config.get("chat_template")) or any(
+        (root / name).is_file() for name in ("chat_template.jinja", "chat_template.json")
+    )
+    return tokenizer, broken
+
+
+@dataclass
+class Generation:
+    eos_ids: list[int]
+    pad_ids: list[int]
+    source: str | None  # which file said so
+    bos_ids: list[int] = field(default_factory=list)
+
+
+def read_generation(root: Path, config: dict[str, Any]) -> Generation:
+    """The ids generation stops at: generation_config.json's eos_token_id, else config.json's."""
+    path = root / "generation_config.json"
+    generation: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            generation = read_config(path)
+        except ModelFormatError:
+            generation = {}
+    pad = _ints(generation.get("pad_token_id")) or _ints(config.get("pad_token_id"))
+    bos = _ints(generation.get("bos_token_id")) or _ints(config.get("bos_token_id"))
+    for data, source in ((generation, "generation_config.json"), (config, "config.json")):
+        if _ints(data.get("eos_token_id")):
+            return Generation(_ints(data.get("eos_token_id")), pad, source, bos)
+    return Generation([], pad, None, bos)
+
+
+def looks_like_chat(name: str, tokenizer: Tokenizer, generation: Generation) -> bool:
+    """An instruction-tuned model: by its name, or because it stops at an end-of-turn token (base
+    models' tokenizers often define those tokens too, but never stop at them)."""
+    lowered = name.lower()
+    turn_ids = {tokenizer.by_content[t] for t in TURN_TOKENS if t in tokenizer.by_content}
+    return any(marker in lowered for marker in CHAT_NAMES) or tokenizer.eos in TURN_TOKENS or bool(turn_ids & set(generation.eos_ids))
