@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from decode_doctor.checks.encodings.textenc import decide
 from decode_doctor.cli.check import KILL_AT_ENV
@@ -15,7 +18,7 @@ from decode_doctor.fixes.journal import UndoError, undo_run
 
 from .conftest import python_for, run_dd, tree_digest
 from .support.harness import cli, fix_killed_at
-from .support.textcorpus import ZH, corpus, write_corpus
+from .support.textcorpus import CS, HU, JA, KO_LONG, LATIN, PL, RU, TR, ZH, ZH_TW, corpus, write_corpus
 
 ENC = ("--select", "encodings")
 
@@ -54,6 +57,8 @@ def test_every_item_gets_the_right_verdict(tree):
             assert codes in ({"ENC001"}, {"ENC002"}), (item.rel, codes)
         elif item.expect == "bom":
             assert codes == {"ENC006"}, item.rel
+        elif item.expect == "ignored":
+            assert codes == set(), item.rel
     expected_never = {
         "mixed/config.json": "ENC003",
         "truncated/utf8.txt": "ENC004",
@@ -89,7 +94,7 @@ def test_fix_converts_with_zero_silent_corruptions_and_undo_is_byte_identical(tr
     for item in items:
         now = (root / item.rel).read_bytes()
         if now == item.data:
-            assert item.expect in ("clean", "never", "convert-or-ambiguous"), f"{item.rel} was not converted"
+            assert item.expect in ("clean", "never", "ignored", "convert-or-ambiguous"), f"{item.rel} was not converted"
             continue
         converted += 1
         assert item.expect in ("convert", "convert-or-ambiguous", "bom"), f"{item.rel} must never change"
@@ -105,20 +110,125 @@ def test_fix_converts_with_zero_silent_corruptions_and_undo_is_byte_identical(tr
     assert tree_digest(root) == before
 
 
-def test_from_encoding_forces_a_strict_decode(tmp_path):
+def _undecidable_gbk(path: Path) -> bytes:
+    """Two hanzi in a large ASCII JSON: GBK, Thai and Cyrillic readings cannot be told apart."""
+    data = json.dumps({**{f"token_{i}": i for i in range(300)}, "greeting": "你好"}, ensure_ascii=False).encode("gbk")
+    path.write_bytes(data)
+    return data
+
+
+def test_a_refusal_shows_the_readings_side_by_side_and_the_command_that_decides(tmp_path):
     root = tmp_path / "m"
     root.mkdir()
-    (root / "config.json").write_bytes(json.dumps({"greeting": "你好"}, ensure_ascii=False).encode("gbk"))
+    _undecidable_gbk(root / "config.json")
     report = json.loads(check("--model", str(root), "--format", "json").stdout)
-    assert report["findings"][0]["code"] == "ENC002" and "pass --from-encoding" in report["findings"][0]["message"]
-    forced = json.loads(check("--model", str(root), "--from-encoding", "gbk", "--format", "json").stdout)
-    assert forced["findings"][0]["code"] == "ENC001"
-    check("--model", str(root), "--from-encoding", "gbk", "--fix", "--yes", "--state-dir", str(tmp_path / "s"))
-    assert json.loads((root / "config.json").read_text("utf-8")) == {"greeting": "你好"}
+    (finding,) = report["findings"]
+    assert finding["code"] == "ENC002" and finding["fix"] is None
+    readings = finding["evidence"]["readings"]
+    assert readings[0] == {"encoding": "gbk", "language": "Chinese", "words": ["你好"]}
+    assert len(readings) >= 2 and all(r["words"] and r["words"] != ["你好"] for r in readings[1:])
+    assert "gbk (Chinese): 你好 | " in finding["message"]
+    command = finding["evidence"]["decide_with"]
+    assert command in finding["message"] and f"{root / 'config.json'}=gbk" in command
+    argv = shlex.split(command.split(" (or ")[0])
+    assert argv[:2] == ["decode-doctor", "check"]
+    applied = check(*argv[2:], "--yes", "--state-dir", str(tmp_path / "s"))
+    assert "applied" in applied.stdout, applied.stdout
+    assert json.loads((root / "config.json").read_text("utf-8"))["greeting"] == "你好"
+
+
+def test_from_encoding_never_overrides_a_confident_reading(tmp_path):
+    """The Shift_JIS README that `--from-encoding gbk` once turned into "# 儌僨儖偺愢柧"."""
+    root = tmp_path / "m"
+    root.mkdir()
+    readme = "# モデルの説明\n\nこのモデルは日本語の文章を生成します。\n".encode("shift_jis")
+    (root / "README.md").write_bytes(readme)
+    proc = check("--model", str(root), "--from-encoding", "gbk", "--fix", "--yes", "--state-dir", str(tmp_path / "s"), "--format", "json")
+    (finding,) = json.loads(proc.stdout)["findings"]
+    assert finding["code"] == "ENC010" and finding["fix"] is None
+    assert finding["message"].startswith(f"{root / 'README.md'}: you said gbk; this file reads as cp932 (Japanese)")
+    assert "モデルの説明" in finding["message"] and "儌僨儖偺愢柧" in finding["message"]
+    assert (root / "README.md").read_bytes() == readme
+    # the encoding it does read as is no contradiction: converted
+    check("--model", str(root), "--from-encoding", "shift_jis", "--fix", "--yes", "--state-dir", str(tmp_path / "s2"))
+    assert (root / "README.md").read_text("utf-8").startswith("# モデルの説明")
+
+
+def test_from_encoding_on_a_directory_of_mixed_encodings(tmp_path):
+    root = tmp_path / "m"
+    root.mkdir()
+    gbk_config = json.dumps({"description": ZH}, ensure_ascii=False).encode("gbk")
+    (root / "config.json").write_bytes(gbk_config)  # decided on its own: GBK
+    readme = f"# モデル\n\n{JA}\n".encode("euc_jp")
+    (root / "README.md").write_bytes(readme)  # decided on its own: EUC-JP
+    undecided = _undecidable_gbk(root / "tokenizer_config.json")
+    labels = "id,label\r\n1,café\r\n2,crème\r\n3,naïve\r\n".encode("cp1252")
+    (root / "labels.csv").write_bytes(labels)  # undecided: cp1252 or windows-1250
+    # one encoding for every undecided file: applied where it fits, reported where it does not
+    report = json.loads(check("--model", str(root), "--from-encoding", "gbk", "--format", "json").stdout)
+    by_file = {Path(f["path"]).name: f for f in report["findings"]}
+    assert by_file["config.json"]["code"] == "ENC001"  # GBK, read so on its own
+    assert by_file["tokenizer_config.json"]["code"] == "ENC001" and "--from-encoding gbk" in by_file["tokenizer_config.json"]["message"]
+    assert by_file["README.md"]["code"] == "ENC010" and "reads as euc_jp" in by_file["README.md"]["message"]
+    assert by_file["labels.csv"]["code"] == "ENC010" and "fails at byte" in by_file["labels.csv"]["message"]
+    # file by file: each decision applies to its file only
+    state = tmp_path / "state"
+    proc = check(
+        "--model", str(root),
+        "--from-encoding", f"{root / 'labels.csv'}=cp1252",
+        "--from-encoding", f"{root / 'tokenizer_config.json'}=gbk",
+        "--fix", "--yes", "--state-dir", str(state),
+    )  # fmt: skip
+    assert "applied" in proc.stdout, proc.stdout
+    for name, data, encoding in (
+        ("config.json", gbk_config, "gbk"),
+        ("README.md", readme, "euc_jp"),
+        ("tokenizer_config.json", undecided, "gbk"),
+        ("labels.csv", labels, "cp1252"),
+    ):
+        assert (root / name).read_bytes().decode("utf-8") == data.decode(encoding), name
+    assert cli("undo", "--state-dir", str(state)).exit_code == 0
+    assert (root / "labels.csv").read_bytes() == labels and (root / "config.json").read_bytes() == gbk_config
+
+
+def test_from_encoding_usage_errors_are_one_line(tmp_path):
+    root = tmp_path / "m"
+    root.mkdir()
+    _undecidable_gbk(root / "config.json")
+    proc = run_dd("check", *ENC, "--model", str(root), "--from-encoding", "klingon")  # the real process, once
+    assert proc.returncode == 2 and "Invalid value for '--from-encoding': unknown encoding 'klingon'" in proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    for value, error in (
+        ("rot13", "'rot13' is not a text encoding"),
+        (f"{root / 'nope.json'}=gbk", "nope.json: no such file"),
+        ("=gbk", "needs a path before '='"),
+    ):
+        result = cli("check", *ENC, "--model", str(root), "--from-encoding", value)
+        assert result.exit_code == 2 and error in result.stderr, (value, result.stderr)
+    (tmp_path / "elsewhere.json").write_text("{}")
+    report = json.loads(check("--model", str(root), "--from-encoding", f"{tmp_path / 'elsewhere.json'}=gbk", "--format", "json").stdout)
+    assert {f["code"] for f in report["findings"]} == {"ENC002", "ENC011"}
+
+
+def test_from_encoding_that_does_not_fit_is_refused(tmp_path):
+    root = tmp_path / "m"
+    root.mkdir()
     (root / "other.json").write_bytes(b'{"a": "' + "中".encode("gbk") + b"\x80" + '文"}'.encode("gbk"))
     refused = json.loads(check("--model", str(root), "--from-encoding", "gbk", "--format", "json").stdout)
-    (finding,) = [f for f in refused["findings"] if f["path"].endswith("other.json")]
+    (finding,) = refused["findings"]
     assert finding["code"] == "ENC010" and finding["fix"] is None
+
+
+def test_explain_enc002_names_the_per_file_decision():
+    text = cli("explain", "ENC002").stdout
+    assert "--from-encoding PATH=ENCODING" in text and "never to one it reads as another encoding" in text
+
+
+def test_weights_given_directly_are_not_text(tmp_path):
+    weights = tmp_path / "model.Q4_K_M.gguf"
+    weights.write_bytes(b"GGUF\x03\x00\x00\x00" + bytes(range(256)) * 64)
+    report = json.loads(check("--model", str(weights), "--format", "json").stdout)
+    assert report["findings"] == []
 
 
 def test_sigkill_mid_conversion_leaves_each_file_whole_and_undo_restores_all(tmp_path):
@@ -195,27 +305,46 @@ def test_weights_are_never_read(tmp_path):
     def rchar() -> int:
         return int(next(line for line in Path("/proc/self/io").read_text().splitlines() if line.startswith("rchar")).split()[1])
 
+    warm = tmp_path / "warm"  # the modules and language models the check loads once are not the weights
+    warm.mkdir()
+    (warm / "config.json").write_bytes((root / "config.json").read_bytes())
+    Encodings().run(Context(models=(warm,)))
     before = rchar()
     findings = Encodings().run(Context(models=(root,)))
     assert [f.code for f in findings] == ["ENC001"]
     assert rchar() - before < 1024 * 1024
 
 
-@pytest.mark.parametrize("item", [i for i in corpus() if i.expect == "convert"], ids=lambda i: i.rel)
-def test_decide_returns_the_true_text(item):
+@pytest.mark.parametrize("item", [i for i in corpus() if i.expect.startswith("convert")], ids=lambda i: i.rel)
+def test_decide_returns_the_true_text_or_refuses(item):
     verdict = decide(item.data, Path(item.rel).suffix)
-    assert verdict.status == "convert"
-    assert verdict.text.lstrip("\ufeff") == item.text
+    if item.expect == "convert":
+        assert verdict.status == "convert", verdict.reason
+    if verdict.status == "convert":
+        assert verdict.text.lstrip("\ufeff") == item.text
+    else:
+        assert verdict.status == "ambiguous" and len(verdict.readings) >= 2
 
 
-def test_hugging_face_cache_snapshot_links_into_its_blobs(tmp_path):
-    repo = tmp_path / "hub" / "models--org--name"
-    (repo / "blobs").mkdir(parents=True)
-    (repo / "snapshots" / "abc123").mkdir(parents=True)
-    blob = repo / "blobs" / "0f1e2d"
-    blob.write_bytes(json.dumps({"description": ZH}, ensure_ascii=False).encode("gbk"))
-    os.symlink("../../blobs/0f1e2d", repo / "snapshots/abc123/config.json")
-    report = json.loads(check("--model", str(repo / "snapshots/abc123"), "--format", "json").stdout)
-    (finding,) = report["findings"]
-    assert finding["code"] == "ENC001" and finding["fix"] is None  # checked through the link, never written through it
-    assert "a symbolic link: convert its target" in finding["message"]
+@settings(derandomize=True, deadline=None, max_examples=300, database=None)
+@given(data=st.binary(max_size=512), suffix=st.sampled_from(["", ".json", ".txt", ".py", ".md"]))
+def test_decide_never_raises_and_a_conversion_is_a_strict_decode(data, suffix):
+    verdict = decide(data, suffix)
+    if verdict.status == "convert":
+        assert data.decode(verdict.encoding) == verdict.text
+
+
+SAMPLES = [(ZH, "gbk"), (ZH_TW, "big5"), (JA, "shift_jis"), (JA, "euc_jp"), (KO_LONG, "euc_kr"), (HU, "cp1250"), (HU, "iso8859_2"),
+           (CS, "iso8859_2"), (PL, "cp1250"), (TR, "cp1254"), (RU, "cp1251"), (RU, "koi8_r"), (LATIN, "cp1252")]  # fmt: skip
+
+
+@settings(derandomize=True, deadline=None, max_examples=400, database=None)
+@given(sample=st.sampled_from(SAMPLES), start=st.integers(0, 60), length=st.integers(4, 60))
+def test_any_piece_of_real_text_is_converted_right_or_refused(sample, start, length):
+    """A slice of a real sentence, as a config value: never converted to other characters."""
+    text, encoding = sample
+    piece = text[start : start + length]
+    data = json.dumps({"description": piece}, ensure_ascii=False).encode(encoding)
+    verdict = decide(data, ".json")
+    if verdict.status == "convert":
+        assert json.loads(verdict.text)["description"] == piece, (verdict.encoding, verdict.reason)

@@ -26,7 +26,26 @@ LOADER_NAMES = {
     "processor_config.json",
     "adapter_config.json",
 }
-TEXT_SUFFIXES = {".json", ".jsonl", ".yaml", ".yml", ".txt", ".jinja", ".csv", ".tsv", ".ini", ".cfg", ".toml", ".md", ".py"}
+TEXT_SUFFIXES = {
+    ".json",
+    ".jsonl",
+    ".yaml",
+    ".yml",
+    ".txt",
+    ".jinja",
+    ".csv",
+    ".tsv",
+    ".ini",
+    ".cfg",
+    ".toml",
+    ".md",
+    ".py",
+    ".xml",
+    ".html",
+    ".htm",
+    ".srt",
+    ".vtt",
+}
 WEIGHT_SUFFIXES = {
     ".safetensors",
     ".bin",
@@ -43,11 +62,16 @@ WEIGHT_SUFFIXES = {
     ".tflite",
     ".pb",
     ".ot",
+    ".pkl",
+    ".tar",
+    ".zip",
+    ".gz",
 }
 # A UTF-8 BOM breaks these: json.loads refuses it, and a vocab line or template starts with U+FEFF.
 BOM_CHOKES = {".json", ".jsonl", ".txt", ".jinja", ".csv", ".tsv"}
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".ipynb_checkpoints"}
 MAX_ANALYSE = 64 << 20  # above this a non-UTF-8 file is reported, not converted
+NOT_TEXT_NAMES = {"tokenizer.model", "spiece.model", "sentencepiece.bpe.model"}
 
 FIX_SAFETY = (
     "Safe: the file is decoded strictly, re-encoded as UTF-8 without a BOM, line endings kept, and the new "
@@ -58,8 +82,9 @@ ENC001 = Code(
     code="ENC001",
     title="A model text file is not UTF-8 (convertible)",
     severity=Severity.ERROR,
-    what="The file is in a legacy encoding (GBK, Big5, Shift_JIS, EUC-KR, cp1252…) or UTF-16/32, and exactly one "
-    "reading of its bytes is plausible, so it can be converted without guessing.",
+    what="The file is in a legacy encoding (GBK, Big5, Shift_JIS, EUC-KR, windows-1250, KOI8-R…) or UTF-16/32, and "
+    "one reading of its bytes beats every other: on the words where the readings differ, it is far likelier text of "
+    "its language (chardet's language statistics) and its words look like words, so it can be converted without guessing.",
     why="transformers, tokenizers, vLLM and llama.cpp open config and tokenizer files as UTF-8: loading fails with "
     "\"UnicodeDecodeError: 'utf-8' codec can't decode byte 0xd5 in position 4\", usually for files saved on Windows.",
     fix_by_hand="iconv -f GBK -t UTF-8 config.json > config.json.utf8 && mv config.json.utf8 config.json — for this "
@@ -72,12 +97,15 @@ ENC002 = Code(
     code="ENC002",
     title="A model text file is not UTF-8, and its encoding cannot be told for sure",
     severity=Severity.ERROR,
-    what="Several encodings decode the bytes into plausible text (a few CJK characters in a large ASCII file read "
-    "as GBK, Big5 and EUC-JP alike), or none does.",
+    what="Several encodings decode the bytes into text that reads as some language, and the evidence does not "
+    "separate them (two kanji in a large ASCII file read as GBK, Big5 and EUC-JP alike); or no encoding reads it "
+    "as text at all. The finding shows the competing readings side by side on the words where they differ.",
     why="Loaders fail on it as on any non-UTF-8 file; converting with the wrong encoding would silently turn the "
     "text into other characters, which is worse than failing.",
-    fix_by_hand="Open the file in an editor that lets you pick the encoding, see which reading is right, then run "
-    "decode-doctor check --model DIR --from-encoding gbk --fix (or convert that one file with iconv).",
+    fix_by_hand="Look at the readings in the finding, pick the one whose words are right, and run the command it "
+    "shows: decode-doctor check --model DIR --from-encoding PATH=ENCODING --fix (repeat --from-encoding for each "
+    "file). A bare --from-encoding ENCODING applies to every file decode-doctor could not decide, never to one it "
+    "reads as another encoding.",
 )
 ENC003 = Code(
     code="ENC003",
@@ -143,12 +171,55 @@ ENC009 = Code(
 )
 ENC010 = Code(
     code="ENC010",
-    title="The encoding given with --from-encoding does not fit the file",
+    title="The encoding given with --from-encoding was not used",
     severity=Severity.ERROR,
-    what="Decoded strictly with the encoding you named, the file fails (or no longer parses).",
-    why="decode-doctor refuses to convert with an encoding that does not decode every byte: that would lose text.",
-    fix_by_hand="Pick another encoding, or fix the file by hand.",
+    what="You named an encoding for this file (--from-encoding PATH=ENC) or for every undecided file "
+    "(--from-encoding ENC), and either the file reads clearly as another encoding (decode-doctor never overrides a "
+    "confident reading), or decoded with yours it fails, holds control characters, or no longer parses.",
+    why="Converting with an encoding that does not fit turns the text into other characters for good "
+    '("# モデル" read as GBK becomes "# 儌僨儖"), and a strict decode that fails would lose bytes.',
+    fix_by_hand="Compare the readings shown side by side; if the file's own reading is right, drop --from-encoding "
+    "for it (the check converts it); otherwise pick another encoding or fix the file by hand.",
 )
+ENC011 = Code(
+    code="ENC011",
+    title="A --from-encoding path names no checked file",
+    severity=Severity.WARNING,
+    what="--from-encoding PATH=ENC names a file that is not among the text files checked under --model.",
+    why="The decision was not applied anywhere; the file it was meant for is still undecided.",
+    fix_by_hand="Give the path of the file as the finding for it shows it, and the --model directory that holds it.",
+)
+
+
+@dataclass(frozen=True)
+class EncodingChoice:
+    """One --from-encoding: an encoding for one file (path) or for every file the check cannot decide."""
+
+    encoding: str
+    path: str | None = None  # real path
+
+
+def encoding_choice(value: str | EncodingChoice) -> EncodingChoice:
+    """Parses ENCODING or PATH=ENCODING; ValueError (a usage error on the command line) if it cannot be used."""
+    import codecs
+
+    if isinstance(value, EncodingChoice):
+        return value
+    path, separator, name = value.rpartition("=")
+    name = name.strip()
+    try:
+        info = codecs.lookup(name)
+    except LookupError:
+        raise ValueError(f"unknown encoding {name!r}") from None
+    if not getattr(info, "_is_text_encoding", True):
+        raise ValueError(f"{name!r} is not a text encoding")
+    if not separator:
+        return EncodingChoice(name)
+    if not path:
+        raise ValueError(f"{value!r}: PATH=ENCODING needs a path before '='")
+    if not os.path.lexists(path):
+        raise ValueError(f"{path}: no such file")
+    return EncodingChoice(name, os.path.realpath(path))
 
 
 @dataclass(frozen=True)
@@ -180,6 +251,11 @@ def is_text_config(name: str) -> bool:
     return lower in LOADER_NAMES or (suffix in TEXT_SUFFIXES and suffix not in WEIGHT_SUFFIXES)
 
 
+def is_weights(name: str) -> bool:
+    lower = name.lower()
+    return lower in NOT_TEXT_NAMES or os.path.splitext(lower)[1] in WEIGHT_SUFFIXES
+
+
 def tree_root(given: Path) -> Path:
     """The boundary for links: a Hugging Face cache snapshot links into ../../blobs, inside models--*/."""
     parts = given.parts
@@ -201,7 +277,8 @@ def walk(given: Path, on_link_out: Any) -> Iterator[TextFile]:
     """Text config files under given, streaming; links are followed only when they stay in the tree."""
     given = Path(os.path.abspath(given))
     if given.is_file() or (given.is_symlink() and not given.is_dir()):
-        yield TextFile(given, given.resolve(), given.parent, given.is_symlink())
+        if not is_weights(given.name):  # a file named on purpose is text unless it is weights
+            yield TextFile(given, given.resolve(), given.parent, given.is_symlink())
         return
     root = tree_root(given)
     for directory, dirnames, filenames in os.walk(given, followlinks=False):
@@ -251,10 +328,17 @@ def _utf8_stream_ok(target: Path) -> bool:
 class Encodings(Check):
     name = "encodings"
     description = "every config and tokenizer file under --model is clean UTF-8 (convertible ones are fixed)"
-    codes = (ENC001, ENC002, ENC003, ENC004, ENC005, ENC006, ENC007, ENC008, ENC009, ENC010)
+    codes = (ENC001, ENC002, ENC003, ENC004, ENC005, ENC006, ENC007, ENC008, ENC009, ENC010, ENC011)
     needs = Needs(inputs=("models",))
     options = (
-        Option("--from-encoding", "Source encoding for non-UTF-8 files the tool would not decide on its own (still decoded strictly)."),
+        Option(
+            "--from-encoding",
+            "ENC or PATH=ENC (repeatable): the encoding of a file the check could not decide; never overrides a file "
+            "that reads clearly as another encoding.",
+            multiple=True,
+            type=encoding_choice,
+            metavar="[PATH=]ENC",
+        ),
     )
     timeout_s = 120.0
     facts_type = EncodingsFacts
@@ -263,7 +347,18 @@ class Encodings(Check):
         findings: list[Finding] = []
         seen: set[Path] = set()
         trees: list[ScannedTree] = []
-        from_encoding = ctx.options.get("from_encoding")
+        given_choices = ctx.options.get("from_encoding") or ()
+        choices = [encoding_choice(c) for c in ((given_choices,) if isinstance(given_choices, str) else given_choices)]
+        for_all = next((c.encoding for c in reversed(choices) if c.path is None), None)
+        for_path = {c.path: c.encoding for c in choices if c.path is not None}
+        used: set[str] = set()
+
+        def stated_for(item: TextFile) -> str | None:
+            real = os.path.realpath(item.path)
+            if real in for_path:
+                used.add(real)
+                return for_path[real]
+            return for_all
 
         def link_out(link: Path, target: Path, why: str) -> None:
             findings.append(
@@ -284,7 +379,7 @@ class Encodings(Check):
                     continue
                 seen.add(item.target.resolve())
                 ctx.note_file(item.target)
-                findings.extend(self._judge(item, from_encoding, counted))
+                findings.extend(self._judge(item, Path(given), stated_for(item), counted))
             for item in links:
                 real = item.target.resolve()
                 if real in seen:
@@ -299,13 +394,17 @@ class Encodings(Check):
                     continue
                 seen.add(real)  # a target outside the walked folders but inside the tree (a Hugging Face cache blob)
                 ctx.note_file(item.target)
-                findings.extend(self._judge(item, from_encoding, counted))
+                findings.extend(self._judge(item, Path(given), stated_for(item), counted))
             trees.append(ScannedTree(str(given), counted[0], counted[1]))
+        for path, encoding in for_path.items():
+            if path not in used:
+                message = f"--from-encoding {path}={encoding}: not among the text files checked under --model; not applied."
+                findings.append(self.finding("ENC011", message, evidence={"path": path, "encoding": encoding}, path=path))
         ctx.publish(EncodingsFacts(trees))
         return findings
 
-    def _judge(self, item: TextFile, from_encoding: str | None, counted: list[int]) -> list[Finding]:
-        from .textenc import decide
+    def _judge(self, item: TextFile, given: Path, stated: str | None, counted: list[int]) -> list[Finding]:
+        from .textenc import decide, sniff_binary
 
         path, suffix = str(item.path), item.path.suffix.lower()
         try:
@@ -315,26 +414,26 @@ class Encodings(Check):
         counted[0] += 1
         counted[1] += len(data)
         if len(data) > MAX_ANALYSE:
-            if _utf8_stream_ok(item.target):
+            if sniff_binary(data[:4096]) or _utf8_stream_ok(item.target):
                 return []
-            return [
-                self.finding(
-                    "ENC002",
-                    f"{path}: not UTF-8, and at over {MAX_ANALYSE >> 20} MiB too large to analyse; convert it by hand",
-                    evidence={"size": item.target.stat().st_size},
-                    path=path,
-                )
-            ]
-        verdict = decide(data, suffix, from_encoding)
+            message = (
+                f"{path}: not UTF-8, and at over {MAX_ANALYSE >> 20} MiB larger than decode-doctor reads to decide an "
+                "encoding; not converted."
+            )
+            return [self.finding("ENC002", message, evidence={"size": item.target.stat().st_size}, path=path)]
+        verdict = decide(data, suffix, stated)
         evidence: dict[str, Any] = {
             "file": path,
             "size": len(data),
             "encoding": verdict.encoding,
-            "candidates": verdict.candidates,
+            "language": verdict.language,
+            "readings": [{"encoding": r.encoding, "language": r.language, "words": r.words} for r in verdict.readings],
             "first_bad_offset": verdict.bad_offset,
             "first_bad_line": verdict.bad_line,
             "preview": verdict.preview,
         }
+        if stated:
+            evidence["from_encoding"] = stated
         if item.is_link:
             evidence["link_target"] = str(item.target)
         where = f" at byte {verdict.bad_offset} (line {verdict.bad_line})" if verdict.bad_offset is not None else ""
@@ -387,6 +486,21 @@ class Encodings(Check):
             ]
         if verdict.status == "cookie":
             return [self.finding("ENC005", f"{path}: not UTF-8 and {verdict.reason}; left as it is.", evidence=evidence, path=path)]
-        if from_encoding and verdict.encoding == from_encoding:
-            return [self.finding("ENC010", f"{path}: {verdict.reason}; not converted.", evidence=evidence, path=path)]
-        return [self.finding("ENC002", f"{path}: not UTF-8{where}; {verdict.reason}.", evidence=evidence, path=path, severity=severity)]
+        side_by_side = " | ".join(f"{r.encoding} ({r.language}): {' · '.join(r.words)}" for r in verdict.readings if r.words)
+        if verdict.status == "contradicted" or verdict.stated:
+            message = f"{path}: {verdict.reason}" + (f" — {side_by_side}" if side_by_side else "") + "; left as it is."
+            return [self.finding("ENC010", message, evidence=evidence, path=path)]
+        command = decide_command(given, item.path, verdict.candidates)
+        evidence["decide_with"] = command
+        shown = f": {side_by_side}" if side_by_side else ""
+        message = f"{path}: not UTF-8{where}, and {verdict.reason}{shown}. Decide with: {command}"
+        return [self.finding("ENC002", message, evidence=evidence, path=path, severity=severity)]
+
+
+def decide_command(given: Path, path: Path, candidates: list[str]) -> str:
+    """The command that converts path with the reading a person picks."""
+    from shlex import quote
+
+    first = candidates[0] if candidates else "ENCODING"
+    others = "".join(f" (or ={c})" for c in candidates[1:3])
+    return f"decode-doctor check --model {quote(str(given))} --from-encoding {quote(f'{path}={first}')} --fix{others}"

@@ -114,6 +114,7 @@ def _check_options(func: Callable[..., Any]) -> Callable[..., Any]:
                 default=option.default,
                 is_flag=option.is_flag,
                 type=None if option.is_flag else (click.Choice(option.choices) if option.choices else option.type),
+                metavar=option.metavar,
                 help=f"{option.help} [{cls.name}]",
             )(func)
     return func

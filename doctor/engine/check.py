@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -39,8 +40,9 @@ class Option:
     multiple: bool = False
     default: Any = None
     is_flag: bool = False
-    type: type = str
+    type: Callable[[str], Any] = str  # a function raising ValueError is a usage error on the command line
     choices: tuple[str, ...] = ()
+    metavar: str | None = None  # what --help shows for the value
 
     @property
     def key(self) -> str:
