@@ -4,7 +4,7 @@ open()+load() loop over the same files, measured in the same run.
     python benchmarks/bench_images.py [--count 600] [--size 640x480]
 
 Goal: at least 1.8× the Pillow loop on two cores, while also catching libjpeg's warnings
-(which the Pillow loop does not).
+(which the Pillow loop does not); the workers' peak memory is printed beside it.
 """
 
 from __future__ import annotations
@@ -54,13 +54,15 @@ def main() -> None:
         for round_no in range(1, args.rounds + 1):
             baseline = pillow_loop(paths)
             started = time.perf_counter()
-            findings = Images().run(Context(images=(root,)))
+            ctx = Context(images=(root,))
+            findings = Images().run(ctx)
             ours = time.perf_counter() - started
+            peak = max(scan.peak_worker_rss_mib for scan in ctx.published.datasets)
             assert not [f for f in findings if f.severity.value != "info"], findings[:3]
             ratios.append(baseline / ours)
             print(
                 f"round {round_no}: Pillow open()+load() loop {args.count / baseline:6.0f} files/s; "
-                f"decode-doctor {args.count / ours:6.0f} files/s; ratio {baseline / ours:.2f}×"
+                f"decode-doctor {args.count / ours:6.0f} files/s; ratio {baseline / ours:.2f}×; peak {peak:.0f} MiB per worker"
             )
         print(f"best ratio {max(ratios):.2f}×, median {sorted(ratios)[len(ratios) // 2]:.2f}×")
 

@@ -10,7 +10,7 @@ from decode_doctor.fixes.actions import MoveFile, Plan
 
 class ImagesFixer(Fixer):
     name = "images"
-    claims = dict.fromkeys(("IMG001", "IMG002", "IMG004", "IMG005", "IMG011"), Applicability.SAFE)
+    claims = dict.fromkeys(("IMG001", "IMG002", "IMG003", "IMG004", "IMG005", "IMG011", "IMG013"), Applicability.SAFE)
 
     def plan(self, finding: Finding, ctx: Context) -> Plan:
         assert finding.fix is not None and finding.path is not None

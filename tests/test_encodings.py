@@ -233,7 +233,7 @@ def test_weights_given_directly_are_not_text(tmp_path):
 
 def test_sigkill_mid_conversion_leaves_each_file_whole_and_undo_restores_all(tmp_path):
     """In process: the fix runs in a forked child killed after each journal step in turn."""
-    texts = {f"f{i}.json": json.dumps({"i": i, "d": ZH}, ensure_ascii=False) for i in range(4)}
+    texts = {f"f{i}.json": json.dumps({"i": i, "d": ZH}, ensure_ascii=False) for i in range(2)}
     step, seen_kill = 0, 0
     while True:
         step += 1
@@ -326,7 +326,7 @@ def test_decide_returns_the_true_text_or_refuses(item):
         assert verdict.status == "ambiguous" and len(verdict.readings) >= 2
 
 
-@settings(derandomize=True, deadline=None, max_examples=300, database=None)
+@settings(derandomize=True, deadline=None, max_examples=200, database=None)
 @given(data=st.binary(max_size=512), suffix=st.sampled_from(["", ".json", ".txt", ".py", ".md"]))
 def test_decide_never_raises_and_a_conversion_is_a_strict_decode(data, suffix):
     verdict = decide(data, suffix)
@@ -338,7 +338,7 @@ SAMPLES = [(ZH, "gbk"), (ZH_TW, "big5"), (JA, "shift_jis"), (JA, "euc_jp"), (KO_
            (CS, "iso8859_2"), (PL, "cp1250"), (TR, "cp1254"), (RU, "cp1251"), (RU, "koi8_r"), (LATIN, "cp1252")]  # fmt: skip
 
 
-@settings(derandomize=True, deadline=None, max_examples=400, database=None)
+@settings(derandomize=True, deadline=None, max_examples=250, database=None)
 @given(sample=st.sampled_from(SAMPLES), start=st.integers(0, 60), length=st.integers(4, 60))
 def test_any_piece_of_real_text_is_converted_right_or_refused(sample, start, length):
     """A slice of a real sentence, as a config value: never converted to other characters."""

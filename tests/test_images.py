@@ -14,9 +14,10 @@ from decode_doctor.fixes.journal import UndoError, undo_run
 
 from .conftest import run_dd, tree_digest
 from .support.harness import cli, fix_killed_at, run_check
-from .support.imagegen import encode, picture, write_dataset
+from .support.imagegen import encode, picture, png_chunks, png_of_zeros, samples, write_dataset
 
 QUARANTINE_CODES = {"IMG001", "IMG002", "IMG004", "IMG011"}
+WARNING_CODES = {"IMG003", "IMG005", "IMG013", "IMG014"}
 
 
 def check(*args: str, **kw):
@@ -30,27 +31,53 @@ def dataset(tmp_path):
     return root, items
 
 
-def test_every_damage_class_is_found_and_nothing_good_is_flagged(dataset):
+def test_every_file_gets_one_finding_with_the_right_verdict(dataset):
     root, items = dataset
     run = run_check("images", images=(root,))
-    by_path = run.by_path()
+    per_file: dict[str, list] = {}
+    for finding in run.findings:
+        if finding.path:
+            per_file.setdefault(finding.path, []).append(finding)
+    assert all(len(found) == 1 for found in per_file.values())  # one finding per file, every reason inside it
+    summary = {f.code: f for f in run.findings if f.path is None}
     for item in items:
-        found = by_path.get(str(root / item.rel), set())
-        if item.expect in ("good", "mode"):
+        found = {f.code for f in per_file.get(str(root / item.rel), [])}
+        if item.expect in ("good", "mode", "unchecked"):
             assert found == set(), (item.rel, found)
         else:
             assert found == {item.expect}, (item.rel, found)
-    summary = {f.code: f for f in run.findings if f.path is None}
+        if item.expect == "unchecked":
+            assert str(root / item.rel) in summary["IMG008"].evidence["files"]
     assert set(summary["IMG006"].evidence["modes"]) == {"RGBA (alpha)", "16-bit", "palette with transparency", "CMYK"}
     assert summary["IMG009"].evidence["links"] and len(summary["IMG009"].evidence["links"]) == 2
     assert summary["IMG010"].evidence["files"] == [str(root / "good/._photo.jpg")]
-    assert run.facts.datasets[0].images == len([i for i in items if not i.rel.startswith(("links/",))]) or run.facts.datasets[0].images > 0
-    corrupt = next(f for f in run.findings if f.path and f.path.endswith("corrupt-entropy.jpg"))
-    assert "Corrupt JPEG data" in corrupt.evidence["decoder_message"]
+    for finding in run.findings:
+        if finding.code in QUARANTINE_CODES:
+            assert finding.severity.value == "error" and finding.fix is not None
+        elif finding.code in WARNING_CODES:
+            assert finding.severity.value == "warning"
+            assert finding.fix is None or finding.fix.params["action"] == "rename"
+    assert run.facts.datasets[0].images > 0
+
+
+def test_the_loader_decides_and_names_itself(dataset):
     from PIL import Image
 
-    with Image.open(corrupt.path) as image:
-        image.load()  # Pillow drops libjpeg's warning: the damage the strict decoder exists to catch
+    root, _ = dataset
+    run = run_check("images", images=(root,))
+    by_name = {Path(f.path).name: f for f in run.findings if f.path}
+    damaged = by_name["corrupt-entropy.jpg"]
+    assert damaged.code == "IMG013" and "Corrupt JPEG data" in damaged.evidence["reasons"][0]["message"]
+    with Image.open(damaged.path) as image:
+        image.load()  # Pillow reads past it: a warning, not a quarantine
+    no_eoi = by_name["no-eoi.jpg"]
+    assert no_eoi.code == "IMG001" and no_eoi.evidence["loader"].startswith("Pillow ")
+    assert "image file is truncated" in no_eoi.message and "no EOI marker" in no_eoi.message
+    with pytest.raises(OSError, match="image file is truncated"), Image.open(no_eoi.path) as image:
+        image.load()
+    assert by_name["apng-no-frames.png"].code == "IMG014" and "Invalid APNG" in by_name["apng-no-frames.png"].message
+    for name in ("bomb-extents.gif", "bomb.webp", "bomb.tiff", "bomb-big.tiff", "bomb.bmp", "bomb.avif", "bomb.tga"):
+        assert "found from the header, nothing decoded" in by_name[name].message, name
 
 
 def test_quarantine_and_undo_are_byte_identical_and_stay_in_bounds(dataset, tmp_path):
@@ -97,7 +124,7 @@ def _broken_dataset(root: Path, broken: dict[str, bytes]) -> None:
 
 def test_sigkill_mid_quarantine_loses_nothing(tmp_path):
     """In process: the fix runs in a forked child killed after each journal step in turn."""
-    broken = {f"b{i}.jpg": encode(picture(seed=i), "JPEG")[:200] for i in range(5)}
+    broken = {f"b{i}.jpg": encode(picture(seed=i), "JPEG")[:200] for i in range(3)}
     step, kills = 0, 0
     while True:
         step += 1
@@ -169,7 +196,7 @@ def test_per_file_time_limit_does_not_stall_the_scan(tmp_path):
     root = tmp_path / "ds"
     root.mkdir()
     for i in range(3):
-        (root / f"big{i}.png").write_bytes(encode(picture(1200, 900, seed=i), "PNG"))
+        (root / f"big{i}.png").write_bytes(encode(picture(600, 450, seed=i), "PNG"))
     run = run_check("images", images=(root,), options={"image_timeout": 0.001})
     assert {f.code for f in run.findings} == {"IMG011"}
     assert len(run.findings) == 3
@@ -190,3 +217,91 @@ def test_progress_is_reported_while_scanning(tmp_path, monkeypatch):
     Images().run(ctx)
     assert len(seen) == 400 and "/s" in seen[-1]
     assert any(text.startswith("400 of 400 images") and "ETA 0 s" in text for text in seen[-5:])
+
+
+def test_damaged_files_are_quarantined_only_when_asked(tmp_path):
+    root = tmp_path / "ds"
+    write = write_dataset(root)
+    damaged = {str(root / i.rel) for i in write if i.expect in ("IMG013", "IMG003")}
+    broken = {str(root / i.rel) for i in write if i.expect in QUARANTINE_CODES}
+    default = run_check("images", images=(root,))
+    assert {f.path for f in default.findings if f.fix and f.fix.params["action"] == "quarantine"} == broken
+    asked = run_check("images", images=(root,), options={"quarantine": "damaged"})
+    assert {f.path for f in asked.findings if f.fix and f.fix.params["action"] == "quarantine"} == broken | damaged
+
+
+def test_two_faults_in_one_file_are_one_finding_and_one_move(tmp_path):
+    png = encode(picture(), "PNG")
+    chunks = png_chunks(png)
+    broken = bytearray(png)
+    # a bad CRC on the IDAT and on IEND: Pillow reads it, two reasons
+    for offset, ctype, body in chunks:
+        if ctype in (b"IDAT", b"IEND"):
+            broken[offset + 8 + len(body)] ^= 0xFF
+    root = tmp_path / "ds"
+    root.mkdir()
+    (root / "two.png").write_bytes(bytes(broken))
+    report = check("--images", str(root), "--quarantine", "damaged", "--format", "json")
+    (finding,) = report.json()["findings"]
+    assert finding["code"] == "IMG013" and len(finding["evidence"]["reasons"]) == 2
+    fixed = check("--images", str(root), "--quarantine", "damaged", "--fix", "--yes", "--state-dir", str(tmp_path / "state"))
+    assert "applied" in fixed.stdout and "failed" not in fixed.stdout, fixed.stdout
+    assert not (root / "two.png").exists() and (root.parent / "ds.quarantine" / "two.png").read_bytes() == bytes(broken)
+
+
+def test_bombs_are_judged_from_the_header_within_the_memory_budget(tmp_path):
+    """Every format's bomb, and a real 870 KB-class 30000×30000 PNG (once inflated before its IHDR was
+    read: 1.78 GB), scanned with the workers' peak memory measured; and a 90-megapixel PNG inside
+    Pillow's warning zone, which is decoded (it loads) and only warned about."""
+    root = tmp_path / "bombs"
+    root.mkdir()
+    for item in samples():
+        if item.expect == "IMG004":
+            (root / Path(item.rel).name).write_bytes(item.data)
+    (root / "huge.png").write_bytes(png_of_zeros(30_000, 30_000, rows=300))
+    (root / "zone.png").write_bytes(png_of_zeros(10_000, 9_000))
+    run = run_check("images", images=(root,), options={"jobs": 1})
+    by_name = {Path(f.path).name: f for f in run.findings if f.path}
+    assert by_name.pop("zone.png").code == "IMG014"
+    assert {f.code for f in by_name.values()} == {"IMG004"} and "huge.png" in by_name
+    peak = run.facts.datasets[0].peak_worker_rss_mib
+    assert 0 < peak < 512, peak
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "many"])
+def test_max_pixels_must_be_a_positive_number(tmp_path, value):
+    (tmp_path / "a.png").write_bytes(encode(picture(), "PNG"))
+    proc = check("--images", str(tmp_path), "--max-pixels", value)
+    assert proc.exit_code == 2 and "Invalid value for '--max-pixels'" in proc.stderr, proc.stderr
+
+
+def test_the_warning_zone_follows_max_pixels(tmp_path):
+    root = tmp_path / "ds"
+    root.mkdir()
+    (root / "zone.png").write_bytes(encode(picture(40, 30), "PNG"))  # 1,200 pixels: over 1,000, under 2,000
+    (root / "over.png").write_bytes(encode(picture(50, 50), "PNG"))  # 2,500: over twice the limit
+    run = run_check("images", images=(root,), options={"max_pixels": 1000})
+    by_name = {Path(f.path).name: f for f in run.findings if f.path}
+    assert by_name["zone.png"].code == "IMG014" and by_name["zone.png"].fix is None
+    assert by_name["over.png"].code == "IMG004" and by_name["over.png"].fix is not None
+
+
+def test_an_extra_loader_is_checked_when_asked(tmp_path):
+    import importlib.util
+
+    (tmp_path / "a.png").write_bytes(encode(picture(), "PNG"))
+    for loader, package in (("opencv", "cv2"), ("torchvision", "torchvision")):
+        proc = check("--images", str(tmp_path), "--loader", loader, "--format", "json")
+        if importlib.util.find_spec(package) is None:
+            assert proc.exit_code == 2 and f"the {loader} loader is not installed here" in proc.stderr
+        else:
+            assert proc.exit_code == 0 and proc.json()["findings"] == []
+    if importlib.util.find_spec("cv2") is not None:  # the test extra installs OpenCV: its verdict is its own
+        (tmp_path / "b.tga").write_bytes(encode(picture(), "TGA"))
+        report = check("--images", str(tmp_path), "--loader", "opencv", "--format", "json").json()
+        (finding,) = report["findings"]
+        assert finding["code"] == "IMG001" and finding["evidence"]["loader"].startswith("OpenCV ")
+        assert "cv2.imread returned None" in finding["message"]
+        assert check("--images", str(tmp_path), "--format", "json").json()["findings"] == []  # Pillow reads TGA
+    proc = check("--images", str(tmp_path), "--loader", "imageio")
+    assert proc.exit_code == 2 and "unknown loader 'imageio'" in proc.stderr

@@ -1,4 +1,5 @@
-"""Image datasets: every image is decoded in full, in parallel, and every one that will fail is found."""
+"""Image datasets: every image judged by the loader that will read it (breaks it: an error, quarantined
+by --fix) and for damage that loader reads past (a warning), in parallel, bombs from the header."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 from decode_doctor.engine import Check, Code, Context, Facts, Finding, FixRef, Needs, Option, Severity
 from decode_doctor.engine.workers import usable_cpus
 
-from .decode import UNUSUAL_MODES
+from .decode import UNUSUAL_MODES, Settings
+from .loaders import loader_name
 from .scan import decode_all, start_counter
 from .walk import iter_images
 
@@ -24,12 +26,18 @@ FORMAT_SUFFIXES = {
     "TIFF": ".tif",
     "HEIF": ".heic",
     "AVIF": ".avif",
+    "TGA": ".tga",
+    "ICO": ".ico",
 }
-DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's Image.MAX_IMAGE_PIXELS: 1024 × 1024 × 1024 // 4 // 3
+DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's Image.MAX_IMAGE_PIXELS: it warns above, and refuses above twice that
 FILE_TIMEOUT_S = 10.0
 PROGRESS_EVERY_S = 0.5
 
 
+DAMAGED_SAFETY = (
+    "Safe, and only with --quarantine damaged: the file is moved into the quarantine as broken ones are (manifest, journal, "
+    "byte-identical undo); without it, damaged files are reported and stay."
+)
 QUARANTINE_SAFETY = (
     "Safe: the file is moved (never copied and deleted on one filesystem; across filesystems copied, fsynced and "
     "verified by sha256 before the original is removed) into the quarantine directory under its relative path, "
@@ -38,13 +46,13 @@ QUARANTINE_SAFETY = (
 )
 IMG001 = Code(
     "IMG001",
-    "An image that will fail to decode",
+    "An image that breaks the loader",
     Severity.ERROR,
-    what='The file is damaged: empty, cut off, corrupted compressed data (libjpeg\'s "Corrupt JPEG data" warnings included), a PNG chunk '
-    "with a bad CRC or a broken zlib stream, a bad header, a damaged later frame or page, a bad TIFF directory offset or WebP RIFF "
-    "size.",
-    why='Training and multimodal inference crash on it ("image decode failed"), or worse, decode garbage pixels silently: Pillow\'s '
-    "verify() misses truncation, load() ignores libjpeg's warnings, and LOAD_TRUNCATED_IMAGES hides truncation entirely.",
+    what="The loader raises on the file or returns nothing: Pillow's Image.open() then load() on every frame, with its default "
+    "settings (LOAD_TRUNCATED_IMAGES off), and torchvision's decode_image or OpenCV's imread when given with --loader. Empty, cut "
+    "off, a broken zlib or JPEG stream, a bad header, a damaged later frame or page. The finding names the loader and version.",
+    why='A dataloader worker dies on it ("image file is truncated", "cannot identify image file"), and with it the training step '
+    "or the batch; with LOAD_TRUNCATED_IMAGES on, it is silently padded with gray instead.",
     fix_by_hand="Re-download or re-export the file from its source; or move it out of the dataset and drop it from the annotation list.",
     fix_safety=QUARANTINE_SAFETY,
 )
@@ -62,18 +70,21 @@ IMG003 = Code(
     "IMG003",
     "An image without its end marker",
     Severity.WARNING,
-    what="A JPEG without its EOI marker, or a PNG without its IEND chunk, whose pixel data is otherwise complete.",
-    why="Most decoders show the image, but strict ones (libjpeg in strict mode, some framework decoders) reject it; it usually means a "
-    "write was interrupted right at the end. decode-doctor does not quarantine it: nothing is lost from the pixels.",
-    fix_by_hand="Re-save it: python -c \"from PIL import Image; Image.open('f.jpg').save('f.jpg', quality=95)\" (or re-download).",
+    what="A PNG without its IEND chunk, or a JPEG without its EOI marker, whose pixel data is otherwise complete and which the loader "
+    "reads. (Pillow refuses a JPEG without EOI: that is IMG001, with this as a reason.)",
+    why="Strict decoders (libpng, libjpeg in strict mode, some framework decoders) reject it; it usually means a write was "
+    "interrupted right at the end.",
+    fix_by_hand="Re-save it: python -c \"from PIL import Image; Image.open('f.png').save('f.png')\" (or re-download).",
+    fix_safety=DAMAGED_SAFETY,
 )
 IMG004 = Code(
     "IMG004",
     "Decompression bomb",
     Severity.ERROR,
-    what="The header declares more pixels than --max-pixels (Pillow's default, about 89.5 megapixels): decoding it would allocate "
-    "gigabytes. Found from the header alone, without decoding.",
-    why="Loaders either refuse it (Pillow's DecompressionBombError) or run out of memory; either way the dataloader worker dies.",
+    what="The header declares more than twice --max-pixels (the loader's own limit: Pillow's MAX_IMAGE_PIXELS, about 89.5 "
+    "megapixels, so 179 MP), where the loader refuses it. Found from the header alone — PNG IHDR, GIF screen and every frame's "
+    "extents, WebP, every TIFF page, JPEG SOF, BMP, AVIF/HEIF ispe, TGA, ICO — before any pixel data is inflated.",
+    why="Pillow raises DecompressionBombError and the worker dies; a loader without the limit allocates gigabytes.",
     fix_by_hand="Downscale it if it is a real image, or remove it; raise --max-pixels if such sizes are expected.",
     fix_safety=QUARANTINE_SAFETY,
 )
@@ -107,11 +118,12 @@ IMG007 = Code(
 )
 IMG008 = Code(
     "IMG008",
-    "Images in a format that cannot be checked here",
+    "Images that could not be checked here",
     Severity.INFO,
-    what="HEIC/HEIF or AVIF images, with no decoder plugin installed (pillow-heif, pillow-avif-plugin): they were not checked.",
+    what="No installed decoder reads the format (HEIF without pillow-heif, AVIF without a Pillow built with it, a TIFF compression "
+    "the local libtiff lacks), or decoding would need more memory than a worker may hold: unchecked, never called corrupt.",
     why="If the training environment cannot decode them either, they fail there.",
-    fix_by_hand="pip install pillow-heif (and pillow-avif-plugin) and run the check again, or convert them to JPEG/PNG.",
+    fix_by_hand="pip install pillow-heif (or the codec the finding names) and run the check again, or convert them to JPEG/PNG.",
 )
 IMG009 = Code(
     "IMG009",
@@ -148,11 +160,35 @@ IMG012 = Code(
 )
 
 
+IMG013 = Code(
+    "IMG013",
+    "Damaged pixels the loader reads past",
+    Severity.WARNING,
+    what="The loader opens and decodes the file, but it is damaged: libjpeg-turbo in strict mode reports corrupt data, a PNG chunk "
+    "has a bad CRC or its zlib stream is broken past what the loader reads, or a bitmap header declares what no bitmap has "
+    "(30,000 colour planes, a 2 GB image in a 1 KB file, pixels past the palette, RLE runs outside the image).",
+    why="Training goes on, on pixels that are partly garbage (gray blocks, shifted rows), and another loader may refuse the file.",
+    fix_by_hand="Re-download or re-export it; --quarantine damaged moves these out with the broken ones.",
+    fix_safety=DAMAGED_SAFETY,
+)
+IMG014 = Code(
+    "IMG014",
+    "The loader warns about an image",
+    Severity.WARNING,
+    what="The loader reads the file but warns: Pillow's DecompressionBombWarning (more pixels than --max-pixels, less than twice "
+    "as many), an APNG it falls back to the default image for, corrupt EXIF, and the like. Never quarantined.",
+    why="The warning floods dataloader logs, and what it reports (a 150-megapixel image, the APNG's frames ignored) may not be what "
+    "the dataset meant.",
+    fix_by_hand="Downscale very large images; re-export the file if the warning points at damage.",
+)
+
+
 @dataclass(frozen=True)
 class DatasetScan:
     dataset: str
     images: int
     seconds: float
+    peak_worker_rss_mib: float = 0.0  # the most memory any decoding worker held
 
 
 @dataclass(frozen=True)
@@ -160,7 +196,11 @@ class ImagesFacts(Facts):
     datasets: list[DatasetScan] = field(default_factory=list)
 
     def summary(self) -> list[str]:
-        return [f"{scan.images:,} images decoded under {scan.dataset} in {scan.seconds:.1f} s" for scan in self.datasets]
+        return [
+            f"{scan.images:,} images checked under {scan.dataset} in {scan.seconds:.1f} s "
+            f"(peak {scan.peak_worker_rss_mib:,.0f} MiB per worker)"
+            for scan in self.datasets
+        ]
 
 
 def default_quarantine(dataset: Path) -> Path:
@@ -193,14 +233,46 @@ class _Progress:
         self.ctx.progress(text)
 
 
+def max_pixels_option(value: str) -> int:
+    """--max-pixels: a positive number of pixels (ValueError: a usage error)."""
+    try:
+        number = int(str(value).replace("_", "").replace(",", ""))
+    except ValueError:
+        raise ValueError(f"{value!r} is not a whole number of pixels") from None
+    if number <= 0:
+        raise ValueError(f"{number} is not a number of pixels: give a positive limit")
+    return number
+
+
+# the verdict a file's finding carries: its most severe reason, and errors before the rest
+PRECEDENCE = ("IMG004", "IMG002", "IMG001", "IMG011", "IMG013", "IMG003", "IMG014", "IMG005", "IMG012", "IMG007", "IMG008")
+BROKEN = {"IMG001", "IMG002", "IMG004", "IMG011"}
+DAMAGED = {"IMG013", "IMG003"}
+
+
 class Images(Check):
     name = "images"
-    description = "every image under --images decodes in full (JPEG in libjpeg's strict mode, every frame and page)"
-    codes = (IMG001, IMG002, IMG003, IMG004, IMG005, IMG006, IMG007, IMG008, IMG009, IMG010, IMG011, IMG012)
+    description = "every image under --images read by the loader that will read it (and for damage it reads past); bombs from the header"
+    codes = (IMG001, IMG002, IMG003, IMG004, IMG005, IMG006, IMG007, IMG008, IMG009, IMG010, IMG011, IMG012, IMG013, IMG014)
     needs = Needs(inputs=("images",))
     options = (
         Option(
-            "--max-pixels", f"Images declaring more pixels are decompression bombs [default: {DEFAULT_MAX_PIXELS:,}, Pillow's].", type=int
+            "--max-pixels",
+            f"The loader's pixel limit: it warns above, refuses above twice [default: {DEFAULT_MAX_PIXELS:,}, Pillow's].",
+            type=max_pixels_option,
+            metavar="PIXELS",
+        ),
+        Option(
+            "--loader",
+            "Also judge by this loader (repeatable): torchvision (decode_image) or opencv (imread); Pillow always.",
+            multiple=True,
+            type=loader_name,
+            metavar="NAME",
+        ),
+        Option(
+            "--quarantine",
+            "What --fix moves out: broken (the loader fails on it) or damaged (also damaged pixels it reads past) [default: broken].",
+            choices=("broken", "damaged"),
         ),
         Option("--quarantine-dir", "Where --fix moves broken images [default: DATASET.quarantine beside the dataset]."),
         Option("--image-timeout", f"Seconds one image may take to decode [default: {FILE_TIMEOUT_S:g}].", type=float),
@@ -210,18 +282,28 @@ class Images(Check):
     facts_type = ImagesFacts
 
     def run(self, ctx: Context) -> list[Finding]:
-        max_pixels = ctx.options.get("max_pixels") or DEFAULT_MAX_PIXELS
+        max_pixels = max_pixels_option(ctx.options.get("max_pixels") or DEFAULT_MAX_PIXELS)
+        extra = tuple(name for name in dict.fromkeys(ctx.options.get("loader") or ()) if name != "pillow")
+        settings = Settings(max_pixels, extra)
         file_timeout = ctx.options.get("image_timeout") or FILE_TIMEOUT_S
         jobs = ctx.options.get("jobs") or usable_cpus()
+        quarantine_damaged = ctx.options.get("quarantine") == "damaged"
         findings: list[Finding] = []
         scans: list[DatasetScan] = []
         for dataset in ctx.images:
-            findings.extend(self._scan(ctx, Path(dataset), max_pixels, file_timeout, jobs, scans))
+            findings.extend(self._scan(ctx, Path(dataset), settings, file_timeout, jobs, quarantine_damaged, scans))
         ctx.publish(ImagesFacts(scans))
         return findings
 
     def _scan(
-        self, ctx: Context, dataset: Path, max_pixels: int, file_timeout: float, jobs: int, scans: list[DatasetScan]
+        self,
+        ctx: Context,
+        dataset: Path,
+        settings: Settings,
+        file_timeout: float,
+        jobs: int,
+        quarantine_damaged: bool,
+        scans: list[DatasetScan],
     ) -> list[Finding]:
         quarantine = Path(ctx.options.get("quarantine_dir") or default_quarantine(dataset)).absolute()
         if quarantine == dataset or dataset in quarantine.parents:
@@ -231,27 +313,29 @@ class Images(Check):
         findings: list[Finding] = []
         modes: Counter[str] = Counter()
         mode_files: dict[str, list[str]] = {}
-        unsupported: list[str] = []
+        unchecked: dict[str, str] = {}
+        peak_rss = [0]
         counter = start_counter(dataset)
         progress = _Progress(ctx, counter)
 
         def on_result(result: dict[str, Any]) -> None:
             progress.tick(len(findings))
+            peak_rss[0] = max(peak_rss[0], result.get("worker_rss_kb") or 0)
             if result.get("mode"):
                 label = UNUSUAL_MODES[result["mode"]]
                 modes[label] += 1
                 mode_files.setdefault(label, []).append(result["path"])
-            for problem in result["problems"]:
-                if problem["code"] == "IMG008":
-                    unsupported.append(result["path"])
-                    continue
-                findings.append(self._finding(problem, result["path"], result.get("sha256"), dataset, quarantine))
+            problems = result["problems"]
+            if problems and all(problem["code"] == "IMG008" for problem in problems):
+                unchecked[result["path"]] = problems[0]["message"]
+            elif problems:
+                findings.append(self._file_finding(result, dataset, quarantine, quarantine_damaged))
 
         try:
-            decode_all(iter_images(dataset, links, appledouble), jobs, max_pixels, file_timeout, on_result)
+            decode_all(iter_images(dataset, links, appledouble), jobs, settings, file_timeout, on_result)
         finally:
             counter.kill()
-        scan = DatasetScan(str(dataset), progress.done, round(time.monotonic() - progress.started, 3))
+        scan = DatasetScan(str(dataset), progress.done, round(time.monotonic() - progress.started, 3), round(peak_rss[0] / 1024, 1))
         scans.append(scan)
         summary = {"dataset": scan.dataset, "images": scan.images, "seconds": scan.seconds}
         if modes:
@@ -262,9 +346,12 @@ class Images(Check):
             )
             evidence = {**summary, "modes": dict(modes), "examples": {k: v[:20] for k, v in mode_files.items()}}
             findings.append(self.finding("IMG006", message, evidence=evidence))
-        if unsupported:
-            message = f"{dataset}: {len(unsupported)} HEIC/AVIF images not checked (no decoder plugin)."
-            findings.append(self.finding("IMG008", message, evidence={**summary, "files": unsupported[:100]}))
+        if unchecked:
+            reasons = Counter(reason.split(";")[0].split(":")[0] for reason in unchecked.values())
+            parts = ", ".join(f"{why} ({count})" for why, count in reasons.most_common(3))
+            message = f"{dataset}: {len(unchecked)} images not checked: {parts}."
+            examples = dict(list(unchecked.items())[:100])
+            findings.append(self.finding("IMG008", message, evidence={**summary, "files": examples}))
         if links:
             message = f"{dataset}: {len(links)} symbolic links not followed."
             findings.append(self.finding("IMG009", message, evidence={**summary, "links": links[:100]}))
@@ -273,22 +360,38 @@ class Images(Check):
             findings.append(self.finding("IMG010", message, evidence={**summary, "files": appledouble[:100]}))
         return findings
 
-    def _finding(self, problem: dict[str, Any], path: str, sha256: str | None, dataset: Path, quarantine: Path) -> Finding:
-        code = problem["code"]
-        evidence = {"file": path, "format": problem.get("format"), "damage": problem["damage"], "decoder_message": problem["message"]}
+    def _file_finding(self, result: dict[str, Any], dataset: Path, quarantine: Path, quarantine_damaged: bool) -> Finding:
+        """One finding per file: its most severe reason decides the code and the one action; every
+        reason is in the evidence."""
+        path = result["path"]
+        problems = sorted(result["problems"], key=lambda p: PRECEDENCE.index(p["code"]) if p["code"] in PRECEDENCE else 99)
+        primary = problems[0]
+        code = primary["code"]
+        evidence = {
+            "file": path,
+            "format": result.get("format") or primary.get("format"),
+            "loader": primary.get("loader"),
+            "damage": primary["damage"],
+            "reasons": [{k: p.get(k) for k in ("code", "damage", "message", "loader")} for p in problems],
+        }
         fix = None
-        if code in ("IMG001", "IMG002", "IMG004", "IMG011"):
+        if code in BROKEN or (code in DAMAGED and quarantine_damaged):
             target = quarantine / Path(path).relative_to(dataset)
             params = {
                 "action": "quarantine",
                 "destination": str(target),
                 "manifest": str(quarantine / "manifest.jsonl"),
-                "reason": f"{problem['damage']}: {problem['message']}",
-                "sha256": sha256,
+                "reason": f"{primary['damage']}: {primary['message']}",
+                "sha256": result.get("sha256"),
             }
             fix = FixRef(f"quarantine {Path(path).name}", params)
-        elif code == "IMG005":
-            suffix = FORMAT_SUFFIXES[problem["format"]]
-            params = {"action": "rename", "destination": str(Path(path).with_suffix(suffix)), "sha256": sha256}
-            fix = FixRef(f"rename to {suffix}", params)
-        return self.finding(code, f"{path}: {problem['message']}", evidence=evidence, path=path, fix=fix)
+        elif any(p["code"] == "IMG005" for p in problems) and code not in BROKEN:
+            renamed = next(p for p in problems if p["code"] == "IMG005")
+            real = renamed["message"].split(" data named ")[0]
+            suffix = FORMAT_SUFFIXES.get(real)
+            if suffix:
+                params = {"action": "rename", "destination": str(Path(path).with_suffix(suffix)), "sha256": result.get("sha256")}
+                fix = FixRef(f"rename to {suffix}", params)
+        others = [p["message"] for p in problems[1:] if p["message"] != primary["message"]]
+        message = f"{path}: {primary['message']}" + (f" (also: {'; '.join(others[:3])})" if others else "")
+        return self.finding(code, message, evidence=evidence, path=path, fix=fix)

@@ -1,13 +1,25 @@
-"""The verdict on one image file, computed in a worker process: format sniffing, PNG structure, JPEG
-in libjpeg's strict mode, and every frame and page through Pillow."""
+"""The verdict on one image file, computed in a worker process.
+
+Two questions, kept apart:
+- does it break the loader? Pillow's Image.open() and load() on every frame with its default
+  settings decide (and torchvision or OpenCV when asked for): an exception, or nothing returned,
+  is an error, and --fix quarantines the file;
+- are its pixels damaged where the loader does not notice? libjpeg-turbo's strict mode, every PNG
+  chunk's CRC and the whole zlib stream, bitmap header fields no real bitmap has: a warning.
+Sizes come from the headers (headers.py) before any pixel data is inflated, so a bomb is judged
+without being decoded, and nothing is decoded that would not fit the worker's memory budget.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from . import loaders
+from .headers import Header, read_header, sniff
 
 SUFFIX_FORMATS = {
     ".jpg": "JPEG",
@@ -24,7 +36,10 @@ SUFFIX_FORMATS = {
     ".heic": "HEIF",
     ".heif": "HEIF",
     ".avif": "AVIF",
+    ".tga": "TGA",
+    ".ico": "ICO",
 }
+SAME_FORMAT = {"MPO": "JPEG", "DIB": "BMP"}  # what Pillow calls a format the name may also say
 UNUSUAL_MODES = {
     "CMYK": "CMYK",
     "RGBA": "RGBA (alpha)",
@@ -39,6 +54,13 @@ UNUSUAL_MODES = {
     "RGB;16": "16-bit RGB",
     "RGBA;16": "16-bit RGBA",
 }
+MEMORY_BUDGET = 512 << 20  # bytes one worker may hold, file and decoded frames included
+BASELINE = 128 << 20  # what the interpreter and decoder libraries already take of it
+MAX_READ = MEMORY_BUDGET - BASELINE
+INFLATE_STEP = 1 << 20  # the zlib check inflates this much at a time and keeps none of it
+# TIFF compressions that libtiff decodes only when built with them: a failure there may be a
+# missing codec, not damage
+OPTIONAL_TIFF_CODECS = {34712: "JPEG 2000", 34887: "LERC", 34925: "LZMA", 50000: "Zstandard", 50001: "WebP", 50002: "JPEG XL"}
 
 
 @dataclass
@@ -47,28 +69,29 @@ class Problem:
     damage: str
     message: str = ""
     format: str | None = None
+    loader: str | None = None
 
 
-def sniff(head: bytes) -> str | None:
-    if head.startswith(b"\xff\xd8\xff"):
-        return "JPEG"
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "PNG"
-    if head[:6] in (b"GIF87a", b"GIF89a"):
-        return "GIF"
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "WEBP"
-    if head[:2] == b"BM":
-        return "BMP"
-    if head[:4] in (b"II*\x00", b"MM\x00*"):
-        return "TIFF"
-    if head[4:8] == b"ftyp":
-        brand = head[8:12]
-        if brand in (b"avif", b"avis"):
-            return "AVIF"
-        if brand in (b"heic", b"heix", b"hevc", b"heim", b"heis", b"mif1", b"msf1"):
-            return "HEIF"
-    return None
+@dataclass(frozen=True)
+class Settings:
+    max_pixels: int  # the loader's warning limit; twice it, its error limit (Pillow's MAX_IMAGE_PIXELS)
+    extra_loaders: tuple[str, ...] = ()
+
+
+@dataclass
+class Scan:
+    """What is known about one file so far."""
+
+    path: str
+    data: bytes
+    claimed: str | None
+    format: str | None = None
+    header: Header | None = None
+    mode: str | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+    def add(self, code: str, damage: str, message: str, loader: str | None = None) -> None:
+        self.problems.append(Problem(code, damage, message, self.format, loader))
 
 
 def describe_non_image(head: bytes) -> str:
@@ -92,183 +115,245 @@ def describe_non_image(head: bytes) -> str:
         return "unrecognised binary data"
 
 
-def _png_structure(data: bytes) -> list[Problem]:
-    """Every chunk's CRC, IHDR first and sane, one zlib stream over the IDATs, IEND, trailing data."""
-    import zlib
-
-    problems = []
-    pos, idat, seen_iend, first = 8, zlib.decompressobj(), False, True
-    while pos + 8 <= len(data):
-        length, ctype = struct.unpack(">I4s", data[pos : pos + 8])
-        end = pos + 12 + length
-        if end > len(data):
-            return [Problem("IMG001", "truncated", f"PNG cut off inside the {ctype.decode('latin-1')} chunk", "PNG")]
-        body = data[pos + 8 : pos + 8 + length]
-        crc = struct.unpack(">I", data[end - 4 : end])[0]
-        if zlib.crc32(ctype + body) & 0xFFFFFFFF != crc:
-            problems.append(Problem("IMG001", "crc", f"PNG {ctype.decode('latin-1')} chunk at byte {pos} has a bad CRC", "PNG"))
-        if first:
-            first = False
-            if ctype != b"IHDR" or length != 13:
-                return [Problem("IMG001", "bad header", "PNG does not start with a valid IHDR chunk", "PNG")]
-            width, height, depth, color = struct.unpack(">IIBB", body[:10])
-            valid = {0: (1, 2, 4, 8, 16), 2: (8, 16), 3: (1, 2, 4, 8), 4: (8, 16), 6: (8, 16)}
-            if width == 0 or height == 0 or depth not in valid.get(color, ()):
-                return [
-                    Problem(
-                        "IMG001", "bad header", f"PNG IHDR is invalid ({width}×{height}, bit depth {depth}, colour type {color})", "PNG"
-                    )
-                ]
-        if ctype == b"IDAT":
-            try:
-                idat.decompress(body, 0)
-            except zlib.error as exc:
-                problems.append(Problem("IMG001", "zlib", f"PNG image data is not a valid zlib stream: {exc}", "PNG"))
-                idat = zlib.decompressobj()
-        if ctype == b"IEND":
-            seen_iend = True
-            pos = end
-            break
-        pos = end
-    if not seen_iend:
-        if not idat.eof:
-            return problems or [Problem("IMG001", "truncated", "PNG ends before its image data is complete", "PNG")]
-        problems.append(Problem("IMG003", "no end marker", "PNG has no IEND chunk (its image data is complete)", "PNG"))
-    elif not idat.eof and not any(p.damage == "zlib" for p in problems):
-        problems.append(Problem("IMG001", "zlib", "PNG image data ends before its zlib stream does", "PNG"))
-    if seen_iend and pos < len(data):
-        problems.append(Problem("IMG007", "trailing data", f"{len(data) - pos} bytes after IEND", "PNG"))
-    return problems
-
-
-def _jpeg(data: bytes, max_pixels: int) -> tuple[list[Problem], str | None]:
-    import simplejpeg
-
-    try:
-        height, width, colorspace, _ = simplejpeg.decode_jpeg_header(data)
-    except ValueError as exc:
-        return [Problem("IMG001", "bad header", f"JPEG header: {exc}", "JPEG")], None
-    if width * height > max_pixels:
-        return [
-            Problem("IMG004", "bomb", f"JPEG declares {width}×{height} = {width * height:,} pixels (limit {max_pixels:,})", "JPEG")
-        ], None
-    # Every coefficient is still entropy-decoded (that is where libjpeg finds damage), but at 1/8
-    # scale in gray the inverse DCT, upsampling and colour conversion almost vanish.
-    out = "CMYK" if colorspace in ("CMYK", "YCCK") else "GRAY"
-    fast = {"fastdct": True, "min_width": 1, "min_height": 1}
-    mode = None  # CMYK JPEGs are common and every JPEG loader converts them: never flagged
-    try:
-        simplejpeg.decode_jpeg(data, colorspace=out, strict=True, **fast)
-    except ValueError as exc:
-        message = str(exc)
-        if "Premature end of JPEG file" in message and not data.rstrip(b"\x00").endswith(b"\xff\xd9"):
-            try:
-                simplejpeg.decode_jpeg(data + b"\xff\xd9", colorspace=out, strict=True, **fast)
-                return [Problem("IMG003", "no end marker", "JPEG has no EOI marker (its image data is complete)", "JPEG")], mode
-            except ValueError:
-                return [Problem("IMG001", "truncated", "JPEG is cut off: libjpeg reports a premature end of the file", "JPEG")], mode
-        return [Problem("IMG001", "corrupt data", f"libjpeg: {message}", "JPEG")], mode
-    end = data.rfind(b"\xff\xd9")
-    trailing = len(data) - (end + 2) if end >= 0 else 0
-    if trailing > 0 and data[end + 2 :].strip(b"\x00"):
-        return [Problem("IMG007", "trailing data", f"{trailing} bytes after the JPEG EOI marker", "JPEG")], mode
-    return [], mode
-
-
-def _pillow(path: Path, fmt: str, max_pixels: int) -> tuple[list[Problem], str | None]:
-    import warnings
-
-    from PIL import Image, ImageSequence
-
-    Image.MAX_IMAGE_PIXELS = None  # our own limit, from the header, below
-    frames = 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # Pillow's "Truncated File Read" and friends are damage too
-        try:
-            with Image.open(path) as image:
-                width, height = image.size
-                if width * height > max_pixels:
-                    return [
-                        Problem(
-                            "IMG004", "bomb", f"{fmt} declares {width}×{height} = {width * height:,} pixels (limit {max_pixels:,})", fmt
-                        )
-                    ], None
-                mode = image.mode
-                if mode == "P" and "transparency" in image.info:
-                    mode = "P+transparency"
-                for frame in ImageSequence.Iterator(image):
-                    frame.load()
-                    frames += 1
-        except (
-            OSError,
-            SyntaxError,
-            ValueError,
-            EOFError,
-            struct.error,
-            Warning,
-            IndexError,
-            TypeError,
-            ZeroDivisionError,
-            MemoryError,
-        ) as exc:
-            text = str(exc) or type(exc).__name__
-            damage = "truncated" if "truncated" in text.lower() or isinstance(exc, EOFError) else "corrupt data"
-            where = f" (frame {frames + 1})" if frames else ""
-            return [Problem("IMG001", damage, f"{fmt}{where}: {text}", fmt)], None
-    return [], mode if mode in UNUSUAL_MODES else None
-
-
-def inspect_file(path: str, max_pixels: int) -> dict[str, Any]:
+def inspect_file(path: str, settings: Settings) -> dict[str, Any]:
     """The verdict on one file, as plain data (it crosses a pipe)."""
     p = Path(path)
     try:
         with open(p, "rb") as handle:
-            data = handle.read()
+            data = handle.read(MAX_READ + 1)
     except OSError as exc:
         return {"path": path, "problems": [Problem("IMG012", "unreadable", exc.strerror or str(exc)).__dict__]}
-    claimed = SUFFIX_FORMATS.get(p.suffix.lower())
+    scan = Scan(path, data, SUFFIX_FORMATS.get(p.suffix.lower()))
     if not data:
-        return _result(path, data, None, None, [Problem("IMG001", "empty", "zero-byte file", claimed)])
-    fmt = sniff(data[:32])
-    if fmt is None:
-        return _result(path, data, None, None, [Problem("IMG002", "not an image", f"{describe_non_image(data[:512])}, not an image", None)])
-    problems: list[Problem] = []
-    mode = None
-    if fmt in ("HEIF", "AVIF"):
-        if not _heif_plugins():
-            return _result(
-                path, data, fmt, None, [Problem("IMG008", "unsupported", f"{fmt}: no decoder plugin installed; not checked", fmt)]
-            )
-        problems, mode = _pillow(p, fmt, max_pixels)
-    elif fmt == "JPEG":
-        problems, mode = _jpeg(data, max_pixels)
+        scan.format = scan.claimed
+        scan.add("IMG001", "empty", "zero-byte file: every loader fails on it", loaders.version("pillow"))
+    elif len(data) > MAX_READ:
+        scan.add("IMG008", "over the memory budget", f"larger than {MAX_READ >> 20} MiB: not decoded here")
     else:
-        if fmt == "PNG":
-            problems = _png_structure(data)
-        elif fmt == "WEBP":
-            declared = int.from_bytes(data[4:8], "little") + 8
-            if declared != len(data) + (len(data) % 2) and declared != len(data):
-                problems = [Problem("IMG001", "bad RIFF size", f"WebP RIFF header says {declared} bytes, the file has {len(data)}", "WEBP")]
-        if not any(pr.code in ("IMG001", "IMG004") for pr in problems):
-            decoded, mode = _pillow(p, fmt, max_pixels)
-            problems += [d for d in decoded if not (d.code == "IMG001" and any(pr.code == "IMG003" for pr in problems))]
-    if claimed and claimed != fmt and not any(pr.code in ("IMG001", "IMG002", "IMG004", "IMG011") for pr in problems):
-        problems.append(Problem("IMG005", "extension lies", f"{fmt} data named {p.suffix}", fmt))
-    return _result(path, data, fmt, mode, problems)
+        _inspect(scan, settings)
+    return _result(scan)
 
 
-def _result(path: str, data: bytes, fmt: str | None, mode: str | None, problems: list[Problem]) -> dict[str, Any]:
-    result: dict[str, Any] = {"path": path, "format": fmt, "mode": mode, "problems": [pr.__dict__ for pr in problems]}
-    if problems:  # the fixer refuses to move a file that changed after the check
-        result["sha256"] = hashlib.sha256(data).hexdigest()
+def _inspect(scan: Scan, settings: Settings) -> None:
+    scan.format = sniff(scan.data[:32], Path(scan.path).suffix.lower())
+    if scan.format:
+        scan.header = read_header(scan.format, scan.data)
+    pixels = scan.header.pixels if scan.header else 0
+    if pixels > 2 * settings.max_pixels:
+        size = f"{scan.header.width}×{scan.header.height}" if scan.header else "?"
+        scan.add(
+            "IMG004",
+            "bomb",
+            f"{scan.format} declares {size} = {pixels:,} pixels, over twice the loader's limit of {settings.max_pixels:,} "
+            "(Pillow raises DecompressionBombError); found from the header, nothing decoded",
+        )
+        return
+    if pixels > settings.max_pixels:
+        scan.add(
+            "IMG014",
+            "bomb warning",
+            f"{pixels:,} pixels, over the loader's warning limit of {settings.max_pixels:,}: Pillow warns (DecompressionBombWarning) "
+            "and loads it",
+        )
+    frames = scan.header.frames if scan.header else 1
+    needed = len(scan.data) + pixels * 4 * (2 if frames > 1 else 1)
+    if needed > MEMORY_BUDGET - BASELINE:
+        over = f"decoding needs about {needed >> 20} MiB, over the {MEMORY_BUDGET >> 20} MiB a worker may hold"
+        damage = _damage(scan)
+        cut = next((p for p in damage if p.damage == "truncated"), None)
+        if cut:  # the loader stops where the data does, whatever the size: no need to decode to know
+            scan.add("IMG001", "breaks the loader", f"{cut.message}: Pillow raises when its data runs out (not decoded: {over})")
+            scan.problems += damage
+        else:
+            scan.problems += damage
+            scan.add("IMG008", "over the memory budget", f"{over}: pixels not checked")
+        return
+    damage = _damage(scan)
+    verdict = _jpeg_verdict(scan, settings, damage) if scan.format == "JPEG" else loaders.pillow(scan.path, settings.max_pixels)
+    _judge(scan, verdict, damage)
+    scan.data = b""  # not needed past this point; the extra loaders read the file themselves
+    if not any(p.code in ("IMG001", "IMG002", "IMG004") for p in scan.problems):
+        for name in settings.extra_loaders:
+            extra = loaders.extra(name, scan.path)
+            if extra.error:
+                scan.add("IMG001", "breaks the loader", f"{extra.loader}: {extra.error}", extra.loader)
+
+
+def _damage(scan: Scan) -> list[Problem]:
+    """Faults a tolerant loader may read past: they are warnings when it does, reasons when it does not."""
+    found: list[Problem] = []
+    if scan.format == "PNG":
+        found = _png_structure(scan.data)
+    elif scan.format == "WEBP":
+        declared = int.from_bytes(scan.data[4:8], "little") + 8
+        if declared not in (len(scan.data), len(scan.data) + len(scan.data) % 2):
+            found = [Problem("IMG013", "bad RIFF size", f"the WebP RIFF header says {declared:,} bytes, the file has {len(scan.data):,}")]
+    if scan.header and scan.header.damage:
+        found += [Problem("IMG013", "impossible header", f"{scan.format} header declares {what}") for what in scan.header.damage]
+    if scan.header and scan.header.truncated:
+        found.append(Problem("IMG013", "truncated", scan.header.truncated))
+    for problem in found:
+        problem.format = scan.format
+    return found
+
+
+def _jpeg_verdict(scan: Scan, settings: Settings, damage: list[Problem]) -> loaders.Verdict:
+    """libjpeg-turbo in strict mode, at 1/8 scale in gray (every coefficient is still entropy-decoded,
+    which is where damage shows; the inverse DCT and colour conversion almost vanish). A clean strict
+    decode means Pillow's load passes too (the same library, without its strictness): Pillow only
+    opens it, for its own header parsing. Anything strict libjpeg reports is put to Pillow's real load."""
+    import simplejpeg
+
+    strict_error, out = None, "GRAY"
+    try:
+        _height, _width, colorspace, _ = simplejpeg.decode_jpeg_header(scan.data)
+        out = "CMYK" if colorspace in ("CMYK", "YCCK") else "GRAY"
+        simplejpeg.decode_jpeg(scan.data, colorspace=out, strict=True, fastdct=True, min_width=1, min_height=1)
+    except ValueError as exc:
+        strict_error = str(exc)
+    if strict_error is None:
+        verdict = loaders.pillow(scan.path, settings.max_pixels, pixels=False)
+        if verdict.format == "MPO" and not verdict.error:  # more pictures in the file: load them all
+            verdict = loaders.pillow(scan.path, settings.max_pixels)
+        _jpeg_trailing(scan, damage)
+        return verdict
+    verdict = loaders.pillow(scan.path, settings.max_pixels)
+    if "Premature end of JPEG file" in strict_error and not scan.data.rstrip(b"\x00").endswith(b"\xff\xd9"):
+        try:  # complete but for the marker, or cut off?
+            simplejpeg.decode_jpeg(scan.data + b"\xff\xd9", colorspace=out, strict=True, fastdct=True, min_width=1, min_height=1)
+            damage.append(Problem("IMG003", "no end marker", "the JPEG has no EOI marker (its image data is complete)", "JPEG"))
+        except ValueError:
+            damage.append(Problem("IMG013", "truncated", "the JPEG is cut off: libjpeg reports a premature end of the file", "JPEG"))
+    else:
+        damage.append(Problem("IMG013", "corrupt data", f"libjpeg in strict mode: {strict_error}", "JPEG"))
+    return verdict
+
+
+def _jpeg_trailing(scan: Scan, damage: list[Problem]) -> None:
+    end = scan.data.rfind(b"\xff\xd9")
+    trailing = len(scan.data) - (end + 2) if end >= 0 else 0
+    if trailing > 0 and scan.data[end + 2 :].strip(b"\x00"):
+        damage.append(Problem("IMG007", "trailing data", f"{trailing:,} bytes after the JPEG EOI marker", "JPEG"))
+
+
+def _judge(scan: Scan, verdict: loaders.Verdict, damage: list[Problem]) -> None:
+    scan.format = scan.format or verdict.format
+    if verdict.error is None:
+        scan.mode = verdict.mode
+        for problem in damage:
+            problem.loader = problem.loader or f"{verdict.loader} reads it"
+        scan.problems += damage
+        for warning in verdict.warnings:
+            if "DecompressionBombWarning" not in warning:  # already said, from the header
+                scan.add("IMG014", "loader warning", f"{verdict.loader} warns: {warning}", verdict.loader)
+        if scan.claimed and verdict.format and SAME_FORMAT.get(verdict.format, verdict.format) != scan.claimed:
+            ext = Path(scan.path).suffix
+            scan.add("IMG005", "extension lies", f"{SAME_FORMAT.get(verdict.format, verdict.format)} data named {ext}")
+        return
+    if verdict.bomb:
+        scan.add("IMG004", "bomb", f"{verdict.loader}: {verdict.error}", verdict.loader)
+        return
+    if scan.format is None:
+        what = describe_non_image(scan.data[:512]) if scan.data else "not an image"
+        scan.add("IMG002", "not an image", f"{what}, not an image: {verdict.loader} cannot identify it", verdict.loader)
+        return
+    unchecked = _missing_decoder(scan)
+    if unchecked:
+        scan.add("IMG008", "no decoder", f"{unchecked}; {verdict.loader}: {verdict.error}", verdict.loader)
+        return
+    scan.add("IMG001", "breaks the loader", f"{verdict.loader}: {verdict.error}", verdict.loader)
+    scan.problems += [Problem(p.code, p.damage, p.message, p.format, "also") for p in damage if p.code != "IMG007"]
+
+
+def _missing_decoder(scan: Scan) -> str | None:
+    """Why the loader's failure may be a decoder this machine lacks rather than damage."""
+    from PIL import features
+
+    if scan.format == "AVIF" and not features.check("avif"):
+        return "AVIF: this Pillow has no AVIF decoder"
+    if scan.format == "HEIF" and not _heif_plugin():
+        return "HEIF: no decoder installed (pip install pillow-heif)"
+    if scan.format == "TIFF" and scan.header and scan.header.compression in OPTIONAL_TIFF_CODECS:
+        name = OPTIONAL_TIFF_CODECS[scan.header.compression]
+        return f"TIFF with {name} compression, which the installed libtiff may not be built with"
+    return None
+
+
+def _heif_plugin() -> bool:
+    try:
+        from pillow_heif import register_heif_opener  # type: ignore[import-not-found]
+    except ImportError:
+        return False
+    register_heif_opener()
+    return True
+
+
+def _png_structure(data: bytes) -> list[Problem]:
+    """Every chunk's CRC, a sane IHDR first, the zlib stream over the IDATs inflated in steps and
+    thrown away (memory stays flat whatever the header claims), IEND, and what follows it."""
+    import zlib
+
+    problems: list[Problem] = []
+    pos, inflater, seen_iend, first = 8, zlib.decompressobj(), False, True
+    zlib_broken = False
+    while pos + 8 <= len(data):
+        length, ctype = struct.unpack(">I4s", data[pos : pos + 8])
+        end = pos + 12 + length
+        name = ctype.decode("latin-1")
+        if end > len(data):
+            return [*problems, Problem("IMG013", "truncated", f"the PNG is cut off inside its {name} chunk")]
+        body = data[pos + 8 : pos + 8 + length]
+        if zlib.crc32(ctype + body) & 0xFFFFFFFF != struct.unpack(">I", data[end - 4 : end])[0]:
+            problems.append(Problem("IMG013", "bad CRC", f"the PNG {name} chunk at byte {pos:,} has a bad CRC"))
+        if first:
+            first = False
+            if ctype != b"IHDR" or length != 13:
+                return [Problem("IMG013", "bad header", "the PNG does not start with an IHDR chunk")]
+        if ctype == b"IDAT" and not zlib_broken:
+            try:
+                inflater.decompress(body, INFLATE_STEP)
+                while inflater.unconsumed_tail:
+                    inflater.decompress(inflater.unconsumed_tail, INFLATE_STEP)
+            except zlib.error as exc:
+                problems.append(Problem("IMG013", "zlib", f"the PNG image data is not a valid zlib stream: {exc}"))
+                zlib_broken = True
+            if inflater.unused_data and not zlib_broken:
+                problems.append(Problem("IMG013", "zlib", "the PNG image data goes on after its zlib stream ends"))
+                zlib_broken = True
+        pos = end
+        if ctype == b"IEND":
+            seen_iend = True
+            break
+    if not seen_iend:
+        if inflater.eof:
+            problems.append(Problem("IMG003", "no end marker", "the PNG has no IEND chunk (its image data is complete)"))
+        elif not zlib_broken:
+            problems.append(Problem("IMG013", "truncated", "the PNG ends before its image data is complete"))
+    elif not inflater.eof and not zlib_broken:
+        problems.append(Problem("IMG013", "zlib", "the PNG image data ends before its zlib stream does"))
+    if seen_iend and pos < len(data):
+        problems.append(Problem("IMG007", "trailing data", f"{len(data) - pos:,} bytes after IEND"))
+    return problems
+
+
+def _result(scan: Scan) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "path": scan.path,
+        "format": scan.format,
+        "mode": scan.mode if scan.mode in UNUSUAL_MODES else None,
+        "problems": [problem.__dict__ for problem in scan.problems],
+    }
+    if scan.problems:  # the fixer refuses to move a file that changed after the check
+        result["sha256"] = _sha256(scan.path)
     return result
 
 
-def _heif_plugins() -> bool:
+def _sha256(path: str) -> str | None:
+    digest = hashlib.sha256()
     try:
-        from pillow_heif import register_heif_opener  # type: ignore[import-not-found]
-
-        register_heif_opener()
-        return True
-    except ImportError:
-        return False
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()

@@ -7,6 +7,8 @@ bad file is found and reported. Memory stays flat: at most one batch per worker 
 
 from __future__ import annotations
 
+import os
+import resource
 import signal
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -17,7 +19,8 @@ from typing import Any
 
 from decode_doctor.engine.workers import Child, wait_ready
 
-from .decode import Problem, inspect_file
+from . import loaders
+from .decode import Problem, Settings, inspect_file
 from .walk import iter_images
 
 BATCH = 16  # paths per message: one pipe round trip per batch, not per file
@@ -41,9 +44,11 @@ def _crashed(path: str, why: str) -> Result:
     return {"path": path, "problems": [Problem("IMG001", "decoder crash", why).__dict__]}
 
 
-def _worker(conn: Connection, max_pixels: int, file_timeout: float) -> None:
+def _worker(conn: Connection, settings: Settings, file_timeout: float) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGALRM, _on_alarm)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)  # libtiff, libpng and OpenCV print their complaints; the verdicts say them
     while True:
         try:
             batch = conn.recv()
@@ -55,7 +60,7 @@ def _worker(conn: Connection, max_pixels: int, file_timeout: float) -> None:
         for path in batch:
             try:
                 signal.setitimer(signal.ITIMER_REAL, file_timeout)
-                result = inspect_file(path, max_pixels)
+                result = inspect_file(path, settings)
                 signal.setitimer(signal.ITIMER_REAL, 0)
             except _FileTimeout:
                 result = _timed_out(path, file_timeout)
@@ -63,24 +68,17 @@ def _worker(conn: Connection, max_pixels: int, file_timeout: float) -> None:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 result = _crashed(path, f"{type(exc).__name__}: {exc}")
             results.append(result)
+        results[-1]["worker_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         conn.send(results)
     conn.close()
 
 
-def _preload_decoders() -> None:
-    """Import the decoders once, before forking, instead of once in every worker."""
-    import simplejpeg  # noqa: F401
-    from PIL import GifImagePlugin, Image, ImageSequence, PngImagePlugin, TiffImagePlugin, WebPImagePlugin  # noqa: F401
-
-    Image.init()
-
-
-def decode_all(paths: Iterator[Path], jobs: int, max_pixels: int, file_timeout: float, on_result: Callable[[Result], None]) -> None:
+def decode_all(paths: Iterator[Path], jobs: int, settings: Settings, file_timeout: float, on_result: Callable[[Result], None]) -> None:
     """Feeds batches of paths to `jobs` forked workers as they free up; calls on_result per file."""
-    _preload_decoders()
+    loaders.preload(settings.extra_loaders)
 
     def spawn() -> Child:
-        return Child.start(_worker, max_pixels, file_timeout, duplex=True)
+        return Child.start(_worker, settings, file_timeout, duplex=True)
 
     workers = [spawn() for _ in range(max(1, jobs))]
     batches: dict[Child, list[str]] = {}

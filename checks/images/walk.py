@@ -7,7 +7,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-IMAGE_SUFFIXES = {".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".gif", ".webp", ".bmp", ".dib", ".tif", ".tiff", ".heic", ".heif", ".avif"}
+IMAGE_SUFFIXES = {
+    ".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".gif", ".webp", ".bmp", ".dib", ".tif", ".tiff", ".heic", ".heif", ".avif", ".tga", ".ico"
+}  # fmt: skip
 
 
 def iter_images(root: Path, links: list[str], appledouble: list[str]) -> Iterator[Path]:

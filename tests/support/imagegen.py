@@ -93,11 +93,77 @@ def jpeg_with_size(data: bytes, width: int, height: int) -> bytes:
     raise ValueError("no SOF")
 
 
+def gif_extents_bomb() -> bytes:
+    """A 1×1 logical screen holding one 65535×65535 frame: its size shows only in the frame descriptor."""
+    screen = b"GIF89a" + struct.pack("<HHBBB", 1, 1, 0x80, 0, 0) + b"\x00\x00\x00\xff\xff\xff"
+    frame = b"\x2c" + struct.pack("<HHHHB", 0, 0, 65535, 65535, 0) + b"\x02\x02\x4c\x01\x00"
+    return screen + frame + b"\x3b"
+
+
+def webp_canvas_bomb() -> bytes:
+    """An extended WebP whose VP8X canvas is 16384×16384."""
+    vp8x = b"VP8X" + struct.pack("<I", 10) + b"\x00\x00\x00\x00" + (16383).to_bytes(3, "little") * 2
+    body = b"WEBP" + vp8x
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def tiff_with(width: int, height: int, compression: int = 1, big: bool = False) -> bytes:
+    """A one-page TIFF (or BigTIFF) with these ImageWidth, ImageLength and Compression tags and a
+    strip of 64 bytes: a header to read, not a picture."""
+    tags = [(256, width), (257, height), (258, 8), (259, compression), (262, 1), (273, 0), (277, 1), (278, height), (279, 64)]
+    if big:
+        head = b"II+\x00" + struct.pack("<HHQ", 8, 0, 16)
+        ifd = struct.pack("<Q", len(tags)) + b"".join(struct.pack("<HHQQ", tag, 16, 1, value) for tag, value in tags) + struct.pack("<Q", 0)
+        strip_at = 16 + len(ifd)
+    else:
+        head = b"II*\x00" + struct.pack("<I", 8)
+        ifd = struct.pack("<H", len(tags)) + b"".join(struct.pack("<HHII", tag, 4, 1, value) for tag, value in tags) + struct.pack("<I", 0)
+        strip_at = 8 + len(ifd)
+    ifd = ifd.replace(
+        struct.pack("<HHQQ" if big else "<HHII", 273, 16 if big else 4, 1, 0),
+        struct.pack("<HHQQ" if big else "<HHII", 273, 16 if big else 4, 1, strip_at),
+    )
+    return head + ifd + bytes(range(64))
+
+
+def bmp_header(
+    width: int, height: int, planes: int = 1, bits: int = 24, image_size: int = 0, colours: int = 0, pixels: bytes = b""
+) -> bytes:
+    palette = b"\x00\x00\x00\x00" * (colours or (1 << bits if bits <= 8 else 0))
+    offset = 14 + 40 + len(palette)
+    info = struct.pack("<IiiHHIIiiII", 40, width, height, planes, bits, 0, image_size, 2835, 2835, colours, 0)
+    return b"BM" + struct.pack("<IHHI", offset + len(pixels), 0, 0, offset) + info + palette + pixels
+
+
+def avif_extents(width: int, height: int) -> bytes:
+    """An AVIF container whose only image property is an ispe of width × height (no pixels)."""
+
+    def box(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", 8 + len(body)) + kind + body
+
+    ispe = box(b"ispe", b"\x00\x00\x00\x00" + struct.pack(">II", width, height))
+    meta = box(b"meta", b"\x00\x00\x00\x00" + box(b"iprp", box(b"ipco", ispe)))
+    return box(b"ftyp", b"avif\x00\x00\x00\x00avifmif1") + meta
+
+
+def tga_header(width: int, height: int) -> bytes:
+    return struct.pack("<BBBHHBHHHHBB", 0, 0, 2, 0, 0, 0, 0, 0, width, height, 24, 0)
+
+
+def png_of_zeros(width: int, height: int, rows: int | None = None) -> bytes:
+    """A grayscale PNG of zeros whose IDAT holds the first `rows` rows (all of them by default)."""
+    deflate = zlib.compressobj(1)
+    row = b"\x00" * (width + 1)
+    body = [deflate.compress(row * min(500, (rows or height) - start)) for start in range(0, rows or height, 500)]
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", ihdr) + png_chunk(b"IDAT", b"".join(body) + deflate.flush()) + png_chunk(b"IEND", b"")
+
+
 @dataclass
 class Sample:
     rel: str
     data: bytes
-    expect: str  # a code ("IMG001"...), or "good" (never flagged), "mode" (IMG006 only)
+    expect: str  # a code ("IMG001"...), or "good" (never flagged), "mode" (IMG006 only), "unchecked" (IMG008 only)
 
 
 def samples() -> list[Sample]:
@@ -156,10 +222,8 @@ def samples() -> list[Sample]:
         add(f"broken/truncated-{tag}.tiff", tiff_pages[: int(len(tiff_pages) * fraction)], "IMG001")
     add("broken/-坏 图片 cut.jpg", jpeg[: len(jpeg) // 2], "IMG001")
     add("broken/ -space first.png", png[: len(png) // 2], "IMG001")
-    # corrupted JPEG entropy data: libjpeg only warns; Pillow's load() passes it
     scan = jpeg_scan_start(jpeg)
-    add("broken/corrupt-entropy.jpg", flip(jpeg, (scan + (len(jpeg) - scan) * 0.5) / len(jpeg), 200), "IMG001")
-    # PNG: a bad CRC on an ancillary chunk (pixels still decode), a broken zlib stream, a bad IHDR
+    # PNG: a bad CRC on an ancillary chunk (Pillow then cannot identify it), a broken zlib stream, a bad IHDR
     text_chunk = png_chunk(b"tEXt", b"Comment\x00hello")
     bad_crc = rebuild_png(png, insert_after_ihdr=text_chunk[:-4] + b"\x00\x00\x00\x00")
     add("broken/bad-crc.png", bad_crc, "IMG001")
@@ -195,9 +259,40 @@ def samples() -> list[Sample]:
     bomb_ihdr[8] = 8
     struct.pack_into(">II", bomb_ihdr, 0, 40000, 40000)
     add("broken/bomb.png", rebuild_png(png, replace={b"IHDR": bytes(bomb_ihdr)}), "IMG004")
+    # Pillow refuses a JPEG without EOI ("image file is truncated"): it breaks the loader
+    add("broken/no-eoi.jpg", jpeg[:-2], "IMG001")
+    # more bombs, each from its header alone: a GIF frame past its screen, a WebP canvas, a TIFF and
+    # a BigTIFF page, a bitmap, an AVIF's ispe, a TGA
+    add("broken/bomb-extents.gif", gif_extents_bomb(), "IMG004")
+    add("broken/bomb.webp", webp_canvas_bomb(), "IMG004")
+    add("broken/bomb.tiff", tiff_with(100_000, 100_000), "IMG004")
+    add("broken/bomb-big.tiff", tiff_with(100_000, 100_000, big=True), "IMG004")
+    add("broken/bomb.bmp", bmp_header(50_000, 50_000), "IMG004")
+    add("broken/bomb.avif", avif_extents(20_000, 20_000), "IMG004")
+    add("broken/bomb.tga", tga_header(65_535, 65_535), "IMG004")
+    # damaged pixels the loader reads past: warnings, quarantined only with --quarantine damaged
+    add("damaged/corrupt-entropy.jpg", flip(jpeg, (scan + (len(jpeg) - scan) * 0.5) / len(jpeg), 200), "IMG013")
+    idat_at = next(offset for offset, ctype, _ in png_chunks(png) if ctype == b"IDAT")
+    bad_idat_crc = bytearray(png)
+    bad_idat_crc[idat_at + 8 + len(idat)] ^= 0xFF
+    add("damaged/bad-idat-crc.png", bytes(bad_idat_crc), "IMG013")
+    add("damaged/zlib-goes-on.png", rebuild_png(png, replace={b"IDAT": idat + b"garbage after the stream"}), "IMG013")
+    palette_pixels = bytes([200]) * 4 * 2  # 4×2 8-bit pixels, index 200 of a 16-colour palette
+    add("damaged/past-the-palette.bmp", bmp_header(4, 2, bits=8, colours=16, pixels=palette_pixels), "IMG013")
+    # the loader warns and reads it: never quarantined
+    actl_empty = png_chunk(b"acTL", struct.pack(">II", 0, 0))
+    add("warns/apng-no-frames.png", rebuild_png(png, insert_after_ihdr=actl_empty), "IMG014")
+    # formats Pillow reads: BigTIFF, a headerless DIB, TGA, ICO, AVIF
+    small = picture(32, 24)
+    add("good/big.tif", encode(small, "TIFF", big_tiff=True), "good")
+    add("good/headerless.dib", encode(small, "DIB"), "good")
+    add("good/photo.tga", encode(small, "TGA"), "good")
+    add("good/icon.ico", encode(small, "ICO"), "good")
+    add("good/photo.avif", encode(small, "AVIF"), "good")
+    # a decoder this machine may lack: unchecked (counted in IMG008), never corrupt
+    add("unchecked/webp-in.tiff", tiff_with(32, 24, compression=50001), "unchecked")
     # not broken, but reported
     add("odd/png-named.jpg", png, "IMG005")
-    add("odd/no-eoi.jpg", jpeg[:-2], "IMG003")
     add("odd/no-iend.png", rebuild_png(png, drop=(b"IEND",)), "IMG003")
     add("odd/trailing.jpg", jpeg + b"PK\x03\x04 appended archive bytes", "IMG007")
     add("odd/trailing.png", png + b"extra bytes after IEND", "IMG007")
