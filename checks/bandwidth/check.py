@@ -163,7 +163,10 @@ class Bandwidth(Check):
     description = "measured CPU (and GPU) memory bandwidth against the memory's specification"
     codes = (BW002, BW003, BW005)
     needs = Needs(exclusive=True)
-    options = (Option("--thorough", "Measure bandwidth longer (about 4 s) with larger buffers.", is_flag=True, default=False),)
+    options = (
+        Option("--thorough", "Measure bandwidth longer (about 4 s) with larger buffers.", is_flag=True, default=False),
+        Option("--threads", "Threads the CPU bandwidth probe reads with [default: one per usable CPU].", type=int),
+    )
     timeout_s = 60.0
     facts_type = BandwidthFacts
     retired = {
@@ -177,7 +180,10 @@ class Bandwidth(Check):
         thorough = bool(ctx.options.get("thorough"))
         llc = llc_bytes(ctx.read_text)
         buffer = buffer_size(llc, ctx.meminfo_bytes("MemAvailable"), thorough)
-        measured = measure_cpu(buffer, budget_s=4.0 if thorough else 1.0)
+        threads = ctx.options.get("threads")
+        if threads is not None and threads < 1:
+            raise ValueError(f"--threads {threads}: give at least 1")
+        measured = measure_cpu(buffer, budget_s=4.0 if thorough else 1.0, threads=threads)
         spec, spec_missing = memory_spec(ctx)
         cpu = CpuMemory(
             measured=measured,

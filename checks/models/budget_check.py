@@ -8,9 +8,10 @@ from pathlib import Path
 from decode_doctor.engine import Chart, Check, Code, Context, Facts, Finding, HtmlBlock, Metric, Needs, Option, Sample, Series, Severity
 
 from .artifacts import ArtifactsFacts
-from .budget import Budget, Device, compute_budget, human_binary, human_bytes
+from .budget import Budget, Device, compute_budget, human_binary, human_bytes, sequences
 from .dtypes import KV_DTYPE_BYTES
 from .modelfiles import ModelFormatError, ModelInfo, read_model
+from .plan import sizing
 
 KV_DTYPES = tuple(sorted(KV_DTYPE_BYTES))
 DEFAULT_CONTEXT = 4096
@@ -27,9 +28,10 @@ DEC002 = Code(
 )
 DEC003 = Code(
     code="DEC003",
-    title="The model fits, but without the 20 % headroom",
+    title="The model fits, but without the 10 % headroom",
     severity=Severity.WARNING,
-    what="The memory needed is within the device's memory, but leaves less than a fifth of it free.",
+    what="The memory needed is within the device's memory, but above the 90 % a serving engine takes by default "
+    "(vLLM's --gpu-memory-utilization 0.9).",
     why="Fragmentation, activation peaks, CUDA graphs and other processes need room; running this close "
     "to the limit fails under load rather than at start.",
     fix_by_hand="Take one of the knobs named in the finding, or lower the serving engine's memory "
@@ -87,10 +89,17 @@ class ModelBudget:
                 )
             else:
                 ceiling = ", ceiling unknown (no bandwidth)"
-            parts.append(f"{budget.device}: {budget.fit} in {human_bytes(budget.capacity_bytes)}{ceiling}")
+            limits = ""
+            if budget.max_concurrency is not None:
+                limits = f", at most {sequences(budget.max_concurrency)} at {budget.context:,} tokens"
+            parts.append(f"{budget.device}: {budget.fit} in {human_bytes(budget.capacity_bytes)}{ceiling}{limits}")
+        weights = f"{human_bytes(first.weights_bytes)} of weights" if first.weights_bytes is not None else "weights unknown"
+        if model.format == "config-only" and first.weights_bytes is not None:
+            weights += " (from the config: no weight files)"
         return (
-            f"{model.name} ({model.format}, {human_bytes(model.weight_bytes)} of weights, "
-            f"reads {human_bytes(model.decode_read_bytes)} per token): KV {human_binary(first.kv_bytes_per_token)}/token "
+            f"{model.name} ({model.format}, {weights}, "
+            f"reads {human_bytes(first.read_bytes_per_step - first.kv_bytes_total)} of weights per step): "
+            f"KV {human_binary(first.kv_bytes_per_token)}/token "
             f"({first.kv_dtype}), {human_bytes(first.kv_bytes_total)} at {first.context:,} tokens × {first.concurrency}; "
             + "; ".join(parts)
         )
@@ -205,8 +214,8 @@ class DecodeBudget(Check):
             except OSError as exc:
                 findings.append(self.finding("DEC010", f"{path}: {exc.strerror}", evidence={"file": str(path)}, path=str(path)))
                 continue
-            missing = model.missing_hyperparameters()
-            if missing:
+            missing = model.missing_hyperparameters() or ["layers, kv_heads, head_dim"]
+            if not sizing(model).cache:
                 message = f"{model.name}: cannot size the KV cache: no {', '.join(missing)} in its config."
                 evidence = {"missing": missing, "format": model.format}
                 findings.append(self.finding("DEC011", message, evidence=evidence, path=str(path)))
@@ -245,7 +254,7 @@ class DecodeBudget(Check):
                 findings.append(self.finding("DEC002", message, evidence=evidence, path=path))
             elif budget.fit == "tight":
                 message = (
-                    f"{where}: needs {human_bytes(budget.need_bytes)} of {human_bytes(budget.capacity_bytes)}, less than 20 % left.{knobs}"
+                    f"{where}: needs {human_bytes(budget.need_bytes)} of {human_bytes(budget.capacity_bytes)}, less than 10 % left.{knobs}"
                 )
                 findings.append(self.finding("DEC003", message, evidence=evidence, path=path))
             if target and budget.tps_per_sequence and budget.tps_per_sequence < target:

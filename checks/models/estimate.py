@@ -4,148 +4,253 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import click
 
-from .budget import SWEEP_CONTEXTS, Device, compute_budget, human_binary, human_bytes
+from . import bwcache, hardware, serve
+from .budget import human_binary, human_bytes, sequences
+from .hardware import Hardware
 from .modelfiles import ModelFormatError, ModelInfo, read_model
+from .plan import HEADROOM_RULE, Plan, Sizing, expected_cpu_range, make_plan, sizing
 
 
-def _measured(select: tuple[str, ...], what: str) -> dict[str, Any]:
+def _measured(select: tuple[str, ...], what: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Runs the named checks through the application layer; returns their facts by check name."""
     from decode_doctor.app import service
     from decode_doctor.app.requests import RunRequest
 
     click.echo(f"measuring {what}…", err=True)
-    outcome = service.run(RunRequest(select=select))
+    outcome = service.run(RunRequest(select=select, options=options or {}))
     return outcome.report.facts()
 
 
-def _device(spec: str, bandwidth: float | None, memory_gb: float | None) -> Device:
-    if spec == "cpu":
-        import psutil
+def _state_dir(given: Path | None) -> Path:
+    from decode_doctor.fixes.journal import default_state_dir
 
-        total = psutil.virtual_memory().total
-        if bandwidth:
-            bw, source = bandwidth, "given"
-        else:
-            facts = _measured(("bandwidth",), "memory bandwidth (about a second)").get("bandwidth")
-            bw, source = (facts.cpu.measured.read_gbps, "measured") if facts is not None else (None, "unknown")
-        return Device("cpu", "CPU", int(memory_gb * 1e9) if memory_gb else total, bw, source)
+    return given or default_state_dir()
+
+
+def _cpu(threads: int | None, bandwidth: float | None, memory: int | None, remeasure: bool, state_dir: Path) -> Hardware:
+    import psutil
+
+    from decode_doctor.engine.workers import usable_cpus
+
+    threads = threads or usable_cpus()
+    total = memory or psutil.virtual_memory().total
+    peaks, how = hardware.cpu_peak(threads)
+    cpu = Hardware("cpu", f"CPU, {threads} thread(s)", total, bandwidth, "given", peaks, how, kind="cpu")
+    if bandwidth:
+        return cpu
+    host = bwcache.host_id()
+    cached = None if remeasure else bwcache.best(bwcache.load(state_dir), host, threads)
+    if cached is not None:
+        cpu.bandwidth_gbps, cpu.bandwidth_source = cached.read_gbps, "cached"
+        cpu.notes.append(f"bandwidth: this host's best recent figure, {cached.describe()} (--measure to measure again)")
+        return cpu
+    facts = _measured(("bandwidth",), f"memory bandwidth with {threads} thread(s) (about a second)", {"threads": threads}).get("bandwidth")
+    if facts is None:
+        cpu.bandwidth_source = "unknown"
+        return cpu
+    measured = facts.cpu.measured
+    reading = bwcache.Measurement(host, measured.threads, measured.read_gbps, measured.other_load, measured.buffer_bytes, time.time())
+    try:
+        bwcache.record(state_dir, reading)
+    except OSError as exc:
+        cpu.notes.append(f"the measurement was not kept ({exc.strerror}): the next run measures again")
+    cpu.bandwidth_gbps, cpu.bandwidth_source = measured.read_gbps, "measured"
+    if reading.busy:
+        cpu.bandwidth_source = "measured on a busy host"
+        cpu.notes.append(
+            f"bandwidth: {measured.read_gbps:.1f} GB/s is a lower bound: other processes used {measured.other_load:.0%} of the "
+            "CPUs meanwhile, so the ceiling below understates the host; measure again when it is quiet (--measure)"
+        )
+    else:
+        cpu.notes.append(f"bandwidth: {reading.describe()}, kept in {state_dir / bwcache.CACHE_NAME}")
+    return cpu
+
+
+def _local_gpu(spec: str, bandwidth: float | None, memory: int | None) -> Hardware:
     if not spec.startswith("cuda:") or not spec[5:].isdigit():
         raise click.BadParameter(f"{spec!r}: use cpu or cuda:N", param_hint="--device")
     index = int(spec[5:])
-    memory = int(memory_gb * 1e9) if memory_gb else None
-    if bandwidth and memory:
-        return Device(spec, spec, memory, bandwidth, "given")
-    facts = _measured(("gpu", "bandwidth"), f"{spec}")
+    stack = _measured(("gpu",), f"the GPUs of this host for {spec}").get("gpu")
+    listed = next((d for d in stack.devices if d.index == index), None) if stack is not None else None
+    if listed is None:
+        raise click.UsageError(f"{spec} is not on this host (no NVIDIA GPU {index} found); plan for one you do not have with --gpu NAME")
+    facts = _measured(("bandwidth",), f"{spec}'s memory bandwidth")
     measured = facts["bandwidth"].gpu(index) if "bandwidth" in facts else None
-    listed = next((d for d in facts["gpu"].devices if d.index == index), None) if "gpu" in facts else None
-    name = measured.name if measured else listed.name if listed else spec
-    memory = memory or (measured.memory_bytes if measured else None) or (listed.memory_mib << 20 if listed and listed.memory_mib else None)
-    if bandwidth:
-        return Device(spec, name, memory, bandwidth, "given")
-    if measured is not None:
-        return Device(spec, name, memory, measured.copy_gbps, "measured")
-    if listed is not None and listed.theoretical_gbps:
-        return Device(spec, name, memory, listed.theoretical_gbps, "spec")
-    click.echo(f"no way to measure {spec} here (no torch or cupy with CUDA); pass --bandwidth GB/s", err=True)
-    return Device(spec, name, memory, None, "unknown")
-
-
-def _model_lines(model: ModelInfo) -> list[tuple[str, str]]:
-    dtypes = ", ".join(f"{d} {human_bytes(b)}" for d, b in sorted(model.bytes_by_dtype.items(), key=lambda i: -i[1]))
-    rows = [
-        ("model", f"{model.path} ({model.format}{', ' + model.quantization if model.quantization else ''})"),
-        ("architecture", str(model.architecture or "?")),
-        (
-            "layers / heads / KV heads / head dim",
-            f"{model.layers} / {model.attention_heads} / {model.kv_heads} / {model.head_dim}"
-            + (f" (MLA latent {model.kv_latent_dim})" if model.kv_latent_dim else ""),
-        ),
-        ("weights", f"{human_bytes(model.weight_bytes)} in {model.tensor_count} tensors ({dtypes or 'no tensors'})"),
-        (
-            "read per decode step",
-            f"{human_bytes(model.decode_read_bytes)} (embedding table "
-            + ("tied to the head, read" if model.tied_embeddings else "gathered, not read")
-            + (f"; {model.experts_per_token} of {model.experts} experts" if model.experts else "")
-            + ")",
-        ),
-    ]
-    rows += [("note", note) for note in model.notes]
-    return rows
-
-
-def run(
-    model_path: Path,
-    context: int | None,
-    concurrency: int,
-    kv_dtype: str,
-    device_spec: str,
-    bandwidth: float | None,
-    memory_gb: float | None,
-    target_tps: float | None,
-    fmt: str,
-) -> None:
+    name = measured.name if measured else listed.name
+    known = None
     try:
-        model = read_model(model_path)
+        known = hardware.lookup(name.replace("NVIDIA ", ""))
+    except ValueError:
+        pass
+    found_memory = (measured.memory_bytes if measured else None) or (listed.memory_mib << 20 if listed and listed.memory_mib else None)
+    device = Hardware(spec, name, memory or found_memory, None, "unknown")
+    if known:
+        device.peak_tflops, device.peak_source = known.peak_tflops, known.peak_source
+        device.interconnect, device.interconnect_gbps = known.interconnect, known.interconnect_gbps
+    if bandwidth:
+        device.bandwidth_gbps, device.bandwidth_source = bandwidth, "given"
+    elif measured is not None:
+        device.bandwidth_gbps, device.bandwidth_source = measured.copy_gbps, "measured"
+    elif listed is not None and listed.theoretical_gbps:
+        device.bandwidth_gbps, device.bandwidth_source = listed.theoretical_gbps, "spec"
+    elif known:
+        device.bandwidth_gbps, device.bandwidth_source = known.bandwidth_gbps, "datasheet"
+    return device
+
+
+def _hardware(params: dict[str, Any]) -> Hardware:
+    gpu_name, device_spec = params["gpu_name"], params["device_spec"]
+    if gpu_name and device_spec:
+        raise click.UsageError("--gpu plans for a device from the table, --device for one of this host: give one")
+    if gpu_name:
+        try:
+            device = hardware.lookup(gpu_name)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        if params["memory_bytes"]:
+            device.memory_bytes = params["memory_bytes"]
+        if params["bandwidth"]:
+            device.bandwidth_gbps, device.bandwidth_source = params["bandwidth"], "given"
+        return device
+    if params["gpus"] > 1 and (device_spec or "cpu") == "cpu":
+        raise click.UsageError("--gpus is tensor parallelism across GPUs: give --gpu NAME or --device cuda:N")
+    if device_spec and device_spec != "cpu":
+        return _local_gpu(device_spec, params["bandwidth"], params["memory_bytes"])
+    return _cpu(params["threads"], params["bandwidth"], params["memory_bytes"], params["measure"], _state_dir(params["state_dir"]))
+
+
+def run(**params: Any) -> None:
+    try:
+        model = read_model(params["model_path"])
     except ModelFormatError as exc:
         click.echo(f"decode-doctor estimate: {exc}", err=True)
         sys.exit(2)
-    missing = model.missing_hyperparameters()
-    if missing:
-        click.echo(f"decode-doctor estimate: {model.name}: cannot size the KV cache: no {', '.join(missing)} in its config", err=True)
+    size = sizing(model)
+    if not size.cache:
+        missing = ", ".join(model.missing_hyperparameters()) or "layers, KV heads and head dim"
+        click.echo(f"decode-doctor estimate: {model.name}: cannot size the KV cache: no {missing} in its config", err=True)
         sys.exit(2)
-    context = context or min(4096, model.max_context or 4096)
-    device = _device(device_spec, bandwidth, memory_gb)
-    budget = compute_budget(model, device, context, concurrency, kv_dtype, SWEEP_CONTEXTS)
-    below_target = bool(target_tps and budget.tps_per_sequence and budget.tps_per_sequence < target_tps)
-    if fmt == "json":
-        data: dict[str, Any] = {
+    device = _hardware(params)
+    context = params["context"] or min(4096, model.max_context or 4096)
+    plan = make_plan(size, device, context, params["concurrency"], params["kv_dtype"], params["gpus"])
+    target = params["target_tps"]
+    below = bool(target and plan.step.tps_per_sequence and plan.step.tps_per_sequence < target)
+    lines = serve.commands(plan, str(params["model_path"]), params["threads"])
+    if params["fmt"] == "json":
+        data = {
             "model": model.to_dict(),
-            "device": device.__dict__,
-            "budget": budget.to_dict(),
-            "target_tps": target_tps,
-            "below_target": below_target,
+            "sizing": _sizing_dict(size),
+            "device": dict(device.__dict__),
+            "plan": plan.to_dict(),
+            "commands": [{"engine": c.engine, "version": c.version, "argv": list(c.argv), "notes": list(c.notes)} for c in lines],
+            "target_tps": target,
+            "below_target": below,
         }
-        click.echo(json.dumps(data, indent=2))
+        click.echo(json.dumps(data, indent=2, default=str))
     else:
-        _print_text(model, device, budget, target_tps, below_target)
-    sys.exit(1 if budget.fit == "does not fit" or below_target else 0)
+        _print_text(model, size, plan, lines, target, below)
+    sys.exit(1 if plan.fit in ("does not fit", "unknown") or below else 0)
 
 
-def _print_text(model: ModelInfo, device: Device, budget: Any, target_tps: float | None, below_target: bool) -> None:
-    bandwidth = f"{device.bandwidth_gbps:.1f} GB/s {device.bandwidth_source}" if device.bandwidth_gbps else "bandwidth unknown"
-    kv_total = f"{human_bytes(budget.kv_bytes_total)} at {budget.context:,} tokens × {budget.concurrency}"
-    overhead = human_bytes(budget.overhead_bytes)
+def _sizing_dict(size: Sizing) -> dict[str, Any]:
+    data = {k: v for k, v in size.__dict__.items() if not k.startswith("_") and k != "cache"}
+    data["cache_layers"] = [layer.__dict__ for layer in size.cache]
+    data["read_bytes_one_sequence"] = size.read_bytes(1)
+    return data
+
+
+def _rows(model: ModelInfo, size: Sizing, plan: Plan) -> list[tuple[str, str]]:
+    device = plan.hardware
+    kinds = sorted({layer.kind for layer in size.cache})
+    windows = sorted({layer.window for layer in size.cache if layer.window})
+    cache = ", ".join(kinds) + (f" (window {', '.join(f'{w:,}' for w in windows)} tokens)" if windows else "")
+    params = f"{size.params_total:,} parameters" if size.params_total else "parameters unknown"
+    if size.params_active and size.params_total and size.params_active < size.params_total:
+        params += f", {size.params_active / 1e9:.2f}B active per token"
+    bandwidth = f"{device.bandwidth_gbps:g} GB/s {device.bandwidth_source}" if device.bandwidth_gbps else "bandwidth unknown"
+    count = f"{plan.gpus} × " if plan.gpus > 1 else ""
     rows = [
-        *_model_lines(model),
-        ("device", f"{device.name} ({device.label}): {human_bytes(device.memory_bytes)}, {bandwidth}"),
-        ("KV cache", f"{human_binary(budget.kv_bytes_per_token)} per token ({budget.kv_dtype}); {kv_total}"),
+        ("model", f"{model.path} ({model.format}{', ' + model.quantization if model.quantization else ''})"),
+        ("architecture", f"{model.architecture or '?'}: {model.layers} layers, {cache} cache; {params}"),
+        ("weights", f"{human_bytes(size.weights_bytes)} from {size.weights_source}"),
+        ("device", f"{count}{device.label}: {human_bytes(device.memory_bytes)}, {bandwidth}"),
         (
-            "memory needed",
-            f"{human_bytes(budget.need_bytes)} (weights + KV + {overhead} runtime) of {human_bytes(budget.capacity_bytes)}: {budget.fit}",
+            "KV cache",
+            f"{human_binary(size.kv_bytes_per_token(plan.kv_dtype))} per token before windows ({plan.kv_dtype}); "
+            f"{human_bytes(plan.kv_per_device)} per device at {plan.context:,} tokens × {plan.concurrency}",
         ),
+        ("memory per device", f"{human_bytes(plan.need_per_device)} needed of {human_bytes(plan.usable_per_device)} usable: {plan.fit}"),
+        ("rule", HEADROOM_RULE),
     ]
-    if budget.ms_per_token:
+    if plan.max_concurrency is not None:
+        limits = f"at {plan.context:,} tokens, at most {sequences(plan.max_concurrency)}; "
+        limits += f"at {plan.concurrency} at once, at most {plan.max_context or 0:,} tokens of context"
+        rows.append(("limits", limits))
+    step = plan.step
+    if step.step_s:
+        roofs = []
+        if step.memory_s:
+            roofs.append(f"bandwidth {step.memory_s * 1e3:.2f} ms ({human_bytes(step.read_bytes)} read)")
+        if step.compute_s:
+            roofs.append(f"compute {step.compute_s * 1e3:.2f} ms ({step.flops / 1e12:.2f} TFLOP)")
+        if step.allreduce_s:
+            roofs.append(f"all-reduce {step.allreduce_s * 1e3:.2f} ms")
         rows.append(
             (
                 "decode ceiling",
-                f"{budget.tps_per_sequence:.1f} tok/s per sequence, {budget.tps_aggregate:.1f} tok/s in aggregate "
-                f"({budget.ms_per_token:.1f} ms per step, {human_bytes(budget.read_bytes_per_step)} read)",
+                f"{step.tps_per_sequence:.1f} tok/s per sequence, {step.tps_total:.1f} tok/s in all; "
+                f"{step.binding} binds ({'; '.join(roofs)})",
             )
         )
-    if target_tps:
-        rows.append(("target", f"{target_tps:g} tok/s per sequence: {'NOT reachable' if below_target else 'reachable'}"))
-    rows += [("knob", knob) for knob in budget.knobs]
+        if device.kind == "cpu":
+            low, high, what = expected_cpu_range(_dominant(model))
+            rows.append(
+                (
+                    "expected",
+                    f"{low * step.tps_per_sequence:.1f}–{high * step.tps_per_sequence:.1f} tok/s per sequence with llama.cpp: "
+                    f"{low:.2f}–{high:.2f} of the ceiling for {what} on CPUs of this kind; the kernel path (AMX, AVX-512 VNNI, AVX2), "
+                    "the thread count and attention at depth move a run within it",
+                )
+            )
+    if plan.allreduce:
+        rows.append(("tensor parallel", plan.allreduce))
+    rows += [("knob", knob) for knob in plan.knobs]
+    rows += [("note", note) for note in [*size.notes, *device.notes, *plan.notes]]
+    return rows
+
+
+def _dominant(model: ModelInfo) -> str | None:
+    return max(model.bytes_by_dtype, key=model.bytes_by_dtype.__getitem__) if model.bytes_by_dtype else None
+
+
+def _print_text(model: ModelInfo, size: Sizing, plan: Plan, lines: list[serve.Command], target: float | None, below: bool) -> None:
+    rows = _rows(model, size, plan)
+    if target:
+        rows.append(("target", f"{target:g} tok/s per sequence: {'NOT reachable' if below else 'reachable'}"))
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
         click.echo(f"{label:<{width}}  {value}")
-    click.echo(f"\ncontext sweep (concurrency {budget.concurrency}):")
-    click.echo(f"{'context':>9}  {'memory':>9}  {'fit':<13} {'tok/s/seq':>9}  {'tok/s total':>11}")
-    for row in budget.sweep:
-        per_seq = f"{row['tps_per_sequence']:.1f}" if row["tps_per_sequence"] else "?"
-        total = f"{row['tps_aggregate']:.1f}" if row["tps_aggregate"] else "?"
-        click.echo(f"{row['context']:>9,}  {human_bytes(row['need_bytes']):>9}  {row['fit']:<13} {per_seq:>9}  {total:>11}")
+    concurrencies = sorted({row.concurrency for row in plan.sweep})
+    click.echo("\ndecode tok/s in all, by context (rows) and sequences at once (columns); B: bandwidth binds, C: compute, -: does not fit")
+    click.echo(f"{'context':>9}  " + "  ".join(f"{n:>10,}" for n in concurrencies))
+    for length in sorted({row.context for row in plan.sweep}):
+        cells = []
+        for n in concurrencies:
+            row = next(r for r in plan.sweep if r.context == length and r.concurrency == n)
+            if row.fit == "does not fit":
+                cells.append(f"{'-':>10}")
+            elif row.tps_total:
+                cells.append(f"{row.tps_total:>9.1f}{row.binding[0].upper()}")
+            else:
+                cells.append(f"{'?':>10}")
+        click.echo(f"{length:>9,}  " + "  ".join(cells))
+    for command in lines:
+        click.echo(f"\n{command.engine} ({command.version}):\n  {command.line}")
+        for note in command.notes:
+            click.echo(f"  note: {note}")

@@ -126,6 +126,12 @@ class ModelInfo:
     files: list[str] = field(default_factory=list)
     quantization: str | None = None
     notes: list[str] = field(default_factory=list)
+    sliding_window: int | None = None  # GGUF: the attention window of the sliding layers
+
+    @property
+    def config(self) -> dict[str, Any] | None:
+        """config.json as read, for sizing from it (kept out of the fields: facts and reports stay small)."""
+        return self.__dict__.get("_config")
 
     @property
     def name(self) -> str:
@@ -147,7 +153,7 @@ class ModelInfo:
         return [] if self.kv_latent_dim and self.layers else missing
 
     def to_dict(self) -> dict[str, Any]:
-        data = dict(self.__dict__.items())
+        data = {key: value for key, value in self.__dict__.items() if key != "_config"}
         data["decode_read_bytes"] = self.decode_read_bytes
         return data
 
@@ -191,6 +197,7 @@ def read_config(path: Path, limit: int = JSON_LIMIT) -> dict[str, Any]:
 
 
 def apply_config(info: ModelInfo, config: dict[str, Any]) -> None:
+    info.__dict__["_config"] = config
     text = config
     for nested in ("text_config", "llm_config", "language_config"):
         if isinstance(config.get(nested), dict):
@@ -515,6 +522,7 @@ def _apply_gguf_meta(info: ModelInfo, meta: dict[str, Any]) -> None:
     info.max_context = meta.get(p + "context_length")
     if meta.get(p + "attention.kv_lora_rank"):
         info.kv_latent_dim = int(meta[p + "attention.kv_lora_rank"]) + int(meta.get(p + "rope.dimension_count") or 0)
+    info.sliding_window = meta.get(p + "attention.sliding_window")
     info.experts = meta.get(p + "expert_count")
     info.experts_per_token = meta.get(p + "expert_used_count")
     tokens = meta.get("tokenizer.ggml.tokens")

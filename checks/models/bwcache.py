@@ -1,0 +1,89 @@
+"""The host's recent bandwidth measurements, kept in the state directory so that a ceiling can reuse
+the best one measured on a quiet host instead of a fresh, busy, low one."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+CACHE_NAME = "bandwidth.json"
+MAX_AGE_S = 7 * 24 * 3600
+BUSY = 0.15  # other processes' share of the CPUs above which a figure is a lower bound
+KEEP = 64
+READ_LIMIT = 1 << 20
+
+
+@dataclass(frozen=True)
+class Measurement:
+    host: str
+    threads: int
+    read_gbps: float
+    other_load: float
+    buffer_bytes: int
+    measured_at: float
+
+    @property
+    def busy(self) -> bool:
+        return self.other_load > BUSY
+
+    def age(self, now: float | None = None) -> float:
+        return (now or time.time()) - self.measured_at
+
+    def describe(self, now: float | None = None) -> str:
+        hours = self.age(now) / 3600
+        when = "just now" if hours < 0.05 else f"{hours:.1f} h ago" if hours < 48 else f"{hours / 24:.1f} days ago"
+        return f"measured {when} with {self.threads} thread(s), other processes {self.other_load:.0%} busy"
+
+
+def host_id() -> str:
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            for line in handle.read(READ_LIMIT).splitlines():
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{platform.node()}/{model or platform.machine()}"
+
+
+def load(state_dir: Path) -> list[Measurement]:
+    path = state_dir / CACHE_NAME
+    try:
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read(READ_LIMIT))
+    except (OSError, ValueError):
+        return []
+    found = []
+    for entry in data if isinstance(data, list) else []:
+        try:
+            found.append(Measurement(**{key: entry[key] for key in Measurement.__dataclass_fields__}))
+        except (KeyError, TypeError):
+            continue
+    return found
+
+
+def best(records: list[Measurement], host: str, threads: int, now: float | None = None) -> Measurement | None:
+    """The highest quiet measurement of this host with this many threads, at most a week old."""
+    fitting = [m for m in records if m.host == host and m.threads == threads and not m.busy and m.age(now) <= MAX_AGE_S]
+    return max(fitting, key=lambda m: m.read_gbps, default=None)
+
+
+def record(state_dir: Path, measurement: Measurement) -> None:
+    """Appended, the oldest dropped past KEEP, written atomically (a kill leaves the old file or the new)."""
+    records = [*load(state_dir), measurement][-KEEP:]
+    state_dir.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=state_dir, prefix=f".{CACHE_NAME}.", suffix=".dd-tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump([asdict(m) for m in records], handle, indent=1)
+        os.replace(temporary, state_dir / CACHE_NAME)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,40 @@
+"""Sizes and rates as people write them: 80GiB, 24GB, 3.35TB/s. A bare number of bytes is GiB (what
+GPUs are sold in: a "24 GB" card holds 24 GiB = 25.77 GB); a bare rate is GB/s."""
+
+from __future__ import annotations
+
+import re
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgtp]?i?b?)?\s*$", re.I)
+_RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgtp]?i?b?)?\s*(?:/\s*s|ps)?\s*$", re.I)
+DECIMAL = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
+BINARY = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+
+
+def _scale(unit: str, default: str) -> float:
+    unit = (unit or default).lower().rstrip("b")
+    if unit.endswith("i"):
+        return BINARY[unit[:-1]]
+    return DECIMAL[unit]
+
+
+def parse_bytes(text: str) -> int:
+    """'80GiB', '24GB', '24' (GiB) → bytes; ValueError with a one-line reason otherwise."""
+    match = _SIZE.match(str(text))
+    if not match:
+        raise ValueError(f"{text!r} is not a size: write 80GiB, 24GB or 512MiB")
+    value = float(match.group(1)) * _scale(match.group(2) or "", "GiB")
+    if value <= 0:
+        raise ValueError(f"{text!r}: a size must be more than 0")
+    return int(value)
+
+
+def parse_rate(text: str) -> float:
+    """'3.35TB/s', '900GB/s', '204.8' (GB/s) → GB/s."""
+    match = _RATE.match(str(text))
+    if not match:
+        raise ValueError(f"{text!r} is not a bandwidth: write 3.35TB/s or 900GB/s")
+    value = float(match.group(1)) * _scale(match.group(2) or "", "GB") / 1e9
+    if value <= 0:
+        raise ValueError(f"{text!r}: a bandwidth must be more than 0")
+    return value
