@@ -15,7 +15,7 @@ from decode_doctor.checks.models.architecture import from_config
 from decode_doctor.checks.models.hardware import lookup
 from decode_doctor.checks.models.modelfiles import ModelInfo, apply_config, read_model
 from decode_doctor.checks.models.plan import kv_shard, make_plan, sizing
-from decode_doctor.checks.models.units import parse_bytes, parse_rate
+from decode_doctor.engine.units import parse_bytes, parse_rate
 
 from .support.harness import cli, run_check
 from .support.published import ACTIVE, CONFIGS, PARAMETERS

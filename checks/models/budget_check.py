@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from decode_doctor.engine import Chart, Check, Code, Context, Facts, Finding, HtmlBlock, Metric, Needs, Option, Sample, Series, Severity
+from decode_doctor.engine.units import parse_rate
 
 from .artifacts import ArtifactsFacts
 from .budget import Budget, Device, compute_budget, human_binary, human_bytes, sequences
@@ -189,7 +190,7 @@ class DecodeBudget(Check):
         Option("--concurrency", "Sequences decoded at once [default: 1].", type=int, default=1),
         Option("--kv-dtype", "KV cache element type [default: fp16].", choices=KV_DTYPES, default="fp16"),
         Option("--target-tps", "Tokens/s per sequence the deployment needs; below it is a warning.", type=float),
-        Option("--bandwidth", "Memory bandwidth in GB/s to budget with instead of the measured one.", type=float),
+        Option("--bandwidth", "Memory bandwidth to budget with instead of the measured one: 900GB/s, 3.35TB/s, or GB/s.", type=parse_rate),
     )
     timeout_s = 30.0
     facts_type = BudgetFacts

@@ -1,7 +1,7 @@
 """`decode-doctor estimate`: a serving plan for one model on one device (or N in tensor parallel),
 this host's or one from the datasheet table.
 
-This module is imported to list `decode-doctor --help`: only click, .dtypes and .units at its top.
+This module is imported to list `decode-doctor --help`: only click, .dtypes and the engine's units at its top.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from typing import Any
 
 import click
 
+from decode_doctor.engine.units import parse_bytes, parse_rate
+
 from .dtypes import KV_DTYPE_BYTES
-from .units import parse_bytes, parse_rate
 
 
 def _units(parse: Any, name: str) -> Any:

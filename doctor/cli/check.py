@@ -12,7 +12,7 @@ from typing import Any, TextIO
 import click
 
 from ..reports.render import FORMATS
-from .common import CONTEXT, Progress, TerminalDialogue, guarded, run_options, run_request, validate_selectors
+from .common import CONTEXT, Progress, TerminalDialogue, guarded, run_options, run_request, validate_selectors, write_report
 
 # Test hook for the CLI samples of kill-injection: SIGKILL this process after the Nth journaled step.
 KILL_AT_ENV = "DECODE_DOCTOR_TEST_KILL_AT_STEP"
@@ -65,7 +65,6 @@ def check(**params: Any) -> None:
 
 def _run(request: Any, fix_request: Any, params: dict[str, Any]) -> int:
     from ..app import fixing, service
-    from ..reports.render import render
     from ..reports.view import build_view
 
     fmt, output = params["fmt"], params["output"]
@@ -81,11 +80,5 @@ def _run(request: Any, fix_request: Any, params: dict[str, Any]) -> int:
     report = outcome.report
     report.meta["duration_s"] = round(time.time() - started, 3)
     codes = {code: spec for code, (spec, _) in outcome.registry.codes().items()}
-    view = build_view(report, codes=codes, debug=params["debug"])
-    if output is not None:
-        with open(output, "w", encoding="utf-8") as stream:
-            render(view, fmt, stream, tty=False, verbose=params["verbose"])
-        click.echo(f"report written to {output}", err=True)
-    else:
-        render(view, fmt, sys.stdout, tty=sys.stdout.isatty(), verbose=params["verbose"])
+    write_report(build_view(report, codes=codes, debug=params["debug"]), fmt, output, params["verbose"])
     return report.exit_code

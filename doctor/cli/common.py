@@ -219,3 +219,15 @@ def guarded(debug: bool, action: Callable[[], int]) -> None:
         click.echo(f"decode-doctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", err=True)
         sys.exit(2)
     sys.exit(code)
+
+
+def write_report(view: Any, fmt: str, output: Path | None, verbose: bool) -> None:
+    """Render a report view to -o FILE (saying so on stderr) or to stdout."""
+    from ..reports.render import render
+
+    if output is not None:
+        with open(output, "w", encoding="utf-8") as stream:
+            render(view, fmt, stream, tty=False, verbose=verbose)
+        click.echo(f"report written to {output}", err=True)
+    else:
+        render(view, fmt, sys.stdout, tty=sys.stdout.isatty(), verbose=verbose)

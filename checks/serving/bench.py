@@ -1,0 +1,407 @@
+"""`decode-doctor bench`, the work behind the command (commands.py keeps --help light).
+
+The measurement runs here, in the command's process, where Ctrl-C can stop it gently; the judgement
+is the serving check's, run through the application layer with the decode-budget check (and the
+bandwidth check, unless --bandwidth is given) so that the ceiling is this host's, and rendered like
+every other report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import engines, prompts, reading
+from .check import Measured
+from .client import ClientError, Endpoint, stream
+from .facts import BenchRun, Peaks, PromptSummary
+from .load import LevelRun, LoadPlan, run_level
+from .stats import SloTerm, knee, parse_slo, summarise
+
+MAX_LEVELS = 16
+MAX_CONCURRENCY = 1024
+MAX_TOTAL_REQUESTS = 100_000
+MAX_PROMPT_TOKENS = 50_000_000  # the whole prompt set, prepared before the first request
+PROMPT_TEXTS_IN_REPORT = 1 << 20  # characters of prompt text the JSON report carries
+WATCH_INTERVAL_S = 1.0
+FETCH_TIMEOUT_S = 5.0
+
+
+class Unusable(click.ClickException):
+    """The endpoint cannot be measured at all (nothing answers): exit 2, like a usage error."""
+
+    exit_code = 2
+
+
+class Stop:
+    """Ctrl-C: the first stops the run and keeps what was measured, the second leaves at once."""
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+        self.pressed = 0
+
+    def __call__(self) -> None:
+        self.pressed += 1
+        if self.pressed == 1:
+            click.echo("\nstopping: finishing the report with what was measured (Ctrl-C again to leave now)", err=True)
+            self.event.set()
+        else:
+            raise KeyboardInterrupt
+
+
+def concurrency_levels(text: str) -> tuple[int, ...]:
+    levels: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if not part.isdigit() or not 1 <= int(part) <= MAX_CONCURRENCY:
+            raise click.BadParameter(f"{part!r}: each level is a whole number from 1 to {MAX_CONCURRENCY}", param_hint="--concurrency")
+        if int(part) not in levels:
+            levels.append(int(part))
+    if not levels or len(levels) > MAX_LEVELS:
+        raise click.BadParameter(f"give 1 to {MAX_LEVELS} levels, e.g. 1,2,4,8", param_hint="--concurrency")
+    return tuple(levels)
+
+
+def _is_local(host: str) -> bool:
+    """Whether the server runs on this host (its ceiling is this host's)."""
+    if host in ("localhost", "127.0.0.1", "::1") or host.startswith("127."):
+        return True
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except OSError:
+        return False
+    import psutil
+
+    mine = {a.address.split("%")[0] for nic in psutil.net_if_addrs().values() for a in nic}
+    return bool(addresses & mine)
+
+
+def _hf_cache_path(model_id: str) -> Path | None:
+    """A Hugging Face model id's local snapshot (org/name → models--org--name/snapshots/<rev>)."""
+    if "/" not in model_id or model_id.count("/") > 1:
+        return None
+    hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
+        os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface"), "hub"
+    )
+    snapshots = Path(hub) / ("models--" + model_id.replace("/", "--")) / "snapshots"
+    try:
+        found = sorted((p for p in snapshots.iterdir() if (p / "config.json").is_file()), key=lambda p: p.stat().st_mtime)
+    except OSError:
+        return None
+    return found[-1] if found else None
+
+
+def model_files(given: Path | None, model_id: str | None) -> tuple[Path | None, str | None]:
+    """The served model's files, and where they were found (or why none were)."""
+    if given is not None:
+        return given, None
+    if model_id:
+        path = Path(model_id).expanduser()
+        if path.is_absolute() and (path.is_file() or (path / "config.json").is_file()):
+            return path, None
+        cached = _hf_cache_path(model_id)
+        if cached is not None:
+            return cached, None
+    return None, f"the served model {model_id!r} is not a local path or in the Hugging Face cache: give --model-files"
+
+
+class Bar:
+    """Progress on a terminal's stderr: one line per level, redrawn in place; silent otherwise."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.text = ""
+
+    def show(self, text: str) -> None:
+        if not self.enabled:
+            return
+        import shutil
+
+        width = shutil.get_terminal_size((100, 20)).columns - 1
+        self.text = text
+        sys.stderr.write("\r\033[K" + text[:width])
+        sys.stderr.flush()
+
+    def level(self, concurrency: int, done: int, total: int, failed: int, started: float) -> None:
+        cells = 24
+        filled = cells * done // max(total, 1)
+        failures = f", {failed} failed" if failed else ""
+        bar = "#" * filled + "." * (cells - filled)
+        self.show(f"concurrency {concurrency}: [{bar}] {done}/{total}{failures}, {time.monotonic() - started:.0f} s")
+
+    def clear(self) -> None:
+        if self.enabled and self.text:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+@dataclass
+class Measurement:
+    model: str
+    engine: str | None
+    prompts: prompts.PromptSet
+    runs: list[LevelRun]
+    before: engines.Snapshot | None
+    after: engines.Snapshot | None
+    watch: engines.Watch
+    metrics_note: str | None
+    interrupted: bool
+    started: float
+
+
+async def _calibrator(endpoint: Endpoint, plan: LoadPlan) -> Any:
+    async def calibrate(text: str) -> int | None:
+        path, body = plan.request(text, max_tokens=1)
+        record = await stream(endpoint, endpoint.path(path), body, plan.limits())
+        return record.usage_prompt
+
+    return calibrate
+
+
+async def _watch(endpoint: Endpoint, watch: engines.Watch, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        snap, note = await reading.metrics(endpoint, FETCH_TIMEOUT_S)
+        if snap is not None:
+            watch.add(snap)
+        elif note:
+            watch.errors.append(note)
+        try:
+            await asyncio.wait_for(stop.wait(), WATCH_INTERVAL_S)
+        except asyncio.TimeoutError:
+            pass
+
+
+async def measure(
+    endpoint: Endpoint, params: dict[str, Any], levels: tuple[int, ...], counts: tuple[int, ...], stop: asyncio.Event, bar: Bar
+) -> Measurement:
+    started = time.time()
+    try:
+        model_id, owner = await reading.models(endpoint, FETCH_TIMEOUT_S)
+    except reading.Unreachable as exc:
+        raise Unusable(str(exc)) from None
+    model = params["model"] or model_id
+    if not model:
+        raise click.ClickException(f"{endpoint.label} lists no model (GET {endpoint.path('models')}): give --model")
+    plan = LoadPlan(
+        api=params["api"],
+        model=model,
+        levels=levels,
+        requests=counts,
+        duration_s=params["duration"],
+        output_tokens=params["output_tokens"],
+        timeout_s=params["timeout"],
+        ignore_eos=params["ignore_eos"],
+        temperature=params["temperature"],
+    )
+    before, metrics_note = (None, "not read (--no-metrics)") if params["no_metrics"] else await reading.metrics(endpoint, FETCH_TIMEOUT_S)
+    engine = before.engine if before is not None and before.engine != "unknown" else owner
+    if metrics_note and engine in reading.METRICS_HINT:
+        metrics_note = f"{metrics_note} ({reading.METRICS_HINT[engine]})"
+
+    bar.show("checking the endpoint with one request")
+    path, body = plan.request("hello", max_tokens=4)
+    warmup = await stream(endpoint, endpoint.path(path), body, plan.limits())
+    if warmup.kind == "connect":
+        raise Unusable(warmup.error or "cannot connect")
+
+    bar.show("preparing prompts")
+    tokenizer = await prompts.find_tokenizer(endpoint, model, FETCH_TIMEOUT_S)
+    calibrate = await _calibrator(endpoint, plan) if tokenizer is None and warmup.error is None else None
+    prompt_set = await prompts.build(
+        plan.total_requests, params["input_tokens"], params["seed"], counter=tokenizer, calibrate=calibrate, progress=bar.show
+    )
+
+    watch = engines.Watch()
+    watching = asyncio.ensure_future(_watch(endpoint, watch, stop)) if before is not None else None
+    runs: list[LevelRun] = []
+    offset = 0
+    try:
+        for concurrency, count in zip(levels, counts, strict=True):
+            if stop.is_set():
+                break
+            level_started = time.monotonic()
+
+            def progress(done: int, total: int, failed: int, concurrency: int = concurrency, started: float = level_started) -> None:
+                bar.level(concurrency, done, total, failed, started)
+
+            texts = prompt_set.texts[offset : offset + count]
+            offset += count
+            bar.level(concurrency, 0, count, 0, level_started)
+            runs.append(await run_level(endpoint, plan, concurrency, count, texts, stop, progress))
+    finally:
+        interrupted = stop.is_set()
+        if watching is not None:
+            stop.set()
+            await asyncio.gather(watching, return_exceptions=True)
+    after = None
+    if before is not None:
+        after, _ = await reading.metrics(endpoint, FETCH_TIMEOUT_S)
+    bar.clear()
+    return Measurement(model, engine, prompt_set, runs, before, after, watch, metrics_note, interrupted, started)
+
+
+def _prompt_summary(prompt_set: prompts.PromptSet) -> PromptSummary:
+    texts = list(prompt_set.texts)
+    if sum(len(t) for t in texts) > PROMPT_TEXTS_IN_REPORT:
+        texts = texts[:8]
+    return PromptSummary(
+        seed=prompt_set.seed,
+        target_tokens=prompt_set.target_tokens,
+        method=prompt_set.method,
+        description=prompt_set.describe(),
+        sha256=prompt_set.digest(),
+        count=len(prompt_set.texts),
+        tokens=list(prompt_set.tokens),
+        texts=texts,
+    )
+
+
+def bench_run(measurement: Measurement, params: dict[str, Any], slo: tuple[SloTerm, ...]) -> BenchRun:
+    levels = [summarise(r.concurrency, r.records, r.wall_s, params["output_tokens"], slo, r.stopped) for r in measurement.runs]
+    return BenchRun(
+        api=params["api"],
+        model=measurement.model,
+        input_tokens=params["input_tokens"],
+        output_tokens=params["output_tokens"],
+        ignore_eos=params["ignore_eos"],
+        prompts=_prompt_summary(measurement.prompts),
+        levels=levels,
+        knee=knee(levels),
+        slo=[term.label() for term in slo],
+        interrupted=measurement.interrupted,
+        duration_s=round(time.time() - measurement.started, 3),
+    )
+
+
+def _counts(levels: tuple[int, ...], requests: int | None) -> tuple[int, ...]:
+    return tuple(requests if requests else max(8, 4 * c) for c in levels)
+
+
+def validate(params: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[SloTerm, ...], float | None]:
+    levels = concurrency_levels(params["concurrency"])
+    counts = _counts(levels, params["requests"])
+    if sum(counts) > MAX_TOTAL_REQUESTS:
+        raise click.BadParameter(f"{sum(counts):,} requests in all; at most {MAX_TOTAL_REQUESTS:,}", param_hint="--requests")
+    if sum(counts) * params["input_tokens"] > MAX_PROMPT_TOKENS:
+        raise click.BadParameter(
+            f"{sum(counts):,} prompts of {params['input_tokens']:,} tokens: at most {MAX_PROMPT_TOKENS:,} prompt tokens in all",
+            param_hint="--input-tokens",
+        )
+    slo: tuple[SloTerm, ...] = ()
+    if params["slo"]:
+        try:
+            slo = parse_slo(params["slo"])
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--slo") from None
+    bandwidth = None
+    if params["bandwidth"]:
+        from decode_doctor.engine.units import parse_rate
+
+        try:
+            bandwidth = parse_rate(params["bandwidth"])
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--bandwidth") from None
+    if params["device"] and params["device"] != "cpu" and not params["device"].startswith("cuda:"):
+        raise click.BadParameter(f"{params['device']!r}: write cpu or cuda:N", param_hint="--device")
+    return levels, counts, slo, bandwidth
+
+
+def run(**params: Any) -> None:
+    from decode_doctor.cli.common import guarded
+
+    guarded(params["debug"], lambda: _run(params))
+
+
+def _run(params: dict[str, Any]) -> int:
+    levels, counts, slo, bandwidth = validate(params)
+    key = os.environ.get(params["api_key_env"]) or None
+    try:
+        endpoint = Endpoint.parse(params["endpoint"], api_key=key)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--endpoint") from None
+    loop = asyncio.new_event_loop()
+    stop = Stop()
+    loop.add_signal_handler(signal.SIGINT, stop)  # wakes the loop, unlike a plain signal handler
+    bar = Bar(sys.stderr.isatty())
+    try:
+        measurement = loop.run_until_complete(measure(endpoint, params, levels, counts, stop.event, bar))
+    except ClientError as exc:
+        raise Unusable(str(exc)) from None
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        bar.clear()
+        loop.close()
+    bench = bench_run(measurement, params, slo)
+    return report(endpoint, measurement, bench, params, bandwidth, key)
+
+
+def report(
+    endpoint: Endpoint, measurement: Measurement, bench: BenchRun, params: dict[str, Any], bandwidth: float | None, key: str | None
+) -> int:
+    from decode_doctor.app import service
+    from decode_doctor.app.requests import RunRequest
+    from decode_doctor.cli.common import write_report
+    from decode_doctor.reports.redact import Redactor
+    from decode_doctor.reports.view import build_view
+
+    files, ceiling_note = model_files(params["model_files"], measurement.model)
+    local = _is_local(endpoint.host)
+    select = ["serving"]
+    if files is not None and (local or bandwidth):
+        select.append("decode-budget")
+        if bandwidth is None and not measurement.interrupted:
+            select.append("bandwidth")
+    if files is not None and not local and not bandwidth:
+        ceiling_note = f"the server at {endpoint.host} is not on this host: give --bandwidth (its device's) to judge"
+    elif files is not None and measurement.interrupted and bandwidth is None:
+        ceiling_note = "interrupted before this host's bandwidth was measured: give --bandwidth to judge"
+    watch = measurement.watch
+    peaks = Peaks(watch.readings, watch.peak_kv_usage, watch.peak_waiting, watch.peak_running) if watch.readings else None
+    measured = Measured(
+        endpoint=endpoint.label,
+        engine=measurement.engine,
+        model=measurement.model,
+        bench=bench,
+        before=measurement.before,
+        after=measurement.after,
+        peaks=peaks,
+        metrics_note=measurement.metrics_note,
+        ceiling_note=ceiling_note if "decode-budget" not in select else None,
+        device=params["device"],
+    )
+    options: dict[str, Any] = {
+        "endpoint": endpoint.label,
+        "serving_measured": measured,
+        "context": params["input_tokens"] + params["output_tokens"] // 2,  # the mean context while decoding
+        "concurrency": 1,
+    }
+    if bandwidth:
+        options["bandwidth"] = bandwidth
+    request = RunRequest(
+        models=(files,) if files is not None and "decode-budget" in select else (),
+        select=tuple(select),
+        options=options,
+        fail_on=params["fail_on"],
+        argv=tuple(sys.argv[1:]),
+    )
+    outcome = service.run(request)
+    redactor = Redactor(enabled=True)
+    if key:
+        redactor.secrets.add(key)
+    codes = {code: spec for code, (spec, _) in outcome.registry.codes().items()}
+    view = build_view(outcome.report, redactor=redactor, codes=codes, debug=params["debug"])
+    write_report(view, params["fmt"], params["output"], params["verbose"])
+    if measurement.interrupted:
+        return 130
+    return outcome.report.exit_code

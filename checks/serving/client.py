@@ -1,0 +1,361 @@
+"""A small HTTP/1.1 client over asyncio streams, for one job: timing a streamed completion token by
+token. Hand-written rather than a general library so that the moment each byte arrives is the
+moment recorded, and so that every limit holds against a hostile or broken server: headers, lines,
+events and bodies are size-limited, a stall ends the request, and nothing waits without a deadline.
+Only the endpoint given is ever contacted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+MAX_HEADER_BYTES = 64 << 10
+MAX_LINE_BYTES = 1 << 20  # one SSE line, one chunk-size line
+MAX_BODY_BYTES = 8 << 20  # a non-streamed answer (/metrics, /tokenize, an error page)
+MAX_EVENTS_SLACK = 64  # events beyond 4 per requested token are a runaway server
+
+
+class ClientError(Exception):
+    """A request that did not give a usable answer; the message says what happened, for a report,
+    and the kind groups it (connect, http-429, http-5xx, stall, timeout, dropped, malformed, no-done,
+    runaway, server-error)."""
+
+    def __init__(self, message: str, kind: str = "error"):
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    scheme: str
+    host: str
+    port: int
+    base_path: str  # "/v1"
+    api_key: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def parse(cls, url: str, api_key: str | None = None) -> Endpoint:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{url!r} is not an http(s):// URL")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        path = parts.path.rstrip("/") or "/v1"
+        return cls(parts.scheme, parts.hostname, port, path, api_key)
+
+    @property
+    def label(self) -> str:
+        """The endpoint as reports show it: no credentials, whatever the URL carried."""
+        return f"{self.origin}{self.base_path}"
+
+    @property
+    def origin(self) -> str:
+        return f"{self.scheme}://{self.host}:{self.port}"
+
+    def url(self, path: str) -> str:
+        return self.origin + path
+
+    def path(self, name: str) -> str:
+        """A path under the API base (/v1/chat/completions), or at the server root (/metrics)."""
+        return name if name.startswith("/") else f"{self.base_path}/{name}"
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class Record:
+    """One streamed request."""
+
+    started: float = 0.0  # perf_counter when the request was sent
+    ttft: float | None = None  # seconds to the first content token
+    e2e: float | None = None  # seconds to the end of the stream
+    gaps: list[float] = field(default_factory=list)  # between successive content chunks
+    chunks: int = 0  # chunks that carried content
+    usage_output: int | None = None  # completion_tokens as the server counted them
+    usage_prompt: int | None = None
+    finish_reason: str | None = None
+    error: str | None = None
+    kind: str | None = None  # the error's kind (ClientError.kind); "cancelled" when the run was stopped
+    status: int | None = None
+    done: bool = False  # [DONE] received
+    engine_timings: dict[str, float] = field(default_factory=dict)  # llama.cpp's "timings", when sent
+
+    @property
+    def output_tokens(self) -> int:
+        return self.usage_output if self.usage_output is not None else self.chunks
+
+    @property
+    def tokens_from(self) -> str:
+        return "usage" if self.usage_output is not None else "chunks"
+
+    @property
+    def tpot(self) -> float | None:
+        """(E2E − TTFT) / (output tokens − 1): the first token excluded."""
+        if self.error or self.ttft is None or self.e2e is None or self.output_tokens < 2:
+            return None
+        return (self.e2e - self.ttft) / (self.output_tokens - 1)
+
+
+async def _connect(endpoint: Endpoint, timeout: float) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    context = ssl.create_default_context() if endpoint.scheme == "https" else None
+    try:
+        return await asyncio.wait_for(asyncio.open_connection(endpoint.host, endpoint.port, ssl=context, limit=MAX_LINE_BYTES), timeout)
+    except (OSError, asyncio.TimeoutError) as exc:
+        reason = "timed out" if isinstance(exc, asyncio.TimeoutError) else (exc.strerror or str(exc))
+        raise ClientError(f"cannot connect to {endpoint.origin}: {reason}", "connect") from None
+
+
+def _request_bytes(endpoint: Endpoint, method: str, path: str, body: bytes | None, accept: str) -> bytes:
+    lines = [
+        f"{method} {path} HTTP/1.1",
+        f"Host: {endpoint.host}:{endpoint.port}",
+        "User-Agent: decode-doctor",
+        f"Accept: {accept}",
+        "Connection: close",
+    ]
+    if endpoint.api_key:
+        lines.append(f"Authorization: Bearer {endpoint.api_key}")
+    if body is not None:
+        lines += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
+
+
+async def _read_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.LimitOverrunError:
+        raise ClientError(f"response headers larger than {MAX_LINE_BYTES >> 10} KiB", "malformed") from None
+    except asyncio.IncompleteReadError:
+        raise ClientError("the connection closed before the response headers", "dropped") from None
+    if len(head) > MAX_HEADER_BYTES:
+        raise ClientError(f"response headers larger than {MAX_HEADER_BYTES >> 10} KiB", "malformed")
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+        raise ClientError(f"not an HTTP response: {lines[0][:80]!r}", "malformed")
+    headers = {}
+    for line in lines[1:]:
+        if ":" in line:
+            name, value = line.split(":", 1)
+            headers[name.strip().lower()] = value.strip()
+    return int(parts[1]), headers
+
+
+async def _body_chunks(reader: asyncio.StreamReader, headers: dict[str, str]):
+    """The body's bytes as they arrive: chunked, by Content-Length, or until the server closes."""
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        while True:
+            try:
+                size_line = await reader.readuntil(b"\r\n")
+            except (asyncio.LimitOverrunError, asyncio.IncompleteReadError):
+                raise ClientError("the connection broke inside a chunked body", "dropped") from None
+            try:
+                size = int(size_line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                raise ClientError(f"a malformed chunk size: {size_line[:40]!r}", "malformed") from None
+            if size == 0:
+                return
+            if size > MAX_BODY_BYTES:
+                raise ClientError(f"a {size:,}-byte chunk, more than {MAX_BODY_BYTES >> 20} MiB", "malformed")
+            try:
+                data = await reader.readexactly(size)
+                await reader.readexactly(2)
+            except asyncio.IncompleteReadError:
+                raise ClientError("the connection broke inside a chunk", "dropped") from None
+            yield data
+    elif "content-length" in headers:
+        try:
+            remaining = int(headers["content-length"])
+        except ValueError:
+            raise ClientError(f"a malformed Content-Length: {headers['content-length'][:40]!r}", "malformed") from None
+        while remaining > 0:
+            data = await reader.read(min(remaining, 1 << 16))
+            if not data:
+                raise ClientError("the connection closed before the announced Content-Length", "dropped")
+            remaining -= len(data)
+            yield data
+    else:
+        while data := await reader.read(1 << 16):
+            yield data
+
+
+async def fetch(endpoint: Endpoint, method: str, path: str, payload: Any = None, timeout: float = 10.0) -> Response:
+    """A small request whose whole answer is read (bounded): /metrics, /tokenize, /v1/models."""
+    body = json.dumps(payload).encode() if payload is not None else None
+
+    async def go() -> Response:
+        reader, writer = await _connect(endpoint, timeout)
+        try:
+            writer.write(_request_bytes(endpoint, method, path, body, "*/*"))
+            await writer.drain()
+            status, headers = await _read_head(reader)
+            data = bytearray()
+            async for part in _body_chunks(reader, headers):
+                data += part
+                if len(data) > MAX_BODY_BYTES:
+                    raise ClientError(f"{path}: an answer larger than {MAX_BODY_BYTES >> 20} MiB", "malformed")
+            return Response(status, headers, bytes(data))
+        finally:
+            writer.close()
+
+    try:
+        return await asyncio.wait_for(go(), timeout)
+    except asyncio.TimeoutError:
+        raise ClientError(f"{path}: no complete answer within {timeout:g} s", "timeout") from None
+    except (OSError, ConnectionError) as exc:
+        raise ClientError(f"{path}: {exc}", "dropped") from None
+
+
+@dataclass(frozen=True)
+class StreamLimits:
+    connect_s: float = 10.0
+    idle_s: float = 30.0  # no byte for this long is a stall
+    total_s: float = 600.0
+
+
+async def stream(
+    endpoint: Endpoint,
+    path: str,
+    payload: dict[str, Any],
+    limits: StreamLimits,
+    clock: Callable[[], float] = time.perf_counter,
+    record: Record | None = None,
+) -> Record:
+    """One streamed completion, timed chunk by chunk; every failure ends in record.error, never a hang.
+
+    A caller that may cancel the request passes its own record: cancelled, it holds what arrived."""
+    record = record if record is not None else Record()
+    record.started = clock()
+    body = json.dumps(payload).encode()
+    max_events = 4 * int(payload.get("max_tokens") or 256) + MAX_EVENTS_SLACK
+    last = record.started
+    writer: asyncio.StreamWriter | None = None
+
+    async def run() -> None:
+        nonlocal last, writer
+        reader, writer = await _connect(endpoint, limits.connect_s)
+        record.started = last = clock()
+        writer.write(_request_bytes(endpoint, "POST", path, body, "text/event-stream"))
+        await writer.drain()
+        try:
+            status, headers = await asyncio.wait_for(_read_head(reader), limits.idle_s)
+        except asyncio.TimeoutError:
+            raise ClientError(f"stalled: no response for {limits.idle_s:g} s after 0 tokens", "stall") from None
+        record.status = status
+        if status != 200:
+            data = bytearray()
+            async for part in _body_chunks(reader, headers):
+                data += part
+                if len(data) > 4096:
+                    break
+            snippet = data[:200].decode("utf-8", "replace").strip().replace("\n", " ")
+            kind = "http-429" if status == 429 else ("http-5xx" if status >= 500 else "http-4xx")
+            raise ClientError(f"HTTP {status}" + (f": {snippet}" if snippet else ""), kind)
+        buffer = bytearray()
+        events = 0
+        chunks = _body_chunks(reader, headers).__aiter__()
+        while True:
+            try:
+                part = await asyncio.wait_for(chunks.__anext__(), limits.idle_s)
+            except StopAsyncIteration:
+                break
+            except asyncio.TimeoutError:
+                raise ClientError(f"stalled: no bytes for {limits.idle_s:g} s after {record.chunks} tokens", "stall") from None
+            now = clock()
+            buffer += part
+            if len(buffer) > MAX_LINE_BYTES:
+                raise ClientError(f"an SSE line longer than {MAX_LINE_BYTES >> 20} MiB", "malformed")
+            if b"\n" not in part:  # a line trickling in: only the new bytes are searched (linear time)
+                continue
+            *lines, rest = buffer.split(b"\n")
+            buffer = bytearray(rest)
+            for line in lines:
+                line = line.rstrip(b"\r")
+                if not line.startswith(b"data:"):
+                    continue  # blank separators, comments (": ping"), event:/id: fields
+                events += 1
+                if events > max_events:
+                    message = f"more than {max_events} events for max_tokens {payload.get('max_tokens')}: a runaway stream"
+                    raise ClientError(message, "runaway")
+                data = bytes(line[5:].strip())
+                if data == b"[DONE]":
+                    record.done = True
+                    continue
+                if _take(record, data, now, last):
+                    last = now
+            if record.done:
+                break
+        record.e2e = clock() - record.started
+        if not record.done:
+            raise ClientError(f"the stream ended without [DONE] after {record.chunks} tokens", "no-done")
+        if record.finish_reason is None:
+            # [DONE] without a finish_reason: the server ended the answer itself (llama-cpp-python does
+            # when another request arrives); the user got a truncated reply.
+            raise ClientError(f"the stream was cut off after {record.chunks} tokens: [DONE] without a finish_reason", "cut-off")
+
+    try:
+        await asyncio.wait_for(run(), limits.total_s)
+    except ClientError as exc:
+        record.error, record.kind = str(exc), exc.kind
+        if exc.kind == "dropped" and "tokens" not in record.error:
+            record.error += f" after {record.chunks} tokens"
+    except asyncio.TimeoutError:
+        record.error, record.kind = f"not finished within {limits.total_s:g} s ({record.chunks} tokens)", "timeout"
+    except (OSError, ConnectionError) as exc:
+        record.error, record.kind = f"connection lost after {record.chunks} tokens: {exc}", "dropped"
+    except asyncio.CancelledError:
+        record.error, record.kind = "cancelled: the run was stopped", "cancelled"
+        raise
+    finally:
+        if writer is not None:
+            writer.close()
+    return record
+
+
+def _take(record: Record, data: bytes, now: float, last: float) -> bool:
+    """One SSE data payload: a chunk of content (timed: True), the usage, or a malformed event."""
+    try:
+        event = json.loads(data)
+    except ValueError:
+        raise ClientError(f"malformed SSE data after {record.chunks} tokens: {data[:60]!r}", "malformed") from None
+    if not isinstance(event, dict):
+        raise ClientError(f"an SSE event that is not a JSON object: {data[:60]!r}", "malformed")
+    if isinstance(event.get("error"), (dict, str)):
+        error = event["error"]
+        text = str(error.get("message") if isinstance(error, dict) else error)[:200]
+        raise ClientError(f"the server reported an error mid-stream: {text}", "server-error")
+    timings = event.get("timings")
+    if isinstance(timings, dict):  # llama.cpp's server: its own prompt and decode timing
+        record.engine_timings = {k: float(v) for k, v in timings.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    usage = event.get("usage")
+    if isinstance(usage, dict):
+        if isinstance(usage.get("completion_tokens"), int):
+            record.usage_output = usage["completion_tokens"]
+        if isinstance(usage.get("prompt_tokens"), int):
+            record.usage_prompt = usage["prompt_tokens"]
+    choices = event.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return False
+    choice = choices[0]
+    delta = choice.get("delta")
+    text = delta.get("content") if isinstance(delta, dict) else choice.get("text")
+    if choice.get("finish_reason"):
+        record.finish_reason = str(choice["finish_reason"])
+    if not (isinstance(text, str) and text):
+        return False
+    if record.chunks == 0:
+        record.ttft = now - record.started
+    else:
+        record.gaps.append(now - last)
+    record.chunks += 1
+    return True

@@ -1,0 +1,252 @@
+"""What each serving engine's /metrics says, read into one shape: KV-cache use, running and waiting
+requests, preemptions, token counters, and the TTFT, inter-token and queue-time histograms.
+
+The metric names are the engines' own (vLLM 0.5–0.11 and V1, SGLang, TGI, llama.cpp's server);
+where an engine renamed one, both names are listed, newest first. Series that differ only in labels
+(model_name, engine="0"/"1" of a data-parallel vLLM) are added up; the KV-cache fraction takes the
+fullest.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from .promtext import Exposition, Sample
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    name: str
+    prefix: str
+    kv_usage: tuple[str, ...] = ()
+    running: tuple[str, ...] = ()
+    waiting: tuple[str, ...] = ()
+    preemptions: tuple[str, ...] = ()
+    prompt_tokens: tuple[str, ...] = ()
+    generation_tokens: tuple[str, ...] = ()
+    max_running: tuple[str, ...] = ()
+    ttft: tuple[str, ...] = ()
+    itl: tuple[str, ...] = ()
+    queue_time: tuple[str, ...] = ()
+
+
+ENGINES = (
+    EngineSpec(
+        "vLLM",
+        "vllm:",
+        kv_usage=("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+        running=("vllm:num_requests_running",),
+        waiting=("vllm:num_requests_waiting",),
+        preemptions=("vllm:num_preemptions_total", "vllm:num_preemptions"),
+        prompt_tokens=("vllm:prompt_tokens_total",),
+        generation_tokens=("vllm:generation_tokens_total",),
+        ttft=("vllm:time_to_first_token_seconds",),
+        itl=("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+        queue_time=("vllm:request_queue_time_seconds",),
+    ),
+    EngineSpec(
+        "SGLang",
+        "sglang:",
+        kv_usage=("sglang:token_usage",),
+        running=("sglang:num_running_reqs",),
+        waiting=("sglang:num_queue_reqs",),
+        preemptions=("sglang:num_retracted_requests_total",),
+        prompt_tokens=("sglang:prompt_tokens_total",),
+        generation_tokens=("sglang:generation_tokens_total",),
+        max_running=("sglang:max_running_requests",),
+        ttft=("sglang:time_to_first_token_seconds",),
+        itl=("sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"),
+        queue_time=("sglang:queue_time_seconds",),
+    ),
+    EngineSpec(
+        "TGI",
+        "tgi_",
+        running=("tgi_batch_current_size",),
+        waiting=("tgi_queue_size",),
+        itl=("tgi_request_mean_time_per_token_duration",),
+        queue_time=("tgi_request_queue_duration",),
+    ),
+    EngineSpec(
+        "llama.cpp",
+        "llamacpp:",
+        kv_usage=("llamacpp:kv_cache_usage_ratio",),  # older builds; newer ones leave it to /slots
+        running=("llamacpp:requests_processing",),
+        waiting=("llamacpp:requests_deferred",),
+        prompt_tokens=("llamacpp:prompt_tokens_total",),
+        generation_tokens=("llamacpp:tokens_predicted_total",),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Cumulative buckets (upper bound in seconds, count), +Inf last, with the total count and sum."""
+
+    buckets: tuple[tuple[float, float], ...]
+    count: float
+    total: float
+
+    def quantile(self, q: float) -> float | None:
+        """Seconds, interpolated inside the bucket as Prometheus's histogram_quantile does; None when
+        empty, or when the quantile falls in the +Inf bucket (the bound is all that is known)."""
+        if self.count <= 0 or not self.buckets:
+            return None
+        rank = q * self.count
+        previous_bound, previous_count = 0.0, 0.0
+        for bound, cumulative in self.buckets:
+            if cumulative >= rank:
+                if math.isinf(bound):
+                    return None
+                inside = cumulative - previous_count
+                share = (rank - previous_count) / inside if inside > 0 else 0.0
+                return previous_bound + (bound - previous_bound) * share
+            previous_bound, previous_count = bound, cumulative
+        return None
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.count if self.count > 0 else None
+
+    def since(self, earlier: Histogram | None) -> Histogram:
+        """What was observed between two readings (same buckets); self when they differ."""
+        if earlier is None or [b for b, _ in earlier.buckets] != [b for b, _ in self.buckets]:
+            return self
+        buckets = tuple((b, c - e) for (b, c), (_, e) in zip(self.buckets, earlier.buckets, strict=True))
+        return Histogram(buckets, self.count - earlier.count, self.total - earlier.total)
+
+
+@dataclass(frozen=True)
+class Slots:
+    """llama.cpp's /slots: its parallel sequences and the context each may hold."""
+
+    total: int
+    busy: int
+    n_ctx: int | None  # per slot (the server's -c divided among --parallel slots)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    engine: str  # vLLM, SGLang, TGI, llama.cpp, or "unknown"
+    kv_usage: float | None = None  # 0–1
+    running: float | None = None
+    waiting: float | None = None
+    preemptions: float | None = None
+    prompt_tokens: float | None = None
+    generation_tokens: float | None = None
+    max_running: float | None = None
+    ttft: Histogram | None = None
+    itl: Histogram | None = None
+    queue_time: Histogram | None = None
+    slots: Slots | None = None
+    names: tuple[str, ...] = ()  # the metric names read, for the evidence
+    series: int = 0  # samples in the answer
+    skipped: int = 0  # lines that were not samples
+    truncated: bool = False
+
+    def with_slots(self, slots: Slots | None) -> Snapshot:
+        return replace(self, slots=slots)
+
+
+def detect(exposition: Exposition) -> EngineSpec | None:
+    counts = {spec.name: 0 for spec in ENGINES}
+    for sample in exposition.samples:
+        for spec in ENGINES:
+            if sample.name.startswith(spec.prefix):
+                counts[spec.name] += 1
+    best = max(counts, key=lambda name: counts[name])
+    return next(spec for spec in ENGINES if spec.name == best) if counts[best] else None
+
+
+def _by_name(exposition: Exposition) -> dict[str, list[Sample]]:
+    found: dict[str, list[Sample]] = {}
+    for sample in exposition.samples:
+        found.setdefault(sample.name, []).append(sample)
+    return found
+
+
+def _first(names: Sequence[str], index: dict[str, list[Sample]], read: list[str], fullest: bool = False) -> float | None:
+    for name in names:
+        values = [s.value for s in index.get(name, ()) if math.isfinite(s.value)]
+        if values:
+            read.append(name)
+            return max(values) if fullest else sum(values)
+    return None
+
+
+def _histogram(names: Sequence[str], index: dict[str, list[Sample]], read: list[str]) -> Histogram | None:
+    for name in names:
+        buckets: dict[float, float] = {}
+        for sample in index.get(name + "_bucket", ()):
+            bound = sample.label("le")
+            try:
+                upper = float(bound) if bound is not None else None
+            except ValueError:
+                continue
+            if upper is None or not math.isfinite(sample.value):
+                continue
+            buckets[upper] = buckets.get(upper, 0.0) + sample.value
+        if not buckets:
+            continue
+        count = sum(s.value for s in index.get(name + "_count", ()) if math.isfinite(s.value))
+        total = sum(s.value for s in index.get(name + "_sum", ()) if math.isfinite(s.value))
+        ordered = tuple(sorted(buckets.items()))
+        read.append(name)
+        return Histogram(ordered, count or ordered[-1][1], total)
+    return None
+
+
+def snapshot(exposition: Exposition) -> Snapshot:
+    spec = detect(exposition)
+    common = {"series": len(exposition.samples), "skipped": exposition.skipped, "truncated": exposition.truncated}
+    if spec is None:
+        return Snapshot("unknown", **common)
+    index = _by_name(exposition)
+    read: list[str] = []
+    return Snapshot(
+        engine=spec.name,
+        kv_usage=_first(spec.kv_usage, index, read, fullest=True),
+        running=_first(spec.running, index, read),
+        waiting=_first(spec.waiting, index, read),
+        preemptions=_first(spec.preemptions, index, read),
+        prompt_tokens=_first(spec.prompt_tokens, index, read),
+        generation_tokens=_first(spec.generation_tokens, index, read),
+        max_running=_first(spec.max_running, index, read),
+        ttft=_histogram(spec.ttft, index, read),
+        itl=_histogram(spec.itl, index, read),
+        queue_time=_histogram(spec.queue_time, index, read),
+        names=tuple(read),
+        **common,
+    )
+
+
+def slots_from(body: object) -> Slots | None:
+    """llama.cpp's GET /slots answer: a list of {"id", "n_ctx", "is_processing", …}."""
+    if not isinstance(body, list) or not body or len(body) > 4096:
+        return None
+    slots = [s for s in body if isinstance(s, dict)]
+    if not slots:
+        return None
+    contexts = [s["n_ctx"] for s in slots if isinstance(s.get("n_ctx"), int) and s["n_ctx"] > 0]
+    busy = sum(1 for s in slots if s.get("is_processing") is True)
+    return Slots(len(slots), busy, min(contexts) if contexts else None)
+
+
+@dataclass
+class Watch:
+    """Readings of /metrics taken during a run: the peaks that a reading at the end would miss."""
+
+    readings: int = 0
+    peak_kv_usage: float | None = None
+    peak_waiting: float | None = None
+    peak_running: float | None = None
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, snap: Snapshot) -> None:
+        self.readings += 1
+        for attribute in ("kv_usage", "waiting", "running"):
+            value = getattr(snap, attribute)
+            peak = getattr(self, "peak_" + attribute)
+            if value is not None and (peak is None or value > peak):
+                setattr(self, "peak_" + attribute, value)

@@ -1,0 +1,191 @@
+"""What the serving check learned: a bench run's levels, the ceiling it was judged against, and the
+server's own readings; rendered into the report's summary, HTML charts, metrics and `diff` values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from decode_doctor.engine import Chart, Facts, HtmlBlock, Metric, Sample, Series
+
+from .engines import Snapshot
+from .stats import Knee, LevelStats
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """This host's decode ceiling for the served model: one sequence, bandwidth / bytes per token."""
+
+    tokens_per_s: float
+    device: str
+    bandwidth_gbps: float
+    bandwidth_source: str  # measured, spec, given
+    context: int
+    model: str
+
+
+@dataclass(frozen=True)
+class PromptSummary:
+    seed: int
+    target_tokens: int
+    method: str
+    description: str
+    sha256: str
+    count: int
+    tokens: list[int | None] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)  # all of them when small enough, else the first few
+
+
+@dataclass(frozen=True)
+class Peaks:
+    readings: int
+    kv_usage: float | None
+    waiting: float | None
+    running: float | None
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    api: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    ignore_eos: bool
+    prompts: PromptSummary
+    levels: list[LevelStats]
+    knee: Knee | None
+    slo: list[str]
+    interrupted: bool
+    duration_s: float
+
+    def level(self, concurrency: int) -> LevelStats | None:
+        return next((lv for lv in self.levels if lv.concurrency == concurrency), None)
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else (f"{value:,.0f} ms" if value >= 100 else f"{value:.2f} ms" if value < 10 else f"{value:.1f} ms")
+
+
+@dataclass(frozen=True)
+class ServingFacts(Facts):
+    shown_by_default = True
+    endpoint: str = ""
+    engine: str | None = None
+    model: str | None = None
+    bench: BenchRun | None = None
+    ceiling: Ceiling | None = None
+    ceiling_note: str | None = None  # why there is no ceiling
+    before: Snapshot | None = None
+    after: Snapshot | None = None
+    peaks: Peaks | None = None
+    metrics_note: str | None = None  # why there is no reading of /metrics
+
+    @property
+    def reach(self) -> float | None:
+        """Decode speed at concurrency 1 as a fraction of the ceiling."""
+        first = self.bench.level(1) if self.bench else None
+        if first is None or self.ceiling is None or not first.decode_tokens_per_s:
+            return None
+        return first.decode_tokens_per_s / self.ceiling.tokens_per_s
+
+    def _ceiling_line(self) -> str | None:
+        reach, ceiling = self.reach, self.ceiling
+        if reach is not None and ceiling is not None:
+            return (
+                f"decode at concurrency 1 reaches {reach * 100:.0f} % of this host's ceiling ({ceiling.tokens_per_s:,.1f} tok/s: "
+                f"{ceiling.model} on {ceiling.device}, {ceiling.bandwidth_gbps:,.0f} GB/s {ceiling.bandwidth_source})"
+            )
+        if self.bench and self.ceiling_note:
+            return f"not judged against a ceiling: {self.ceiling_note}"
+        return None
+
+    def summary(self) -> list[str]:
+        lines = []
+        where = f"{self.endpoint} ({self.engine or 'engine unknown'}" + (f", model {self.model})" if self.model else ")")
+        bench = self.bench
+        if bench is None:
+            lines.append(f"server {where}" + (f": {self.metrics_note}" if self.metrics_note else ""))
+            return lines
+        state = ", interrupted" if bench.interrupted else ""
+        lines.append(f"bench {where}: {bench.api} API, {bench.prompts.description}, {bench.output_tokens} output tokens{state}")
+        for lv in bench.levels:
+            if lv.attempted == 0:
+                continue
+            ttft, tpot = lv.ttft, lv.tpot
+            errors = f", {lv.attempted - lv.ok} failed" if lv.ok < lv.attempted else ""
+            goodput = f", goodput {lv.goodput_per_s:.2f} req/s" if lv.goodput_per_s is not None else ""
+            lines.append(
+                f"  concurrency {lv.concurrency:>3}: {lv.ok} requests{errors}; TTFT p50 {_ms(ttft.p50 if ttft else None)} "
+                f"p95 {_ms(ttft.p95 if ttft else None)} p99 {_ms(ttft.p99 if ttft else None)}; TPOT p50 {_ms(tpot.p50 if tpot else None)} "
+                f"p95 {_ms(tpot.p95 if tpot else None)} p99 {_ms(tpot.p99 if tpot else None)}; "
+                f"{lv.requests_per_s:.2f} req/s, {lv.output_tokens_per_s:,.1f} output tok/s{goodput} (tokens from {lv.tokens_from})"
+            )
+        if bench.knee:
+            k = bench.knee
+            lines.append(
+                f"knee: from concurrency {k.concurrency} to {k.next_concurrency}, TPOT p95 grows {k.tpot_growth:.2f}× "
+                f"while throughput grows {k.throughput_growth:.2f}×"
+            )
+        elif len([lv for lv in bench.levels if lv.tpot]) > 1:
+            lines.append("knee: none in this sweep (throughput grew at least as fast as TPOT p95)")
+        ceiling = self._ceiling_line()
+        if ceiling:
+            lines.append(ceiling)
+        return lines
+
+    def html(self) -> list[HtmlBlock]:
+        bench = self.bench
+        if bench is None or not any(lv.tpot for lv in bench.levels):
+            return []
+        levels = [lv for lv in bench.levels if lv.ttft or lv.tpot]
+
+        def series(label: str, metric: str, q: int) -> Series:
+            points = tuple((float(lv.concurrency), getattr(lv, metric).at(q)) for lv in levels if getattr(lv, metric))
+            return Series(label, points)
+
+        ttft_chart = Chart("concurrency", "TTFT (ms)", (series("TTFT p50", "ttft", 50), series("TTFT p95", "ttft", 95)), log_x=True)
+        tpot_series = [series("TPOT p50", "tpot", 50), series("TPOT p95", "tpot", 95), series("TPOT p99", "tpot", 99)]
+        if self.ceiling:
+            floor = 1000 / self.ceiling.tokens_per_s
+            xs = [float(lv.concurrency) for lv in levels]
+            tpot_series.append(Series(f"ceiling ({floor:.2f} ms/token at concurrency 1)", ((min(xs), floor), (max(xs), floor))))
+        tpot_chart = Chart("concurrency", "TPOT (ms)", tuple(tpot_series), log_x=True)
+        rows = tuple(
+            (
+                f"concurrency {lv.concurrency}",
+                f"{lv.ok}/{lv.attempted} ok, TTFT p95 {_ms(lv.ttft.p95 if lv.ttft else None)}, "
+                f"TPOT p95 {_ms(lv.tpot.p95 if lv.tpot else None)}, {lv.output_tokens_per_s:,.1f} tok/s",
+            )
+            for lv in levels
+        )
+        ceiling = self._ceiling_line()
+        extra = ((("ceiling", ceiling),) if ceiling else ()) + (("prompts", bench.prompts.description),)
+        return [HtmlBlock("Live decode: TTFT", rows + extra, ttft_chart), HtmlBlock("Live decode: TPOT", (), tpot_chart)]
+
+    def metrics(self) -> list[Metric]:
+        if self.bench is None:
+            return []
+        found = []
+        for metric, name in (("ttft", "time_to_first_token"), ("tpot", "time_per_output_token")):
+            samples = tuple(
+                Sample({"concurrency": str(lv.concurrency), "quantile": f"0.{q:02d}" if q < 100 else "1"}, getattr(lv, metric).at(q) / 1000)
+                for lv in self.bench.levels
+                if getattr(lv, metric)
+                for q in (50, 90, 95, 99)
+            )
+            found.append(Metric(f"decode_doctor_bench_{name}_seconds", f"Measured {metric.upper()} by concurrency and quantile.", samples))
+        if self.reach is not None:
+            found.append(
+                Metric("decode_doctor_bench_ceiling_fraction", "Decode at concurrency 1 over the ceiling.", (Sample({}, self.reach),))
+            )
+        return found
+
+    def compared(self) -> dict[str, str | float]:
+        values: dict[str, str | float] = {}
+        if self.engine:
+            values["serving engine"] = self.engine
+        for lv in self.bench.levels if self.bench else []:
+            if lv.tpot:
+                values[f"TPOT p50 at concurrency {lv.concurrency} (ms)"] = round(lv.tpot.p50, 3)
+            if lv.ttft:
+                values[f"TTFT p95 at concurrency {lv.concurrency} (ms)"] = round(lv.ttft.p95, 3)
+        return values

@@ -1,0 +1,162 @@
+"""A bench run judged: how far decode is from the ceiling, and what users would feel (TPOT swings,
+TTFT tails, errors, a server that ignores max_tokens or an SLO that does not hold)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .diagnosis import Verdict
+from .facts import BenchRun, Ceiling
+from .stats import LevelStats
+
+LOW_REACH = 0.5  # decode at concurrency 1 below half the ceiling
+IMPOSSIBLE_REACH = 1.25  # above the ceiling by more than measurement error: the ceiling is not this server's
+TPOT_SPREAD = 2.0  # p99 / p50
+TTFT_SPREAD = 3.0
+TTFT_TAIL_MS = 200.0  # and p99 − p50 at least this
+MIN_SAMPLES = 10  # a p99 of fewer requests is the maximum, not a tail
+ERROR_RATE = 0.05  # at or above: an error, below: a warning
+
+
+def _ms(value: float) -> str:
+    return f"{value:,.0f} ms" if value >= 100 else f"{value:.1f} ms"
+
+
+CUT_OFF_HINTS = {
+    "llama-cpp-python": "llama-cpp-python's server ends a running answer when another request arrives; "
+    "start it with --interrupt_requests False to queue them instead",
+}
+
+
+def judge(bench: BenchRun, ceiling: Ceiling | None, engine: str | None = None) -> list[Verdict]:
+    verdicts = _against_ceiling(bench, ceiling)
+    levels = [lv for lv in bench.levels if lv.attempted]
+    verdicts += _swings(levels) + _tails(levels) + _failures(levels, engine)
+    verdicts += _max_tokens(levels, bench.output_tokens, bench.ignore_eos)
+    verdicts += _slo(levels, bench.slo)
+    return verdicts
+
+
+def _against_ceiling(bench: BenchRun, ceiling: Ceiling | None) -> list[Verdict]:
+    first = bench.level(1)
+    if ceiling is None or first is None or not first.decode_tokens_per_s or first.tpot is None:
+        return []
+    measured = first.decode_tokens_per_s
+    reach = measured / ceiling.tokens_per_s
+    evidence = {
+        "measured_tokens_per_s": round(measured, 2),
+        "tpot_p50_ms": round(first.tpot.p50, 3),
+        "ceiling_tokens_per_s": round(ceiling.tokens_per_s, 2),
+        "reach": round(reach, 3),
+        "device": ceiling.device,
+        "bandwidth_gbps": ceiling.bandwidth_gbps,
+        "bandwidth_source": ceiling.bandwidth_source,
+        "model": ceiling.model,
+    }
+    if reach > IMPOSSIBLE_REACH:
+        message = (
+            f"decode at concurrency 1 runs at {measured:,.1f} tok/s, {reach:.1f}× the ceiling of {ceiling.tokens_per_s:,.1f} tok/s "
+            f"computed for {ceiling.model} on {ceiling.device}: the server is not serving these weights from this memory "
+            "(another model or quantization, or another device), so no judgement is made."
+        )
+        return [Verdict("LIV008", message, evidence)]
+    if reach < LOW_REACH:
+        message = (
+            f"decode at concurrency 1 reaches {reach * 100:.0f} % of this host's ceiling: {measured:,.1f} of "
+            f"{ceiling.tokens_per_s:,.1f} tok/s (TPOT p50 {_ms(first.tpot.p50)} against {_ms(1000 / ceiling.tokens_per_s)})."
+        )
+        return [Verdict("LIV001", message, evidence)]
+    return []
+
+
+def _swings(levels: Sequence[LevelStats]) -> list[Verdict]:
+    worst = [lv for lv in levels if lv.tpot and lv.tpot.n >= MIN_SAMPLES and (lv.tpot.spread or 0) > TPOT_SPREAD]
+    if not worst:
+        return []
+    lv = max(worst, key=lambda item: item.tpot.spread or 0)
+    tpot = lv.tpot
+    message = (
+        f"TPOT swings from {_ms(tpot.p50)} (p50) to {_ms(tpot.p99)} (p99) at concurrency {lv.concurrency}, "
+        f"{tpot.spread:.1f}× (levels: {', '.join(str(x.concurrency) for x in worst)})."
+    )
+    evidence = {"concurrency": lv.concurrency, "tpot_p50_ms": round(tpot.p50, 3), "tpot_p99_ms": round(tpot.p99, 3), "samples": tpot.n}
+    return [Verdict("LIV002", message, evidence)]
+
+
+def _tails(levels: Sequence[LevelStats]) -> list[Verdict]:
+    def tail(lv: LevelStats) -> bool:
+        t = lv.ttft
+        return bool(t and t.n >= MIN_SAMPLES and t.p50 > 0 and t.p99 / t.p50 > TTFT_SPREAD and t.p99 - t.p50 >= TTFT_TAIL_MS)
+
+    worst = [lv for lv in levels if tail(lv)]
+    if not worst:
+        return []
+    lv = max(worst, key=lambda item: item.ttft.p99 / item.ttft.p50)
+    ttft = lv.ttft
+    message = (
+        f"TTFT has a long tail at concurrency {lv.concurrency}: p50 {_ms(ttft.p50)}, p99 {_ms(ttft.p99)} "
+        f"({ttft.p99 / ttft.p50:.1f}×); one request in a hundred waits that long for its first token."
+    )
+    evidence = {"concurrency": lv.concurrency, "ttft_p50_ms": round(ttft.p50, 3), "ttft_p99_ms": round(ttft.p99, 3), "samples": ttft.n}
+    return [Verdict("LIV003", message, evidence)]
+
+
+def _failures(levels: Sequence[LevelStats], engine: str | None) -> list[Verdict]:
+    attempted = sum(lv.attempted for lv in levels)
+    failed = sum(lv.attempted - lv.ok for lv in levels)
+    if not failed:
+        return []
+    kinds: dict[str, int] = {}
+    examples: dict[str, str] = {}
+    for lv in levels:
+        for kind, count in lv.errors.items():
+            kinds[kind] = kinds.get(kind, 0) + count
+        for kind, text in lv.error_examples.items():
+            examples.setdefault(kind, text)
+    by_kind = ", ".join(f"{count} × {kind}" for kind, count in sorted(kinds.items(), key=lambda item: -item[1]))
+    first_kind = max(kinds, key=lambda k: kinds[k])
+    message = f"{failed} of {attempted} requests failed ({by_kind}); for example: {examples.get(first_kind, '')}"
+    if "cut-off" in kinds and engine in CUT_OFF_HINTS:
+        message += f" ({CUT_OFF_HINTS[engine]})"
+    evidence = {"failed": failed, "attempted": attempted, "kinds": kinds, "examples": examples, "rate": round(failed / attempted, 4)}
+    return [Verdict("LIV004", message, evidence)]
+
+
+def _max_tokens(levels: Sequence[LevelStats], max_tokens: int, ignore_eos: bool) -> list[Verdict]:
+    verdicts = []
+    over = sum(lv.over_max for lv in levels)
+    if over:
+        message = f"{over} response(s) carried more than the {max_tokens} tokens max_tokens allowed."
+        verdicts.append(Verdict("LIV005", message, {"over": over, "max_tokens": max_tokens}))
+    early = sum(lv.stopped_early for lv in levels)
+    ok = sum(lv.ok for lv in levels)
+    if early:
+        hint = "" if ignore_eos else " --ignore-eos asks vLLM, SGLang and llama.cpp to run every request to max_tokens."
+        message = (
+            f"{early} of {ok} responses ended before {max_tokens} tokens (the model chose to stop): the load was lighter "
+            f"than planned and TPOT is over fewer tokens.{hint}"
+        )
+        verdicts.append(Verdict("LIV006", message, {"early": early, "ok": ok, "max_tokens": max_tokens}))
+    chunks = [lv.concurrency for lv in levels if lv.tokens_from in ("chunks", "mixed")]
+    if chunks:
+        message = (
+            "the server sent no usage with its stream (stream_options.include_usage), so output tokens were counted as "
+            "content chunks; a server that puts several tokens in one chunk makes TPOT look slower than it is."
+        )
+        verdicts.append(Verdict("LIV009", message, {"levels": chunks}))
+    return verdicts
+
+
+def _slo(levels: Sequence[LevelStats], terms: Sequence[str]) -> list[Verdict]:
+    if not terms:
+        return []
+    failing = [lv for lv in levels if lv.slo_met and not all(lv.slo_met.values())]
+    if not failing:
+        return []
+    passing = [lv.concurrency for lv in levels if lv.slo_met and all(lv.slo_met.values())]
+    first = failing[0]
+    missed = ", ".join(label for label, met in first.slo_met.items() if not met)
+    holds = f"it holds up to concurrency {max(passing)}" if passing else "it holds at no level measured"
+    message = f"the SLO {','.join(terms)} fails at concurrency {first.concurrency} ({missed}); {holds}."
+    evidence = {"failing": [lv.concurrency for lv in failing], "passing": passing, "missed_first": missed}
+    return [Verdict("LIV007", message, evidence)]
