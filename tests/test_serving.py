@@ -412,4 +412,7 @@ def test_the_measured_tpot_matches_the_engines_own_timing(engine):
     for measured, timed in zip(run.records, timings, strict=True):
         engine_ms = timed.decode_ms_per_token
         client_ms = measured.tpot * 1000
-        assert abs(client_ms - engine_ms) <= 0.25 * engine_ms + 0.5, (client_ms, engine_ms)
+        # A client never sees tokens faster than the engine makes them. Above: llama-cpp-python's Python
+        # server spends about 0.45 ms per chunk (pydantic, SSE) outside the engine's perf counters,
+        # which is most of this tiny model's TPOT (0.63 ms measured against 0.17 ms of decode).
+        assert 0.9 * engine_ms <= client_ms <= 1.25 * engine_ms + 0.5, (client_ms, engine_ms)
