@@ -112,8 +112,9 @@ def test_cli_reports_every_state_through_a_plugin(plugin_env):
     started = time.monotonic()
     proc = run_dd("check", "--root", str(root), "--select", "sleeps-forever,raises,quick,swappiness", "--format", "json", env=plugin_env)
     elapsed = time.monotonic() - started
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 3, proc.stderr  # no verdict from two checks: a CI gate must not pass
     report = json.loads(proc.stdout)
+    assert report["summary"]["exit_code"] == 3
     states = {r["check"]: r["state"] for r in report["results"]}
     assert states == {"sleeps-forever": "timed out", "raises": "crashed", "quick": "findings", "swappiness": "findings"}
     assert {f["code"] for f in report["findings"]} == {"TEST001", "SWAP001"}

@@ -112,8 +112,7 @@ def test_quarantine_and_undo_are_byte_identical_and_stay_in_bounds(dataset, tmp_
     assert undo.exit_code == 0, undo.stdout + undo.stderr
     restored = tree_digest(root)
     assert restored == {k[len("data/train/") :]: v for k, v in everything_before.items() if k.startswith("data/train/")}
-    after_undo = [json.loads(line) for line in (quarantine / "manifest.jsonl").read_text().splitlines()]
-    assert {e["restored"] for e in after_undo if "restored" in e} == expected  # the manifest tells the whole story
+    assert not quarantine.exists()  # the run made the quarantine; undo leaves no empty tree or manifest behind
 
 
 def _broken_dataset(root: Path, broken: dict[str, bytes]) -> None:

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from decode_doctor.engine import Check, Code, Context, EnvRow, Facts, Finding, Metric, Needs, Option, Sample, Severity
+from decode_doctor.engine.units import whole
 
 from .membw import CpuBandwidth, GpuBandwidth, MemorySpec
 
@@ -165,7 +166,12 @@ class Bandwidth(Check):
     needs = Needs(exclusive=True)
     options = (
         Option("--thorough", "Measure bandwidth longer (about 4 s) with larger buffers.", is_flag=True, default=False),
-        Option("--threads", "Threads the CPU bandwidth probe reads with [default: one per usable CPU].", type=int),
+        Option(
+            "--threads",
+            "Threads the CPU bandwidth probe reads with [default: one per usable CPU].",
+            type=whole(1, 4096, "a number of threads"),
+            metavar="N",
+        ),
     )
     timeout_s = 60.0
     facts_type = BandwidthFacts

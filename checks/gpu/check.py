@@ -24,6 +24,7 @@ from decode_doctor.engine import (
     Severity,
     SkipCheck,
 )
+from decode_doctor.engine.units import amount
 
 from .nvidia import DriverInfo, GpuDevice
 
@@ -350,7 +351,12 @@ class GpuStack(Check):
     needs = Needs(platforms=("linux",))
     options = (
         Option("--python", "The Python interpreter whose PyTorch to inspect (default: decode-doctor's own)."),
-        Option("--nvidia-smi-timeout", "Seconds nvidia-smi may take before it counts as hung [default: 15].", type=float),
+        Option(
+            "--nvidia-smi-timeout",
+            "Seconds nvidia-smi may take before it counts as hung [default: 15].",
+            type=amount(0.0, 3600.0, "seconds"),
+            metavar="SECONDS",
+        ),
     )
     timeout_s = 45.0
     facts_type = GpuFacts

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from decode_doctor.engine import Check, Code, Context, Facts, Finding, FixRef, Needs, Option, Severity
+from decode_doctor.engine.units import amount, whole
 from decode_doctor.engine.workers import usable_cpus
 
 from .decode import UNUSUAL_MODES, Settings
@@ -275,8 +276,13 @@ class Images(Check):
             choices=("broken", "damaged"),
         ),
         Option("--quarantine-dir", "Where --fix moves broken images [default: DATASET.quarantine beside the dataset]."),
-        Option("--image-timeout", f"Seconds one image may take to decode [default: {FILE_TIMEOUT_S:g}].", type=float),
-        Option("--jobs", "Decoding processes [default: one per usable CPU].", type=int),
+        Option(
+            "--image-timeout",
+            f"Seconds one image may take to decode [default: {FILE_TIMEOUT_S:g}].",
+            type=amount(0.0, 3600.0, "seconds"),
+            metavar="SECONDS",
+        ),
+        Option("--jobs", "Decoding processes [default: one per usable CPU].", type=whole(1, 256, "a number of processes"), metavar="N"),
     )
     timeout_s = 7 * 24 * 3600.0  # a dataset of millions takes hours; --timeout caps it
     facts_type = ImagesFacts

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from decode_doctor.engine import Chart, Check, Code, Context, Facts, Finding, HtmlBlock, Metric, Needs, Option, Sample, Series, Severity
-from decode_doctor.engine.units import parse_rate
+from decode_doctor.engine.units import amount, parse_rate, whole
 
 from .artifacts import ArtifactsFacts
 from .budget import Budget, Device, compute_budget, human_binary, human_bytes, sequences
@@ -186,10 +186,26 @@ class DecodeBudget(Check):
     codes = (DEC002, DEC003, DEC004, DEC010, DEC011)
     needs = Needs(inputs=("models",), after=("bandwidth", "gpu", "model-artifacts"))
     options = (
-        Option("--context", "Context length to budget for [default: 4096, or the model's maximum if lower].", type=int),
-        Option("--concurrency", "Sequences decoded at once [default: 1].", type=int, default=1),
+        Option(
+            "--context",
+            "Context length to budget for [default: 4096, or the model's maximum if lower].",
+            type=whole(1, 1 << 24, "a number of tokens"),
+            metavar="TOKENS",
+        ),
+        Option(
+            "--concurrency",
+            "Sequences decoded at once [default: 1].",
+            type=whole(1, 1 << 20, "a number of sequences"),
+            default=1,
+            metavar="N",
+        ),
         Option("--kv-dtype", "KV cache element type [default: fp16].", choices=KV_DTYPES, default="fp16"),
-        Option("--target-tps", "Tokens/s per sequence the deployment needs; below it is a warning.", type=float),
+        Option(
+            "--target-tps",
+            "Tokens/s per sequence the deployment needs; below it is a warning.",
+            type=amount(0.0, 1e7, "tokens/s"),
+            metavar="TOKENS/S",
+        ),
         Option("--bandwidth", "Memory bandwidth to budget with instead of the measured one: 900GB/s, 3.35TB/s, or GB/s.", type=parse_rate),
     )
     timeout_s = 30.0

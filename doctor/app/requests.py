@@ -23,6 +23,7 @@ class RunRequest:
     ignore: tuple[str, ...] = ()
     reasons: Mapping[str, str] = field(default_factory=dict)  # ignore selector → why
     fail_on: str = "error"
+    incomplete_fails: bool = True  # a check that crashed or timed out: exit 3
     timeout: float | None = None  # seconds per check; None: each check's own
     options: Mapping[str, Any] = field(default_factory=dict)  # check options by key (Option.key)
     env: Mapping[str, str] | None = None  # None: this process's environment

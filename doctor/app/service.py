@@ -84,7 +84,9 @@ def build_report(request: RunRequest, registry: Registry, results: list[CheckRes
                 kept.append(finding)
             else:
                 ignored.append(Ignored(finding, selector, request.reasons.get(selector)))
-    return Report(results, kept, ignored, meta, request.fail_on, load_errors=list(registry.errors))
+    report = Report(results, kept, ignored, meta, request.fail_on, load_errors=list(registry.errors))
+    report.incomplete_fails = request.incomplete_fails
+    return report
 
 
 def run(request: RunRequest, registry: Registry | None = None, progress: Progress | None = None) -> Outcome:

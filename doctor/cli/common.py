@@ -28,6 +28,7 @@ CORE_FLAGS = {
     "--config",
     "--fail-on",
     "--timeout",
+    "--incomplete",
     "--debug",
     "--verbose",
     "-v",
@@ -149,6 +150,13 @@ def run_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="Exit 1 when a finding is at or above this severity [default: error].",
         ),
         click.option(
+            "--incomplete",
+            type=click.Choice(("fail", "ignore")),
+            default="fail",
+            show_default=True,
+            help="A check that crashed or timed out: exit 3 (fail), or let the findings decide (ignore).",
+        ),
+        click.option(
             "--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds each check may run (default: each check's own)."
         ),
         click.option("--debug", is_flag=True, help="Show tracebacks of crashed checks and internal errors."),
@@ -185,6 +193,7 @@ def run_request(params: dict[str, Any]) -> Any:
         ignore=tuple(config.ignore + split_selectors(params["ignore"])),
         reasons=config.reasons,
         fail_on=params["fail_on"] or config.fail_on or "error",
+        incomplete_fails=params.get("incomplete", "fail") == "fail",
         timeout=params["timeout"] or config.timeout,
         options=check_options,
         argv=tuple(sys.argv[1:]),
@@ -213,6 +222,18 @@ def guarded(debug: bool, action: Callable[[], int]) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(141)
+    except KeyboardInterrupt:
+        click.echo("decode-doctor: interrupted", err=True)
+        sys.exit(130)
+    except OSError as exc:
+        if debug:
+            traceback.print_exc()
+        if exc.filename is None:
+            click.echo(f"decode-doctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", err=True)
+        else:  # a path the user gave or owns: unwritable, missing, read-only, full
+            target = exc.filename if exc.filename2 is None else f"{exc.filename} → {exc.filename2}"
+            click.echo(f"decode-doctor: {exc.strerror or exc}: {target}", err=True)
+        sys.exit(2)
     except Exception as exc:
         if debug:
             traceback.print_exc()

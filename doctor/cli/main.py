@@ -70,8 +70,19 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Click's standalone mode turns Ctrl-C into "Aborted!" and exit 1, the findings code; here it is 130."""
     try:
-        cli.main(args=argv, prog_name="decode-doctor", standalone_mode=True)
-    except KeyboardInterrupt:  # pragma: no cover - interactive
-        click.echo("interrupted", err=True)
+        code = cli.main(args=argv, prog_name="decode-doctor", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort as exc:
+        interrupted = isinstance(exc.__context__, KeyboardInterrupt)
+        click.echo("decode-doctor: interrupted" if interrupted else "decode-doctor: aborted", err=True)
+        sys.exit(130 if interrupted else 1)
+    except KeyboardInterrupt:
+        click.echo("decode-doctor: interrupted", err=True)
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -3,7 +3,9 @@ GPUs are sold in: a "24 GB" card holds 24 GiB = 25.77 GB); a bare rate is GB/s."
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Callable
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgtp]?i?b?)?\s*$", re.I)
 _RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgtp]?i?b?)?\s*(?:/\s*s|ps)?\s*$", re.I)
@@ -38,3 +40,37 @@ def parse_rate(text: str) -> float:
     if value <= 0:
         raise ValueError(f"{text!r}: a bandwidth must be more than 0")
     return value
+
+
+def whole(minimum: int = 1, maximum: int | None = None, what: str = "a whole number") -> Callable[[str], int]:
+    """A command-line type: an integer within [minimum, maximum]; ValueError names the range."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(str(text).strip())
+        except ValueError:
+            raise ValueError(f"{text!r} is not {what}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            upper = f" to {maximum:,}" if maximum is not None else " or more"
+            raise ValueError(f"{value} is out of range: give {what} from {minimum:,}{upper}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+def amount(minimum: float = 0.0, maximum: float | None = None, what: str = "a number") -> Callable[[str], float]:
+    """A command-line type: a finite number above minimum (exclusive) and at most maximum."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(str(text).strip())
+        except ValueError:
+            raise ValueError(f"{text!r} is not {what}") from None
+        if not math.isfinite(value) or value <= minimum or (maximum is not None and value > maximum):
+            upper = f" and at most {maximum:g}" if maximum is not None else ""
+            raise ValueError(f"{text} is out of range: give {what} above {minimum:g}{upper}")
+        return value
+
+    parse.__name__ = what
+    return parse

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..engine.findings import Finding
-from .atomic import UnsafeTarget, atomic_write, fsync_dir, sha256_bytes, sha256_file, write_in_place
+from .atomic import TEMP_SUFFIX, UnsafeTarget, atomic_write, fsync_dir, sha256_bytes, sha256_file, write_in_place
 
 Record = dict[str, Any]
 
@@ -229,8 +229,12 @@ def move_file(src: Path, dst: Path, expected_sha256: str | None = None) -> None:
     if dst.exists() or dst.is_symlink():
         raise UnsafeTarget(f"{dst} already exists; refusing to overwrite it")
     if _same_filesystem(src, dst.parent):
-        os.rename(src, dst)
+        try:  # a link never replaces what another run put at dst meanwhile (a rename would)
+            os.link(src, dst, follow_symlinks=False)
+        except FileExistsError:
+            raise UnsafeTarget(f"{dst} already exists; refusing to overwrite it") from None
         fsync_dir(dst.parent)
+        src.unlink()
         fsync_dir(src.parent)
         return
     data = src.read_bytes()
@@ -238,7 +242,7 @@ def move_file(src: Path, dst: Path, expected_sha256: str | None = None) -> None:
     if expected_sha256 and digest != expected_sha256:
         raise UnsafeTarget(f"{src} changed since it was checked")
     mode = src.stat().st_mode & 0o7777
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".dd-tmp", dir=dst.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=TEMP_SUFFIX, dir=dst.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -247,7 +251,11 @@ def move_file(src: Path, dst: Path, expected_sha256: str | None = None) -> None:
             os.fsync(handle.fileno())
         if sha256_file(Path(tmp_name)) != digest:
             raise OSError(f"the copy of {src} in {dst.parent} does not match the original")
-        os.rename(tmp_name, dst)
+        os.link(tmp_name, dst)  # fails, rather than replaces, when dst appeared meanwhile
+        os.unlink(tmp_name)
+    except FileExistsError:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise UnsafeTarget(f"{dst} already exists; refusing to overwrite it") from None
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
@@ -304,7 +312,10 @@ class MoveFile(Action):
             raise UnsafeTarget(f"{self.path} changed since it was checked; run the check again")
         if self.destination.exists():
             raise UnsafeTarget(f"{self.destination} already exists; refusing to overwrite it")
+        top = existing_ancestor(self.destination.parent)
         return {
+            "created_dirs": [str(p) for p in [self.destination.parent, *self.destination.parent.parents] if top in p.parents],
+            "manifest_existed": bool(self.manifest and self.manifest.exists()),
             "path": str(self.path),
             "shown": self.shown,
             "destination": str(self.destination),
@@ -351,7 +362,33 @@ class MoveFile(Action):
         move_file(dst, src)
         if record.get("manifest"):
             _append_manifest(Path(record["manifest"]), {"restored": str(src), "from": str(dst), "sha256": record["sha256"]})
+        _tidy_quarantine(record)
         return "restored"
+
+
+def _tidy_quarantine(record: Record) -> None:
+    """After the last file of a quarantine this run created went back: remove the manifest (when
+    every file it lists was restored) and the directories the move created, if they are empty."""
+    manifest = Path(record["manifest"]) if record.get("manifest") else None
+    if manifest is not None and not record.get("manifest_existed", True):
+        try:
+            if manifest.stat().st_size > (16 << 20):
+                return
+            import json
+
+            entries = [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, ValueError):
+            return
+        moved = sum(1 for e in entries if isinstance(e, dict) and "quarantined" in e)
+        restored = sum(1 for e in entries if isinstance(e, dict) and "restored" in e)
+        if moved != restored:
+            return
+        manifest.unlink(missing_ok=True)
+    for directory in record.get("created_dirs", []):  # deepest first
+        try:
+            os.rmdir(directory)
+        except OSError:
+            break
 
 
 @dataclass(frozen=True)

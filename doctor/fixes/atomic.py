@@ -47,7 +47,7 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None, uid: int |
         mode = old.st_mode & 0o7777 if mode is None else mode
         uid = old.st_uid if uid is None else uid
         gid = old.st_gid if gid is None else gid
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".dd-tmp", dir=path.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -66,10 +66,35 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None, uid: int |
     fsync_dir(path.parent)
 
 
+TEMP_SUFFIX = ".dd-tmp"
+
+
+def leftover_temps(path: Path) -> list[Path]:
+    """Temp files an interrupted atomic_write or move_file of path left beside it."""
+    try:
+        return sorted(path.parent.glob(f".{glob_escape(path.name)}.*{TEMP_SUFFIX}"))
+    except OSError:
+        return []
+
+
+def glob_escape(name: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
+
+
+def _on_kernel_filesystem(path: Path) -> bool:
+    """Whether path is a /proc or /sys file (a --root tree's copies are regular files)."""
+    resolved = str(path.resolve())
+    return resolved.startswith(("/proc/", "/sys/"))
+
+
 def write_in_place(path: Path, data: bytes) -> None:
-    """For kernel tunables (/proc/sys): procfs files cannot be renamed over, only rewritten."""
+    """For kernel tunables (/proc/sys): procfs files cannot be renamed over, only rewritten. A regular
+    file standing for one (under --root) is replaced atomically: a kill never leaves it empty."""
     if path.is_symlink():
         raise UnsafeTarget(f"{path} is a symbolic link; refusing to write through it")
+    if not _on_kernel_filesystem(path):
+        atomic_write(path, data)
+        return
     fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
     try:
         os.write(fd, data)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .actions import ACTION_KINDS, Plan
-from .atomic import fsync_dir
+from .atomic import UnsafeTarget, fsync_dir, leftover_temps
 
 StepHook = Callable[[int], None]  # called with the step number after each journaled step
 
@@ -153,7 +153,10 @@ def apply_plans(plans: Sequence[Plan], state_dir: Path, meta: dict[str, Any], on
                     step()
                 except Exception as exc:  # roll this plan back; other plans go on
                     journal.append({"type": "failed", "seq": seq, "error": f"{type(exc).__name__}: {exc}"})
-                    for earlier in reversed(done_in_plan + ([record] if record.get("type") == "intent" else [])):
+                    # UnsafeTarget is raised before the action touches anything: undoing it could only
+                    # undo what another run did to the same path.
+                    this = [record] if record.get("type") == "intent" and not isinstance(exc, UnsafeTarget) else []
+                    for earlier in reversed(done_in_plan + this):
                         status = ACTION_KINDS[earlier["kind"]].undo(earlier, run_dir)
                         journal.append({"type": "undo", "seq": earlier["seq"], "result": status})
                     result.outcomes.append(ActionOutcome(plan.finding.code, getattr(action, "shown", str(action.path)), f"failed: {exc}"))
@@ -170,8 +173,12 @@ class RunInfo:
     run_id: str
     started: str
     actions: int
-    status: str  # "applied", "interrupted", "undone", "nothing applied"
+    status: str  # "applied", "interrupted", "undone", "nothing applied", "partly undone (k of n restored)"
     argv: list[str]
+
+    @property
+    def undoable(self) -> bool:
+        return self.status in ("applied", "interrupted") or self.status.startswith("partly undone")
 
 
 def run_info(run_dir: Path) -> RunInfo:
@@ -179,8 +186,13 @@ def run_info(run_dir: Path) -> RunInfo:
     head = records[0] if records and records[0].get("type") == "run" else {}
     types = {r.get("type") for r in records}
     intents = [r for r in records if r.get("type") == "intent"]
+    undos = [r for r in records if r.get("type") == "undo"]
     if "undone" in types:
         status = "undone"
+    elif undos:  # an undo ran and left conflicts: the latest result of each step counts
+        latest = {r.get("seq"): str(r.get("result", "")) for r in undos}
+        restored = sum(1 for result in latest.values() if not result.startswith("conflict"))
+        status = f"partly undone ({restored} of {len(intents)} restored)"
     elif not intents:
         status = "nothing applied"
     elif "finished" in types:
@@ -197,12 +209,19 @@ def list_runs(state_dir: Path) -> list[RunInfo]:
     return [run_info(d) for d in sorted(base.iterdir()) if (d / "journal.jsonl").exists()]
 
 
+def _leftovers(record: dict[str, Any]) -> list[Path]:
+    paths = [Path(record[key]) for key in ("path", "destination") if isinstance(record.get(key), str)]
+    return [temp for path in paths for temp in leftover_temps(path)]
+
+
 def undo_run(state_dir: Path, run_id: str | None = None, force: bool = False) -> tuple[str, list[tuple[str, str]]]:
     """Replays a run's journal backwards. Returns the run id and (target, result) pairs."""
+    if not state_dir.is_dir():  # never created by undo: a mistyped --state-dir must not look empty
+        raise UndoError(f"no state directory {state_dir}: no fix run was journaled there")
     with state_lock(state_dir):
         runs = list_runs(state_dir)
         if run_id is None:
-            candidates = [r for r in runs if r.status in ("applied", "interrupted")]
+            candidates = [r for r in runs if r.undoable]
             if not candidates:
                 raise UndoError(f"no fix run to undo in {state_dir}")
             run_id = candidates[-1].run_id
@@ -224,6 +243,9 @@ def undo_run(state_dir: Path, run_id: str | None = None, force: bool = False) ->
                 status = f"conflict: {type(exc).__name__}: {exc}"
             journal.append({"type": "undo", "seq": record["seq"], "result": status})
             outcomes.append((record.get("shown", record.get("path", "?")), status))
+            for leftover in _leftovers(record):  # a fix killed inside an atomic write
+                leftover.unlink(missing_ok=True)
+                outcomes.append((str(leftover), "removed: a temp file an interrupted write left"))
         if not any(s.startswith("conflict") for _, s in outcomes):
             journal.append({"type": "undone", "at": _now()})
         return run_id, outcomes

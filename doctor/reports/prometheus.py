@@ -36,7 +36,9 @@ def _core_metrics(view: ReportView) -> list[Metric]:
 def render_prometheus(view: ReportView) -> str:
     host = view.meta.get("host", "")
     exit_code = Metric(
-        "decode_doctor_exit_code", "The run's exit code (0 clean, 1 findings at or above --fail-on).", (Sample({}, view.exit_code),)
+        "decode_doctor_exit_code",
+        "The run's exit code (0 clean, 1 findings at or above --fail-on, 3 a check reached no verdict).",
+        (Sample({}, view.exit_code),),
     )
     families: dict[str, tuple[str, list[Sample]]] = {}  # two facts may share a metric: its samples join
     for metric in [*_core_metrics(view), *view.metrics, exit_code]:

@@ -26,13 +26,24 @@ class Report:
     meta: dict[str, Any]
     fail_on: str = "error"
     fixes: dict[str, Any] | None = None
+    incomplete_fails: bool = True  # a crashed or timed-out check makes the exit code 3
     load_errors: list[str] = field(default_factory=list)
 
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity is severity)
 
+    def incomplete(self) -> list[CheckResult]:
+        """The checks that reached no verdict: they crashed or ran out of time."""
+        return [r for r in self.results if r.state in (State.CRASHED, State.TIMED_OUT)]
+
     @property
     def exit_code(self) -> int:
+        """0 clean, 1 findings at or above fail_on, 3 a check reached no verdict (wins over 1: the
+        verdict is incomplete); --fail-on never is always 0."""
+        if self.fail_on == "never":
+            return 0
+        if self.incomplete_fails and self.incomplete():
+            return 3
         return 1 if any(fails(f.severity, self.fail_on) for f in self.findings) else 0
 
     def states(self) -> dict[str, int]:

@@ -3,6 +3,7 @@ nothing was found (Homebrew's "Your system is ready to brew")."""
 
 from __future__ import annotations
 
+import shlex
 from typing import TextIO
 
 from ..engine.findings import Finding, Severity, State
@@ -19,8 +20,43 @@ def summary_line(view: ReportView) -> str:
     ]
     if view.ignored:
         parts.append(f"{len(view.ignored)} ignored")
-    checks = ", ".join(f"{n} {state}" for state, n in view.states().items() if n)
-    return f"{'; '.join(parts)} — checks: {checks}"
+    words = {State.FINDINGS.value: "with findings"}
+    checks = ", ".join(f"{n} {words.get(state, state)}" for state, n in view.states().items() if n)
+    line = f"{'; '.join(parts)} — checks: {checks}"
+    unjudged = sum(1 for r in view.results if r.state in (State.TIMED_OUT, State.CRASHED))
+    if unjudged:
+        line += f" — the verdict is incomplete: {plural(unjudged, 'check')} reached none"
+    return line
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+# What a hint leaves out of the user's command line: the flags it replaces, and the output flags with
+# their values (a hint prints to the terminal).
+HINT_DROPS = {"--fix", "--dry-run", "--yes", "-y"}
+HINT_DROPS_WITH_VALUE = {"-o", "--output", "--format"}
+
+
+def rerun_hint(argv: list[str], *flags: str) -> str:
+    """The user's own `check` command line with these flags, for a hint (their --model and --select stay)."""
+    if not argv or argv[0] != "check":
+        return shlex.join(["decode-doctor", "check", *flags])
+    kept: list[str] = []
+    skip = False
+    for arg in argv[1:]:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in HINT_DROPS_WITH_VALUE:
+            skip = "=" not in arg
+            continue
+        if name in HINT_DROPS:
+            continue
+        kept.append(arg)
+    return shlex.join(["decode-doctor", "check", *kept, *flags])
 
 
 def all_clear(view: ReportView) -> str | None:
@@ -30,7 +66,7 @@ def all_clear(view: ReportView) -> str | None:
     skipped = sum(1 for r in view.results if r.state is State.SKIPPED)
     ran = len(view.results) - skipped
     ignored = f", {len(view.ignored)} ignored" if view.ignored else ""
-    return f"Ready: no problems found ({ran} checks ran, {skipped} did not apply{ignored})."
+    return f"Ready: no problems found ({plural(ran, 'check')} ran, {skipped} did not apply{ignored})."
 
 
 def result_notes(view: ReportView, verbose: bool) -> list[str]:
@@ -52,7 +88,9 @@ def footer(view: ReportView) -> list[str]:
     lines = []
     fixable = view.fixable()
     if fixable:
-        lines.append(f"{len(fixable)} fixable: preview with `decode-doctor check --fix --dry-run`, apply with `--fix`.")
+        argv = list(view.meta.get("argv") or [])
+        preview, apply = rerun_hint(argv, "--fix", "--dry-run"), rerun_hint(argv, "--fix")
+        lines.append(f"{len(fixable)} fixable: preview with `{preview}`, apply with `{apply}`.")
     if view.findings:
         lines.append(f"Details: decode-doctor explain {view.findings[0].code}")
     lines.extend(f"could not load: {error}" for error in view.load_errors)

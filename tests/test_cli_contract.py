@@ -1,0 +1,153 @@
+"""The CLI contract under bad input and faults (issue 17): every line a new user hit is a test here.
+Options are validated when parsed, exit codes are honest, user errors are one line, Ctrl-C is 130."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from decode_doctor.engine.findings import CheckResult, Finding, Severity, State
+from decode_doctor.reports.report import Report
+
+from .conftest import FIXTURES, PLUGINS, python_for, run_dd
+from .support.harness import cli
+
+RHEL = FIXTURES / "hosts" / "swap60-rhel7"
+
+
+def tiny_config(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    config = {
+        "model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1000, "max_position_embeddings": 2048,
+    }  # fmt: skip
+    (directory / "config.json").write_text(json.dumps(config))
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--context", "-5"), "'--context': -5 is out of range"),
+        (("--concurrency", "0"), "'--concurrency': 0 is out of range"),
+        (("--target-tps", "nan"), "'--target-tps': nan is out of range"),
+        (("--jobs", "0"), "'--jobs': 0 is out of range"),
+        (("--jobs", "-3"), "'--jobs': -3 is out of range"),
+        (("--image-timeout", "0"), "'--image-timeout': 0 is out of range"),
+        (("--max-pixels", "-1"), "'--max-pixels': -1 is not a number of pixels"),
+        (("--max-pixels", "0"), "'--max-pixels': 0 is not a number of pixels"),
+        (("--threads", "0"), "'--threads': 0 is out of range"),
+        (("--nvidia-smi-timeout", "-1"), "'--nvidia-smi-timeout': -1 is out of range"),
+        (("--from-encoding", "klingon"), "unknown encoding 'klingon'"),
+    ],
+)
+def test_numeric_and_enumerated_options_are_usage_errors_before_any_check_runs(args, words, tmp_path):
+    result = cli("check", "--select", "decode-budget", "--model", str(tiny_config(tmp_path / "m")), *args)
+    assert result.exit_code == 2 and words in result.stderr, result.stderr
+    assert "crashed" not in result.stdout and "Traceback" not in result.stdout + result.stderr
+
+
+def _report(states: list[State], severities: list[Severity], fail_on: str = "error", incomplete_fails: bool = True) -> Report:
+    results = [CheckResult(check=f"c{i}", state=state, duration_s=0.0) for i, state in enumerate(states)]
+    findings = [Finding(code="X001", check="c0", severity=s, title="t", message="m") for s in severities]
+    report = Report(results, findings, [], {}, fail_on)
+    report.incomplete_fails = incomplete_fails
+    return report
+
+
+def test_a_check_without_a_verdict_exits_3_unless_told_otherwise():
+    assert _report([State.PASSED], []).exit_code == 0
+    assert _report([State.FINDINGS], [Severity.ERROR]).exit_code == 1
+    assert _report([State.PASSED, State.CRASHED], []).exit_code == 3
+    assert _report([State.TIMED_OUT, State.FINDINGS], [Severity.ERROR]).exit_code == 3  # the verdict is incomplete
+    assert _report([State.CRASHED], [], incomplete_fails=False).exit_code == 0  # --incomplete ignore
+    assert _report([State.CRASHED], [Severity.ERROR], incomplete_fails=False).exit_code == 1
+    assert _report([State.CRASHED], [Severity.ERROR], fail_on="never").exit_code == 0
+
+
+def test_an_unwritable_output_is_one_line_not_an_internal_error(tmp_path):
+    result = cli("check", "--root", str(RHEL), "--select", "swappiness", "-o", str(tmp_path / "nope" / "r.json"))
+    assert result.exit_code == 2
+    assert "internal error" not in result.stderr and "No such file or directory" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_undo_refuses_a_missing_state_dir_and_never_creates_it(tmp_path):
+    missing = tmp_path / "no-such-state"
+    result = cli("undo", "--state-dir", str(missing))
+    assert result.exit_code == 2 and "No such file or directory" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert not missing.exists()
+
+
+def test_undo_on_a_read_only_state_dir_is_one_line(tmp_path):
+    if python_for("nobody") is None:
+        pytest.skip("no interpreter the user nobody can run (the venv lives under /root)")
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="dd-ro-state-") as top:  # /tmp/pytest-of-root is root's only
+        state = Path(top) / "state"
+        state.mkdir()
+        os.chmod(top, 0o755)
+        state.chmod(0o555)
+        proc = run_dd("undo", "--state-dir", str(state), user="nobody")
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    assert "Permission denied" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_report_exits_0_when_the_bundle_is_written_even_with_errors_in_it(tmp_path):
+    empty = tmp_path / "empty-model"
+    empty.mkdir()
+    result = cli("report", "--root", str(RHEL), "--select", "decode-budget", "--model", str(empty), "-o", str(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    assert "bundle written to" in result.stderr and "1 finding(s)" in result.stderr
+
+
+def test_the_fix_hint_keeps_the_users_own_arguments():
+    from decode_doctor.reports.text import rerun_hint
+
+    argv = ["check", "--model", "models/qwen gbk", "--format", "json", "-o", "r.json", "--fix", "--select", "encodings"]
+    assert rerun_hint(argv, "--fix", "--dry-run") == ("decode-doctor check --model 'models/qwen gbk' --select encodings --fix --dry-run")
+    assert rerun_hint([], "--fix") == "decode-doctor check --fix"
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def test_ctrl_c_during_a_check_exits_130_and_leaves_no_process(tmp_path):
+    dist = tmp_path / "site" / "dd_test_plugins-0.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: dd-test-plugins\nVersion: 0.0\n")
+    (dist / "entry_points.txt").write_text("[decode_doctor.checks]\ntestchecks = dd_test_checks\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(PLUGINS)]), "NO_COLOR": "1"}
+    argv = [sys.executable, "-m", "decode_doctor", "check", "--root", str(RHEL), "--select", "sleeps-forever", "--timeout", "60"]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not _children(proc.pid) and time.monotonic() < deadline:  # the check runs in a forked worker
+        time.sleep(0.05)
+    workers = _children(proc.pid)
+    assert workers, "the check never started"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted" in err and "Traceback" not in err
+    time.sleep(0.2)
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists() and "Z" not in _state(pid)]
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "Z"
