@@ -100,9 +100,71 @@ def test_a_file_changed_after_the_fix_is_left_alone_unless_forced(host, state_di
     assert "conflict: /etc/sysctl.d/90-decode-doctor.conf changed after the fix" in proc.stdout
     assert "the admin's own edit" in (root / CONF).read_text()
     assert (root / "proc/sys/vm/swappiness").read_text() == "60\n"  # the other action was undone
+    listing = cli("undo", "--list", "--state-dir", str(state_dir)).stdout
+    assert "partly undone (1 of 2 restored)" in listing  # not "applied": one step went back
     forced = cli("undo", "--state-dir", str(state_dir), "--force")
     assert forced.exit_code == 0
     assert not (root / CONF).exists()
+    assert "undone" in cli("undo", "--list", "--state-dir", str(state_dir)).stdout
+
+
+def test_undo_removes_the_temp_file_a_kill_inside_an_atomic_write_left(host, state_dir):
+    root = host("swap60-rhel7")
+    before = tree_digest(root)
+    fix(root, state_dir)
+    leftover = root / "etc/sysctl.d/.90-decode-doctor.conf.k3j2h1.dd-tmp"  # what mkstemp names it
+    leftover.write_bytes(b"vm.swappiness = 1\n")
+    proc = cli("undo", "--state-dir", str(state_dir))
+    assert proc.exit_code == 0, proc.stdout + proc.stderr
+    assert f"{leftover}: removed: a temp file an interrupted write left" in proc.stdout
+    assert tree_digest(root) == before
+
+
+def test_a_tunable_under_root_is_replaced_whole_so_a_kill_never_leaves_it_empty(tmp_path, monkeypatch):
+    from decode_doctor.fixes import atomic
+
+    tunable = tmp_path / "proc/sys/vm/swappiness"
+    tunable.parent.mkdir(parents=True)
+    tunable.write_text("60\n")
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # SIGKILL's stand-in: between the temp file and the rename
+
+    monkeypatch.setattr(atomic.os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        atomic.write_in_place(tunable, b"1\n")
+    assert tunable.read_text() == "60\n" and sorted(p.name for p in tunable.parent.iterdir()) == ["swappiness"]
+
+
+def test_a_failed_move_rolls_back_only_what_its_own_run_moved(tmp_path):
+    """Two runs (separate state dirs) quarantine the same file; B moves it while A is between its
+    journal record and its move. A's rollback must not put back B's quarantined file."""
+    from decode_doctor.engine.findings import Finding, Severity
+    from decode_doctor.fixes.actions import MoveFile, Plan
+    from decode_doctor.fixes.journal import apply_plans, run_info
+
+    data = tmp_path / "data"
+    data.mkdir()
+    broken = data / "broken.jpg"
+    broken.write_bytes(b"not a jpeg")
+    quarantine = tmp_path / "data.quarantine"
+    finding = Finding("IMG001", "images", Severity.ERROR, "t", "m", path=str(broken))
+
+    def plan() -> Plan:
+        return Plan(finding, "quarantine", [MoveFile(broken, quarantine / "broken.jpg", manifest=quarantine / "manifest.jsonl")])
+
+    b_result = None
+
+    def a_step(number: int) -> None:
+        nonlocal b_result
+        if number == 2 and b_result is None:  # A journaled its intent; B runs to the end now
+            b_result = apply_plans([plan()], tmp_path / "state-b", {"argv": ["b"]})
+
+    a_result = apply_plans([plan()], tmp_path / "state-a", {"argv": ["a"]}, on_step=a_step)
+    assert [o.status for o in b_result.outcomes] == ["applied"]
+    assert a_result.outcomes[0].status.startswith("failed")
+    assert not broken.exists() and (quarantine / "broken.jpg").read_bytes() == b"not a jpeg"  # B's move stands
+    assert run_info(b_result.run_dir).status == "applied"
 
 
 def test_undo_a_named_run_and_list(host, state_dir):

@@ -233,11 +233,16 @@ def move_file(src: Path, dst: Path, expected_sha256: str | None = None) -> None:
             os.link(src, dst, follow_symlinks=False)
         except FileExistsError:
             raise UnsafeTarget(f"{dst} already exists; refusing to overwrite it") from None
+        except FileNotFoundError:
+            raise UnsafeTarget(f"{src} is gone (moved by another run?); nothing was moved") from None
         fsync_dir(dst.parent)
         src.unlink()
         fsync_dir(src.parent)
         return
-    data = src.read_bytes()
+    try:
+        data = src.read_bytes()
+    except FileNotFoundError:
+        raise UnsafeTarget(f"{src} is gone (moved by another run?); nothing was moved") from None
     digest = sha256_bytes(data)
     if expected_sha256 and digest != expected_sha256:
         raise UnsafeTarget(f"{src} changed since it was checked")
@@ -328,6 +333,8 @@ class MoveFile(Action):
     def backup(self, backup_path: Path) -> None:
         """Nothing is overwritten: the file itself is what moves. The manifest is written here,
         before the move, so a quarantined file is never without its record."""
+        if not self.path.is_file():
+            raise UnsafeTarget(f"{self.path} is gone (moved by another run?); nothing was moved")
         if self.manifest is None:
             return
         _append_manifest(
