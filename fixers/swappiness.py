@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from decode_doctor.checks.swappiness.sysctl import SWAPPINESS, persistent_setting
+from decode_doctor.checks.swappiness.sysctl import CONF_NAMES, SWAPPINESS, effective_conf_name
 from decode_doctor.engine import Applicability, Context, Finding, Fixer
 from decode_doctor.fixes.actions import Plan, ReplaceFile, WriteTunable
 
-CONF_NAME = "90-decode-doctor.conf"
+CONF_NAME = CONF_NAMES[0]
 CONF_PATH = f"/etc/sysctl.d/{CONF_NAME}"
 
 
@@ -29,9 +29,9 @@ class SwappinessFixer(Fixer):
         current = (ctx.read_text(SWAPPINESS) or "").strip()
         if current != str(target):
             actions.append(WriteTunable(ctx.host_path(SWAPPINESS), str(target), label=SWAPPINESS))
-        actions.append(ReplaceFile(ctx.host_path(CONF_PATH), text.encode(), label=CONF_PATH))
+        # The check offers this fix only when some sysctl.d name wins at boot (effective_conf_name).
+        name = effective_conf_name(ctx, text) or CONF_NAME
+        path = f"/etc/sysctl.d/{name}"
+        actions.append(ReplaceFile(ctx.host_path(path), text.encode(), label=path))
         notes = ["a tuned profile (tuned-adm active) can set vm.swappiness again at boot"]
-        after = persistent_setting(ctx, extra_file=(CONF_NAME, text))
-        if after and after.source != CONF_PATH:
-            notes.append(f"{after.source} is read after {CONF_PATH} and sets vm.swappiness = {after.value}; edit it too")
         return Plan(finding, f"set vm.swappiness={target} now and at boot", actions, notes)

@@ -151,3 +151,32 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return "Z"
+
+
+def test_after_the_fix_counts_what_was_resolved_and_names_each_fix_that_failed():
+    from decode_doctor.app.fixing import _say_rechecked
+    from decode_doctor.fixes.actions import Plan
+
+    from .support.harness import Recorder
+
+    def plan(code: str, path: str) -> Plan:
+        return Plan(Finding(code, "images", Severity.ERROR, "t", "m", path=path), "quarantine", [])
+
+    plans = [plan("IMG001", f"/d/{i}.jpg") for i in range(278)] + [plan("SWAP004", "/etc/sysctl.d/99-tuning.conf")]
+    dialogue, summary = Recorder(), {}
+    _say_rechecked(plans, {("SWAP004", "/etc/sysctl.d/99-tuning.conf")}, dialogue, summary)
+    assert dialogue.lines == [
+        "After the fix:",
+        "    IMG001: resolved (278 findings)",
+        "    SWAP004: FAILED: still present after the fix (/etc/sysctl.d/99-tuning.conf)",
+    ]
+    assert summary["rechecked"] == {"resolved": 278, "still_present": 1}
+
+
+def test_previews_under_root_say_where_they_write(host):
+    root = host("swap60-rhel7")
+    result = cli("check", "--select", "swappiness", "--root", str(root), "--fix", "--dry-run")
+    assert f"write 1 to {root}/proc/sys/vm/swappiness (the --root copy of /proc/sys/vm/swappiness)" in result.stdout
+    assert (
+        f"(written to {root}/etc/sysctl.d/90-decode-doctor.conf, the --root copy of /etc/sysctl.d/90-decode-doctor.conf)" in result.stdout
+    )

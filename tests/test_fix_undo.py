@@ -61,7 +61,7 @@ def test_dry_run_previews_and_changes_nothing(host, state_dir):
     root = host("swap60-rhel7")
     before = tree_digest(root)
     proc = cli("check", *SWAP_ONLY, "--root", str(root), "--fix", "--dry-run", "--state-dir", str(state_dir))
-    assert "write 1 to /proc/sys/vm/swappiness (now 60)" in proc.stdout
+    assert f"write 1 to {root}/proc/sys/vm/swappiness (the --root copy of /proc/sys/vm/swappiness) (now 60)" in proc.stdout
     assert "+vm.swappiness = 1" in proc.stdout
     assert "Dry run: nothing was changed." in proc.stdout
     assert tree_digest(root) == before

@@ -87,3 +87,23 @@ def test_garbage_value_is_a_clear_error(host):
 def test_mount_table_detection_uses_the_longest_prefix():
     assert proc_sys_read_only(Context(root=FIXTURES / "hosts" / "container-ro"))
     assert not proc_sys_read_only(Context(root=FIXTURES / "hosts" / "swap60-rhel7"))
+
+
+def test_the_boot_fix_writes_a_file_read_after_the_one_that_raises_it_and_takes_effect(host, state_dir):
+    from .support.harness import cli
+
+    root = host("boot-regress")  # 99-tuning.conf sets 60: a 90-… file would be overridden
+    proc = cli("check", "--select", "swappiness", "--root", str(root), "--fix", "--yes", "--state-dir", str(state_dir))
+    assert proc.exit_code == 0, proc.stdout + proc.stderr
+    assert (root / "etc/sysctl.d/zz-decode-doctor.conf").is_file() and not (root / "etc/sysctl.d/90-decode-doctor.conf").exists()
+    assert "SWAP004: resolved" in proc.stdout and "FAILED" not in proc.stdout
+    assert run_on(root) == []  # the next run offers nothing again
+
+
+def test_no_boot_fix_is_offered_when_sysctl_conf_is_read_after_every_file(host):
+    root = host("boot-regress")
+    (root / "etc/sysctl.d/99-tuning.conf").unlink()
+    (root / "etc/sysctl.conf").write_text("vm.swappiness = 60\n")
+    (finding,) = run_on(root)
+    assert finding.code == "SWAP004" and finding.fix is None
+    assert "edit /etc/sysctl.conf (vm.swappiness = 1)" in finding.message

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from decode_doctor.engine import Check, Code, Context, EnvRow, Facts, Finding, FixRef, Metric, Needs, Sample, Severity
 
-from .sysctl import SWAPPINESS, persistent_setting, proc_sys_read_only
+from .sysctl import SWAPPINESS, effective_conf_name, persistent_setting, proc_sys_read_only
 
 THRESHOLD = 10
 TARGET = 1
@@ -145,6 +145,9 @@ class Swappiness(Check):
         if not facts.has_swap:
             return findings
         fix = None if read_only else FixRef(f"set vm.swappiness={TARGET} now and at boot", {"target": TARGET})
+        # A fix must take effect: with no sysctl.d name read after the file that sets the value at
+        # boot (/etc/sysctl.conf is read after all of them), none is offered; the message says what to edit.
+        boot_fix = fix if fix is not None and effective_conf_name(ctx, f"vm.swappiness = {TARGET}\n") else None
         if value > THRESHOLD:
             message = f"vm.swappiness is {value} (> {THRESHOLD}) with {facts.swap_text()}: weights and KV cache can be paged out."
             if read_only:
@@ -152,5 +155,7 @@ class Swappiness(Check):
             findings.append(self.finding("SWAP001", message, evidence=evidence, path=SWAPPINESS, fix=fix))
         elif persistent and _as_int(persistent.value) > THRESHOLD:
             message = f"vm.swappiness is {value} now, but {persistent.source} sets {persistent.value} at boot."
-            findings.append(self.finding("SWAP004", message, evidence=evidence, path=persistent.source, fix=fix))
+            if fix is not None and boot_fix is None:
+                message += f" No sysctl.d file is read after it: edit {persistent.source} (vm.swappiness = {TARGET})."
+            findings.append(self.finding("SWAP004", message, evidence=evidence, path=persistent.source, fix=boot_fix))
         return findings

@@ -65,3 +65,18 @@ def proc_sys_read_only(ctx: Context) -> bool:
         if SWAPPINESS.startswith(mountpoint.rstrip("/") + "/") and len(mountpoint) >= len(best[0]):
             best = (mountpoint, "ro" in options)
     return best[1]
+
+
+# Names the fix may write, in the order it prefers them: the first that sorts after every sysctl.d
+# file setting vm.swappiness is read last and takes effect.
+CONF_NAMES = ("90-decode-doctor.conf", "99-decode-doctor.conf", "zz-decode-doctor.conf", "zzzz-decode-doctor.conf")
+
+
+def effective_conf_name(ctx: Context, text: str) -> str | None:
+    """The sysctl.d file name whose setting would be the one applied at boot, or None when no
+    sysctl.d file can win (a later /etc/sysctl.conf, or a name no candidate sorts after)."""
+    for name in CONF_NAMES:
+        after = persistent_setting(ctx, extra_file=(name, text))
+        if after is not None and after.source == f"/etc/sysctl.d/{name}":
+            return name
+    return None

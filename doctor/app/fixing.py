@@ -5,6 +5,7 @@ It speaks through an injected Dialogue, so it runs the same in the CLI and in a 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,9 +101,26 @@ def fix(outcome: Outcome, request: FixRequest, dialogue: Dialogue) -> Outcome:
         outcomes=[{"code": o.code, "target": o.shown, "status": o.status} for o in result.outcomes],
     )
     after = recheck(outcome, {plan.finding.check for plan in plans.to_apply})
-    still = {(f.code, f.path) for r in after.report.results for f in r.findings}
-    dialogue.say("After the fix:")
-    for plan in plans.to_apply:
-        state = "still present" if (plan.finding.code, plan.finding.path) in still else "resolved"
-        dialogue.say(f"    {plan.finding.code}: {state}")
+    _say_rechecked(plans.to_apply, {(f.code, f.path) for r in after.report.results for f in r.findings}, dialogue, summary)
     return after
+
+
+SHOWN_FAILURES = 20
+
+
+def _say_rechecked(applied: list[Plan], still: set[tuple[str, str | None]], dialogue: Dialogue, summary: dict[str, Any]) -> None:
+    """What the re-check says: resolved codes counted, each fix that did not take effect named (failed)."""
+    resolved: Counter[str] = Counter()
+    failed = [plan.finding for plan in applied if (plan.finding.code, plan.finding.path) in still]
+    for plan in applied:
+        if (plan.finding.code, plan.finding.path) not in still:
+            resolved[plan.finding.code] += 1
+    dialogue.say("After the fix:")
+    for code, count in sorted(resolved.items()):
+        dialogue.say(f"    {code}: resolved" + (f" ({count:,} findings)" if count > 1 else ""))
+    for finding in failed[:SHOWN_FAILURES]:
+        where = f" ({finding.path})" if finding.path else ""
+        dialogue.say(f"    {finding.code}: FAILED: still present after the fix{where}")
+    if len(failed) > SHOWN_FAILURES:
+        dialogue.say(f"    … and {len(failed) - SHOWN_FAILURES:,} more still present")
+    summary["rechecked"] = {"resolved": sum(resolved.values()), "still_present": len(failed)}

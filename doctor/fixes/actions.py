@@ -87,6 +87,12 @@ class ReplaceFile(Action):
         return self.label or str(self.path)
 
     def preview(self) -> str:
+        text = self._diff()
+        if self.label and self.label != str(self.path):
+            text += f"\n(written to {self.path}, the --root copy of {self.label})"
+        return text
+
+    def _diff(self) -> str:
         if self.path.is_file():
             old = self.path.read_bytes().decode("utf-8", errors="replace").splitlines(keepends=True)
             new = self.content.decode("utf-8", errors="replace").splitlines(keepends=True)
@@ -175,7 +181,8 @@ class WriteTunable(Action):
             return None
 
     def preview(self) -> str:
-        return f"write {self.value} to {self.shown} (now {self._current()})"
+        where = f"{self.path} (the --root copy of {self.label})" if self.label and self.label != str(self.path) else self.shown
+        return f"write {self.value} to {where} (now {self._current()})"
 
     def shell(self) -> str:
         if self.shown.startswith("/proc/sys/"):
