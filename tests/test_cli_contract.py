@@ -180,3 +180,14 @@ def test_previews_under_root_say_where_they_write(host):
     assert (
         f"(written to {root}/etc/sysctl.d/90-decode-doctor.conf, the --root copy of /etc/sysctl.d/90-decode-doctor.conf)" in result.stdout
     )
+
+
+def test_empty_targets_are_reported_not_passed(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    images = cli("check", "--select", "images", "--images", str(empty))
+    assert "IMG015" in images.stdout and "0 images under it" in images.stdout and "Ready" not in images.stdout
+    text = cli("check", "--select", "encodings", "--model", str(empty))
+    assert "ENC012" in text.stdout and "0 text files under it" in text.stdout
+    budget = cli("check", "--select", "decode-budget", "--model", str(empty))
+    assert "DEC010" in budget.stdout and budget.exit_code == 1

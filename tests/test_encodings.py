@@ -228,7 +228,9 @@ def test_weights_given_directly_are_not_text(tmp_path):
     weights = tmp_path / "model.Q4_K_M.gguf"
     weights.write_bytes(b"GGUF\x03\x00\x00\x00" + bytes(range(256)) * 64)
     report = json.loads(check("--model", str(weights), "--format", "json").stdout)
-    assert report["findings"] == []
+    assert [(f["code"], f["message"]) for f in report["findings"]] == [
+        ("ENC012", f"{weights}: 0 text files under it: no encoding was checked.")  # said, not a silent pass
+    ]
 
 
 def test_sigkill_mid_conversion_leaves_each_file_whole_and_undo_restores_all(tmp_path):

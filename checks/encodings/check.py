@@ -191,6 +191,16 @@ ENC011 = Code(
 )
 
 
+ENC012 = Code(
+    code="ENC012",
+    title="No text file to check under a --model",
+    severity=Severity.INFO,
+    what="--model names a directory or file under which no config, tokenizer, template or other text file was found.",
+    why="Nothing was judged: a mistyped path, or a single weights file (.gguf, .safetensors), would otherwise read as clean.",
+    fix_by_hand="Give the model's directory (the one holding config.json and the tokenizer files).",
+)
+
+
 @dataclass(frozen=True)
 class EncodingChoice:
     """One --from-encoding: an encoding for one file (path) or for every file the check cannot decide."""
@@ -328,7 +338,7 @@ def _utf8_stream_ok(target: Path) -> bool:
 class Encodings(Check):
     name = "encodings"
     description = "every config and tokenizer file under --model is clean UTF-8 (convertible ones are fixed)"
-    codes = (ENC001, ENC002, ENC003, ENC004, ENC005, ENC006, ENC007, ENC008, ENC009, ENC010, ENC011)
+    codes = (ENC001, ENC002, ENC003, ENC004, ENC005, ENC006, ENC007, ENC008, ENC009, ENC010, ENC011, ENC012)
     needs = Needs(inputs=("models",))
     options = (
         Option(
@@ -396,6 +406,9 @@ class Encodings(Check):
                 ctx.note_file(item.target)
                 findings.extend(self._judge(item, Path(given), stated_for(item), counted))
             trees.append(ScannedTree(str(given), counted[0], counted[1]))
+            if counted[0] == 0:
+                message = f"{given}: 0 text files under it: no encoding was checked."
+                findings.append(self.finding("ENC012", message, evidence={"model": str(given), "files": 0}, path=str(given)))
         for path, encoding in for_path.items():
             if path not in used:
                 message = f"--from-encoding {path}={encoding}: not among the text files checked under --model; not applied."

@@ -184,6 +184,17 @@ IMG014 = Code(
 )
 
 
+IMG015 = Code(
+    "IMG015",
+    "No images under the dataset given",
+    Severity.WARNING,
+    what="--images names a directory in which the walk found no file to check (none at all, or only links, AppleDouble files "
+    "and the like, each reported on its own).",
+    why="A mistyped or unmounted dataset path would otherwise pass as a healthy dataset.",
+    fix_by_hand="Check the path (and that the volume holding it is mounted); give the directory that holds the image files.",
+)
+
+
 @dataclass(frozen=True)
 class DatasetScan:
     dataset: str
@@ -254,7 +265,7 @@ DAMAGED = {"IMG013", "IMG003"}
 class Images(Check):
     name = "images"
     description = "every image under --images read by the loader that will read it (and for damage it reads past); bombs from the header"
-    codes = (IMG001, IMG002, IMG003, IMG004, IMG005, IMG006, IMG007, IMG008, IMG009, IMG010, IMG011, IMG012, IMG013, IMG014)
+    codes = (IMG001, IMG002, IMG003, IMG004, IMG005, IMG006, IMG007, IMG008, IMG009, IMG010, IMG011, IMG012, IMG013, IMG014, IMG015)
     needs = Needs(inputs=("images",))
     options = (
         Option(
@@ -344,6 +355,10 @@ class Images(Check):
         scan = DatasetScan(str(dataset), progress.done, round(time.monotonic() - progress.started, 3), round(peak_rss[0] / 1024, 1))
         scans.append(scan)
         summary = {"dataset": scan.dataset, "images": scan.images, "seconds": scan.seconds}
+        if scan.images == 0:
+            findings.append(
+                self.finding("IMG015", f"{dataset}: 0 images under it: nothing was checked.", evidence=summary, path=str(dataset))
+            )
         if modes:
             parts = ", ".join(f"{label} {count}" for label, count in modes.most_common())
             message = (
@@ -359,10 +374,10 @@ class Images(Check):
             examples = dict(list(unchecked.items())[:100])
             findings.append(self.finding("IMG008", message, evidence={**summary, "files": examples}))
         if links:
-            message = f"{dataset}: {len(links)} symbolic links not followed."
+            message = f"{dataset}: {len(links)} symbolic link{'s' if len(links) != 1 else ''} not followed."
             findings.append(self.finding("IMG009", message, evidence={**summary, "links": links[:100]}))
         if appledouble:
-            message = f"{dataset}: {len(appledouble)} AppleDouble ._* files (not images)."
+            message = f"{dataset}: {len(appledouble)} AppleDouble ._* file{'s' if len(appledouble) != 1 else ''} (not images)."
             findings.append(self.finding("IMG010", message, evidence={**summary, "files": appledouble[:100]}))
         return findings
 
