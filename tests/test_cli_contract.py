@@ -105,7 +105,7 @@ def test_undo_on_a_read_only_state_dir_is_one_line(tmp_path):
 def test_report_exits_0_when_the_bundle_is_written_even_with_errors_in_it(tmp_path):
     empty = tmp_path / "empty-model"
     empty.mkdir()
-    result = cli("report", "--root", str(RHEL), "--select", "decode-budget", "--model", str(empty), "-o", str(tmp_path))
+    result = cli("report", "--root", str(RHEL), "--select", "decode-budget", "--model", str(empty), "--bandwidth", "9", "-o", str(tmp_path))
     assert result.exit_code == 0, result.stderr
     assert "bundle written to" in result.stderr and "1 finding(s)" in result.stderr
 
@@ -189,5 +189,17 @@ def test_empty_targets_are_reported_not_passed(tmp_path):
     assert "IMG015" in images.stdout and "0 images under it" in images.stdout and "Ready" not in images.stdout
     text = cli("check", "--select", "encodings", "--model", str(empty))
     assert "ENC012" in text.stdout and "0 text files under it" in text.stdout
-    budget = cli("check", "--select", "decode-budget", "--model", str(empty))
+    budget = cli("check", "--select", "decode-budget", "--model", str(empty), "--bandwidth", "10GB/s")
     assert "DEC010" in budget.stdout and budget.exit_code == 1
+
+
+def test_a_selection_pulls_in_the_checks_it_cannot_judge_without(tmp_path, monkeypatch):
+    from decode_doctor.app.service import with_requirements
+    from decode_doctor.engine.registry import load
+
+    registry = load()
+    names = lambda classes: {cls.name for cls in classes}  # noqa: E731
+    budget = [registry.checks["decode-budget"]]
+    assert names(with_requirements(registry, budget, {})) == {"decode-budget", "bandwidth", "gpu", "model-artifacts"}
+    assert "bandwidth" not in names(with_requirements(registry, budget, {"bandwidth": 900.0}))  # given: nothing to measure
+    assert names(with_requirements(registry, [registry.checks["referrers"]], {})) == {"referrers", "docker"}

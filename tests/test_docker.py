@@ -210,7 +210,8 @@ def test_token_flow_and_manifest_resolution(tmp_path):
 
 def test_no_network_probes_nothing(tmp_path):
     report = run_check("referrers", "--registry", "http://127.0.0.1:9", "--no-network", root=empty_root(tmp_path))
-    assert report["results"][0]["state"] == "skipped" and report["results"][0]["reason"] == "--no-network"
+    referrers = {r["check"]: r for r in report["results"]}["referrers"]
+    assert referrers["state"] == "skipped" and referrers["reason"] == "--no-network"
 
 
 def test_parse_reference_defaults():

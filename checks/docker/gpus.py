@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from decode_doctor.engine import Check, Code, Context, Finding, FixRef, Needs, Severity, SkipCheck
 
@@ -83,6 +85,11 @@ class NvidiaContainer(Check):
     description = "NVIDIA Container Toolkit hooks, CDI specs and Docker runtimes for `docker run --gpus`"
     codes = (CTK001, CTK002, CTK003)
     needs = Needs(platforms=("linux",), after=("gpu", "docker"))
+
+    @classmethod
+    def requires(cls, options: Mapping[str, Any]) -> tuple[str, ...]:
+        return ("gpu", "docker")
+
     timeout_s = 10.0
 
     def run(self, ctx: Context) -> list[Finding]:

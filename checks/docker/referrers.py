@@ -10,6 +10,7 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -266,6 +267,11 @@ class Referrers(Check):
     description = "probes registries and mirrors for the OCI referrers API containerd's pulls depend on"
     codes = (REF001, REF002, REF003, REF004, REF005, REF006, REF007, REF008, REF009)
     needs = Needs(after=("docker",))
+
+    @classmethod
+    def requires(cls, options: Mapping[str, Any]) -> tuple[str, ...]:
+        return ("docker",)  # the Engine's image store decides how much a broken mirror matters
+
     options = (
         Option("--registry", "A registry or mirror URL to probe (repeatable; the Engine's mirrors are probed by default).", multiple=True),
         Option("--image", "An image to resolve and probe (repeatable), e.g. mysql:8.0.", multiple=True),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from decode_doctor.engine import Chart, Check, Code, Context, Facts, Finding, HtmlBlock, Metric, Needs, Option, Sample, Series, Severity
 from decode_doctor.engine.units import amount, parse_rate, whole
@@ -185,6 +187,13 @@ class DecodeBudget(Check):
     description = "memory fit and decode tokens/s ceiling of each --model on this host"
     codes = (DEC002, DEC003, DEC004, DEC010, DEC011)
     needs = Needs(inputs=("models",), after=("bandwidth", "gpu", "model-artifacts"))
+
+    @classmethod
+    def requires(cls, options: Mapping[str, Any]) -> tuple[str, ...]:
+        # Without the GPU's facts the budget would be the CPU's; without the bandwidth, no ceiling; without
+        # the artifacts check, a model with no weights could "fit".
+        return ("gpu", "model-artifacts") + (() if options.get("bandwidth") else ("bandwidth",))
+
     options = (
         Option(
             "--context",

@@ -6,7 +6,7 @@ import datetime as dt
 import os
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,18 @@ def select_checks(registry: Registry, selectors: Iterable[str]) -> list[type[Che
     if unknown:
         raise RequestError(f"{', '.join(unknown)} matches no check or code; see `decode-doctor list`")
     return [cls for cls in registry.checks.values() if check_selected(chosen, cls.name, (c.code for c in cls.codes))]
+
+
+def with_requirements(registry: Registry, classes: list[type[Check]], options: Mapping[str, Any]) -> list[type[Check]]:
+    """The selected checks and, transitively, the checks they cannot judge without (Check.requires)."""
+    wanted = {cls.name for cls in classes}
+    pending = list(classes)
+    while pending:
+        for name in pending.pop().requires(options):
+            if name in registry.checks and name not in wanted:
+                wanted.add(name)
+                pending.append(registry.checks[name])
+    return [cls for name, cls in registry.checks.items() if name in wanted]
 
 
 def with_dependencies(registry: Registry, names: Iterable[str]) -> list[type[Check]]:
@@ -95,6 +107,7 @@ def run(request: RunRequest, registry: Registry | None = None, progress: Progres
     classes = select_checks(registry, request.select)
     if not classes:
         raise RequestError("no check is selected; see `decode-doctor list`")
+    classes = with_requirements(registry, classes, request.options)
     started = time.time()
     ctx = context_for(request)
     results = run_checks(classes, ctx, timeout_s=request.timeout, progress=progress)

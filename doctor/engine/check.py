@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -63,6 +63,12 @@ class Check:
 
     def run(self, ctx: Context) -> list[Finding]:
         raise NotImplementedError
+
+    @classmethod
+    def requires(cls, options: Mapping[str, Any]) -> tuple[str, ...]:
+        """Checks this one cannot judge without, given the options (a --select pulls them in; their own
+        findings are listed as not selected). Needs.after only orders checks that both run."""
+        return ()
 
     @classmethod
     def code(cls, code: str) -> Code:
