@@ -32,7 +32,14 @@ def kill_at_step() -> Any:
 
 @click.command(context_settings=CONTEXT)
 @run_options
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="Every format but text (this terminal's) has secrets redacted, as `report` does; host names stay (report --redact-hosts).",
+)
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to this file instead of standard output."
 )
@@ -65,6 +72,7 @@ def check(**params: Any) -> None:
 
 def _run(request: Any, fix_request: Any, params: dict[str, Any]) -> int:
     from ..app import fixing, service
+    from ..reports.redact import Redactor
     from ..reports.view import build_view
 
     fmt, output = params["fmt"], params["output"]
@@ -80,5 +88,6 @@ def _run(request: Any, fix_request: Any, params: dict[str, Any]) -> int:
     report = outcome.report
     report.meta["duration_s"] = round(time.time() - started, 3)
     codes = {code: spec for code, (spec, _) in outcome.registry.codes().items()}
-    write_report(build_view(report, codes=codes, debug=params["debug"]), fmt, output, params["verbose"])
+    redactor = Redactor(enabled=fmt != "text")  # JSON, Markdown and HTML end up in CI logs and tickets
+    write_report(build_view(report, redactor=redactor, codes=codes, debug=params["debug"]), fmt, output, params["verbose"])
     return report.exit_code

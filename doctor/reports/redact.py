@@ -15,20 +15,48 @@ SENSITIVE_NAME = re.compile(r"TOKEN|SECRET|KEY|PASSWORD|PASSWD|AUTH|CREDENTIAL",
 SENSITIVE_JSON_KEYS = {"auth", "auths", "password", "identitytoken", "registrytoken", "token", "access_token", "authorization", "secret"}
 
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("pem-private-key", re.compile(r"-----BEGIN (?:[A-Z0-9 ]+ )?PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9 ]+ )?PRIVATE KEY-----")),
+    # base64 lines and "Header: value" lines, each alternative starting unlike the next: linear time,
+    # and a key cut short by an output limit (no END line) is caught whole too
+    (
+        "pem-private-key",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9 ]{1,40} )?PRIVATE KEY-----"
+            r"(?:\r?\n(?:[A-Za-z-]+: [^\r\n]*|[A-Za-z0-9+/=]+|(?=\r?\n[A-Za-z0-9+/=])))*"
+            r"(?:\r?\n-----END (?:[A-Z0-9 ]{1,40} )?PRIVATE KEY-----)?"
+        ),
+    ),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}")),
     ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{20,}")),
     ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
     ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")),
     ("aws-secret-key", re.compile(r"(?i)(?<=aws_secret_access_key)(\s*[=:]\s*[\"']?)([A-Za-z0-9/+=]{40})")),
     ("openai-key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}")),
-    ("authorization-header", re.compile(r"(?i)(?<=authorization)(\s*[:=]\s*[\"']?)([^\r\n\"',}]+)")),
+    ("authorization-header", re.compile(r"(?i)(?<=authorization)([\"']?\s*[:=]\s*[\"']?)([^\r\n\"',}]+)")),
+    # "api_password": "…", DB_PASSWORD=…, client_secret: … in configs and command output
+    (
+        "secret-setting",
+        re.compile(
+            r"(?i)((?:password|passwd|secret|api[_-]?key|access[_-]?key|private[_-]?key)[\"']?\s*[:=]\s*[\"']?)"
+            r"(?!\[REDACTED)([^\s\"',;}]{3,})"
+        ),
+    ),
     ("bearer-token", re.compile(r"(?i)(?<=bearer )([A-Za-z0-9._~+/=-]{8,})")),
-    ("url-credentials", re.compile(r"(?<=://)([^/\s:@\"']+:[^/\s@\"']+)(?=@)")),
+    # user:password up to the last @ before the host, so a password holding @ goes whole
+    ("url-credentials", re.compile(r"(?<=://)([^/\s:@\"']{1,256}:[^/\s\"']{1,256})(?=@[^/\s@\"']+)")),
     ("docker-auth", re.compile(r"(?<=\"auth\")(\s*:\s*\")([A-Za-z0-9+/=]{8,})")),
 ]
 AWS_SECRET_NEAR_KEY = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")
 IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
+IPV6 = re.compile(r"(?<![0-9A-Fa-f:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![0-9A-Fa-f:])")
+URL_HOST = re.compile(r"(?<=://)((?:[^/\s@\"']{1,512}@)?)([A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,10})")
+PROXY_LIST = {"no_proxy"}
+PLACEHOLDER = re.compile(r"^(?:host|user|ip)-\d+$")
+KEEP_HOSTS = {"localhost", "ip6-localhost"}
+# Public services named in URLs say what a host talks to, not who it is: kept under --redact-hosts.
+PUBLIC_DOMAINS = (
+    "docker.io", "docker.com", "huggingface.co", "hf.co", "github.com", "githubusercontent.com", "ghcr.io", "quay.io",
+    "gcr.io", "nvidia.com", "nvcr.io", "pytorch.org", "pypi.org", "pythonhosted.org", "ubuntu.com", "debian.org",
+)  # fmt: skip
 HOME = re.compile(r"/home/([A-Za-z0-9._-]+)")
 
 
@@ -53,6 +81,8 @@ class Redactor:
             if self.enabled and SENSITIVE_NAME.search(name):
                 self._secret(value)
                 out[name] = placeholder("by-name")
+            elif self.enabled and self.hosts and name.lower() in PROXY_LIST:  # a list of host names and domains
+                out[name] = ",".join(self._list_entry(entry) for entry in value.split(","))
             else:
                 out[name] = self.text(value)
         return out
@@ -117,7 +147,15 @@ class Redactor:
 
     # --- host names, addresses, users (--redact-hosts) ---
 
+    def _list_entry(self, entry: str) -> str:
+        name = entry.strip().lstrip(".")
+        if not name or name in KEEP_HOSTS or name.startswith(("127.", "::1", "*")) or PLACEHOLDER.match(name):
+            return entry
+        return entry.replace(name, self._stable(name, "ip" if IPV4.fullmatch(name.split("/")[0]) else "host"))
+
     def _stable(self, value: str, kind: str) -> str:
+        if PLACEHOLDER.match(value) or value in self.mapping.values():
+            return value  # never a placeholder of a placeholder
         if value not in self.mapping:
             count = sum(1 for v in self.mapping.values() if v.startswith(kind + "-")) + 1
             self.mapping[value] = f"{kind}-{count}"
@@ -134,19 +172,33 @@ class Redactor:
             return self._stable(match.group(0), "ip")
 
         text = IPV4.sub(ip, text)
+        text = IPV6.sub(ip, text)
+        text = URL_HOST.sub(self._url_host, text)
         for user in HOME.findall(text):
-            self.known_users.add(user)
+            if not PLACEHOLDER.match(user):
+                self.known_users.add(user)
         text = HOME.sub(lambda m: "/home/" + self._stable(m.group(1), "user"), text)
         for host in sorted(self.known_hosts, key=len, reverse=True):
             # a whole name, and not the first word of a dotted identifier ("vm" in vm.swappiness)
-            if len(host) >= 3 and host in text:
+            if len(host) >= 2 and host in text:
                 pattern = rf"(?<![\w.-]){re.escape(host)}(?![\w-]|\.[a-z])"
                 if re.search(pattern, text):
                     text = re.sub(pattern, self._stable(host, "host"), text)
         for user in sorted(self.known_users, key=len, reverse=True):
-            if len(user) >= 3:
+            if len(user) >= 3 and not PLACEHOLDER.match(user):
                 text = re.sub(rf"(?<![\w-]){re.escape(user)}(?![\w-])", self._stable(user, "user"), text)
         return text
+
+    def _url_host(self, match: re.Match[str]) -> str:
+        host = match.group(2)
+        public = any(host == domain or host.endswith("." + domain) for domain in PUBLIC_DOMAINS)
+        if public or host in KEEP_HOSTS or PLACEHOLDER.match(host) or host.replace(".", "").isdigit():
+            return match.group(0)  # addresses have their own pass
+        return match.group(1) + self._stable(host, "host")
+
+    def host_name(self, host: str) -> str:
+        """The host's name as the bundle's file name and the HTML title show it."""
+        return self._stable(host, "host") if self.enabled and self.hosts and host and host not in KEEP_HOSTS else host
 
     # --- the last net ---
 

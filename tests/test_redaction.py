@@ -1,0 +1,107 @@
+"""Redaction without chains or gaps (issue 17): each planted secret or host name is looked for in the
+output afterwards. Unit tests on the Redactor, then one bundle unpacked and searched."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+import pytest
+
+from decode_doctor.reports.redact import Redactor
+
+from .conftest import FIXTURES
+from .support.harness import cli
+from .test_report import bundle_files
+
+
+def hosts_redactor(*names: str) -> Redactor:
+    redactor = Redactor(hosts=True)
+    redactor.known_hosts |= set(names)
+    return redactor
+
+
+def test_placeholders_are_never_redacted_again():
+    redactor = hosts_redactor()
+    text = "data-root /home/alice/docker, owner alice"
+    for _ in range(3):  # every output format passes the same text through again
+        text = redactor.text(text)
+    assert text == "data-root /home/user-1/docker, owner user-1"
+    assert redactor.mapping == {"alice": "user-1"}  # no user-2 → user-1 chain
+
+
+@pytest.mark.parametrize(
+    ("planted", "secret"),
+    [
+        ("HTTPS_PROXY=http://ops:s3cret@proxy.corp.example:3128", "proxy.corp.example"),
+        ("mirror https://registry.corp.example/v2/", "registry.corp.example"),
+        ("peer fe80::1ff:fe23:4567:890a and 2001:db8::7", "2001:db8::7"),
+        ("peer fe80::1ff:fe23:4567:890a", "fe80::1ff:fe23:4567:890a"),
+        ("hostname vm up 3 days", " vm "),
+    ],
+)
+def test_host_names_in_urls_proxies_ipv6_and_short_names_are_replaced(planted, secret):
+    redactor = hosts_redactor("vm")
+    assert secret not in redactor.text(planted)
+
+
+def test_no_proxy_lists_are_replaced_entry_by_entry():
+    env = Redactor(hosts=True).environment({"no_proxy": ".corp.example,10.0.0.0/8,localhost,127.0.0.1"})
+    assert env["no_proxy"].split(",")[2:] == ["localhost", "127.0.0.1"]
+    assert "corp.example" not in env["no_proxy"] and "10.0.0.0" not in env["no_proxy"]
+
+
+def test_public_services_and_dotted_names_stay_under_redact_hosts():
+    text = hosts_redactor("vm").text("pulled https://registry-1.docker.io/v2/ and https://huggingface.co/Qwen; vm.swappiness = 1")
+    assert text == "pulled https://registry-1.docker.io/v2/ and https://huggingface.co/Qwen; vm.swappiness = 1"
+
+
+@pytest.mark.parametrize(
+    ("planted", "secret"),
+    [
+        ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAxSECRETxyz\nAAAAB3NzaC1yc2EAAA", "MIIEowIBAAKCAQEAxSECRETxyz"),  # cut by a limit
+        ("-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n\nMIIEpQSECRET\n-----END RSA PRIVATE KEY-----", "MIIEpQSECRET"),
+        ('{"Authorization": "Basic dXNlcjpodW50ZXIy"}', "dXNlcjpodW50ZXIy"),
+        ('"api_password": "hunter2-but-longer"', "hunter2-but-longer"),
+        ("DB_PASSWORD=correcthorse client_secret: battery-staple", "battery-staple"),
+        ("https://ops:p@ss@word@mirror.example/v2/", "ss@word"),
+    ],
+)
+def test_secrets_cut_short_quoted_or_holding_an_at_sign_are_removed(planted, secret):
+    assert secret not in Redactor().text(planted)
+
+
+def test_model_tokens_are_not_secrets():
+    text = '"eos_token": "<|endoftext|>", "pad_token": "<|pad|>", "tokenizer_class": "Qwen2Tokenizer"'
+    assert Redactor().text(text) == text
+
+
+def test_the_patterns_stay_linear_on_hostile_text():
+    redactor = hosts_redactor("vm")
+    hostile = "-----BEGIN PRIVATE KEY-----" * 20_000 + "password=" * 20_000 + "a:" * 100_000 + "://" * 50_000
+    started = time.process_time()
+    redactor.text(hostile)
+    assert time.process_time() - started < 5  # quadratic would be hours; this is CPU time, not wall time
+
+
+def test_a_bundle_with_redact_hosts_names_no_short_host_anywhere(tmp_path):
+    root = tmp_path / "host"
+    shutil.copytree(FIXTURES / "hosts/swap60-rhel7", root)
+    (root / "etc/hostname").write_text("vm\n")
+    (root / "etc/docker").mkdir(parents=True)
+    mirror = "https://ops:pa@ss@mirror.corp.example:5000"
+    (root / "etc/docker/daemon.json").write_text(json.dumps({"registry-mirrors": [mirror], "data-root": "/home/alice/d"}))
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {"HTTPS_PROXY": "http://proxy.corp.example:3128", "no_proxy": ".corp.example,fd00::12"}
+    proc = cli("report", "--root", str(root), "--select", "swappiness,docker", "--redact-hosts", "-o", str(out), env=env)
+    (bundle,) = sorted(out.glob("*.tar.gz"))
+    assert proc.exit_code == 0, proc.stderr
+    assert not bundle.name.startswith("decode-doctor-vm-")
+    files = bundle_files(bundle)
+    everything = b"\n".join(files.values()).decode("utf-8", errors="replace")
+    for real in ("mirror.corp.example", "proxy.corp.example", "alice", "pa@ss", "fd00::12"):
+        assert real not in everything, real
+    title = files["report.html"].decode().split("<title>", 1)[1].split("</title>", 1)[0]
+    assert title.startswith("decode-doctor report: host-") and "vm" not in title, title
