@@ -203,3 +203,38 @@ def test_a_selection_pulls_in_the_checks_it_cannot_judge_without(tmp_path, monke
     assert names(with_requirements(registry, budget, {})) == {"decode-budget", "bandwidth", "gpu", "model-artifacts"}
     assert "bandwidth" not in names(with_requirements(registry, budget, {"bandwidth": 900.0}))  # given: nothing to measure
     assert names(with_requirements(registry, [registry.checks["referrers"]], {})) == {"referrers", "docker"}
+
+
+def test_markdown_groups_findings_host_first_and_folds_per_file_lists(tmp_path):
+    dataset = tmp_path / "ds"
+    dataset.mkdir()
+    for i in range(3):
+        (dataset / f"{i}.jpg").write_bytes(b"not a jpeg")
+    result = cli("check", "--root", str(RHEL), "--select", "swappiness,images", "--images", str(dataset), "--format", "markdown")
+    table = [line for line in result.stdout.splitlines() if line.startswith("| ") and "Code" not in line]
+    assert table[0].startswith("| SWAP001") and table[1].startswith("| IMG002") and "3 findings" in table[1]
+    assert result.stdout.count("### IMG002") == 1 and "<details><summary>2 more</summary>" in result.stdout
+
+
+def test_chart_ticks_below_one_are_not_all_zero():
+    from decode_doctor.engine.facts import Chart, Series
+    from decode_doctor.reports.html import svg_chart
+
+    svg = svg_chart(Chart("context", "tokens/s", (Series("ceiling", ((1024, 0.4), (2048, 0.3))),)))
+    ticks = [t.split(">")[1] for t in svg.split("</text>") if 'text-anchor="end">' in t][:5]
+    assert len(set(ticks)) == 5, ticks
+
+
+def test_list_names_each_input_by_its_flag_and_ignored_lines_say_the_selector_once():
+    listing = cli("list").stdout
+    assert "(--images)" in listing and "(--image)" not in listing and "(--model)" in listing
+    from decode_doctor.reports.text import _ignored_lines
+
+    class Item:
+        def __init__(self, code, selector):
+            self.code, self.selector, self.reason = code, selector, None
+
+    class View:
+        ignored = [Item("SWAP001", "SWAP001"), Item("SWAP004", "SWAP")]
+
+    assert _ignored_lines(View()) == ["ignored SWAP001", "ignored SWAP004 by SWAP"]

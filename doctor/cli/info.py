@@ -9,6 +9,8 @@ import click
 
 from .common import CONTEXT
 
+INPUT_FLAGS = {"models": "--model", "images": "--images", "endpoint": "--endpoint"}  # Needs.inputs → the flag
+
 
 @click.command("list", context_settings=CONTEXT)
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
@@ -30,7 +32,7 @@ def list_checks(fmt: str) -> None:
                 "origin": registry.origins["check:" + name],
                 "description": cls.description,
                 "exclusive": needs.exclusive,
-                "needs": [*needs.platforms, *(f"--{i.rstrip('s')}" for i in needs.inputs)],
+                "needs": [*needs.platforms, *(INPUT_FLAGS.get(i, f"--{i}") for i in needs.inputs)],
                 "after": list(needs.after),
                 "options": [option.flag for option in cls.options],
                 "timeout_s": cls.timeout_s,

@@ -8,14 +8,18 @@ import math
 from typing import Any
 
 from ..engine.facts import Chart, HtmlBlock
+from ..engine.findings import Finding
 from .text import all_clear
 from .view import ReportView
 
 STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem;color:#1d1d1f;background:#fff}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;padding:0 1rem;max-width:1200px;
+color:#1d1d1f;background:#fff}
 h1{font-size:1.5rem;margin:0 0 .3rem}h2{font-size:1.15rem;margin:2rem 0 .6rem}
-table{border-collapse:collapse;width:100%;margin:.4rem 0}
-th,td{border-bottom:1px solid #ddd;padding:.35rem .5rem;text-align:left;vertical-align:top}
+table{border-collapse:collapse;width:100%;margin:.4rem 0;table-layout:fixed}
+th,td{border-bottom:1px solid #ddd;padding:.35rem .5rem;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+table.findings col.code{width:6rem}table.findings col.sev{width:5.5rem}table.findings col.check{width:8rem}table.findings col.fix{width:28%}
+details summary{cursor:pointer}details ul{margin:.3rem 0 0;padding-left:1.2rem}svg{max-width:100%;height:auto}
 th{background:#f5f5f7}.error{color:#b00020;font-weight:600}.warning{color:#9a6700;font-weight:600}.info{color:#0b57d0}
 .summary{padding:.6rem .8rem;background:#f5f5f7;border-radius:6px}.muted{color:#6e6e73}code{font-size:.92em}
 svg text{font:12px system-ui,sans-serif;fill:#1d1d1f}
@@ -91,6 +95,18 @@ def _block(block: HtmlBlock) -> str:
     return "".join(out)
 
 
+FOLDED_LIMIT = 500  # findings listed inside one folded group; the JSON report holds all
+
+
+def _finding_cell(findings: list[Finding]) -> str:
+    if len(findings) == 1:
+        return _e(findings[0].message)
+    items = "".join(f"<li>{_e(f.message)}</li>" for f in findings[:FOLDED_LIMIT])
+    if len(findings) > FOLDED_LIMIT:
+        items += f"<li>… and {len(findings) - FOLDED_LIMIT:,} more (report.json lists them)</li>"
+    return f"<details><summary>{len(findings):,} findings: {_e(findings[0].title)}</summary><ul>{items}</ul></details>"
+
+
 def render_html(view: ReportView) -> str:
     meta = view.meta
     out = [
@@ -112,12 +128,16 @@ def render_html(view: ReportView) -> str:
     )
     out.append("<h2>Findings</h2>")
     if view.findings:
-        out.append("<table><thead><tr><th>Code</th><th>Severity</th><th>Check</th><th>Finding</th><th>Fix</th></tr></thead><tbody>")
-        for f in view.findings:
+        out.append(
+            '<table class="findings"><colgroup><col class="code"><col class="sev"><col class="check"><col><col class="fix">'
+            "</colgroup><thead><tr><th>Code</th><th>Severity</th><th>Check</th><th>Finding</th><th>Fix</th></tr></thead><tbody>"
+        )
+        for group in view.groups():
+            f = group.first
             fix = _e(f.fix.summary) if f.fix else _e(view.explanations.get(f.code, ""))
             out.append(
                 f'<tr><td><code>{_e(f.code)}</code></td><td class="{f.severity.value}">{f.severity.value}</td>'
-                f"<td>{_e(f.check)}</td><td>{_e(f.message)}</td><td>{fix}</td></tr>"
+                f"<td>{_e(f.check)}</td><td>{_finding_cell(group.findings)}</td><td>{fix}</td></tr>"
             )
         out.append("</tbody></table>")
     else:

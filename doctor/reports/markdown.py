@@ -7,6 +7,8 @@ import json
 from .text import all_clear, summary_line
 from .view import ReportView
 
+FOLDED_LIMIT = 500
+
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", "<br>")
@@ -25,15 +27,27 @@ def markdown(view: ReportView) -> str:
         "",
     ]
     if view.findings:
+        groups = view.groups()
         out += ["| Code | Severity | Check | Finding | Fix |", "|---|---|---|---|---|"]
-        for f in view.findings:
+        for group in groups:
+            f = group.first
             fix = _cell(f.fix.summary) if f.fix else ""
-            out.append(f"| {f.code} | {f.severity.value} | {f.check} | {_cell(f.message)} | {fix} |")
+            text = _cell(f.message) if len(group.findings) == 1 else f"{len(group.findings):,} findings: {_cell(f.title)}"
+            out.append(f"| {f.code} | {f.severity.value} | {f.check} | {text} | {fix} |")
         out.append("")
-        for f in view.findings:
-            out += [f"### {f.code}: {f.title}", "", f.message, ""]
+        for group in groups:
+            f = group.first
+            out += [f"### {f.code}: {f.title}" + (f" ({len(group.findings):,})" if len(group.findings) > 1 else ""), ""]
+            out += [f.message, ""]
             if f.evidence:
                 out += ["```json", json.dumps(f.evidence, indent=2, default=str), "```", ""]
+            if len(group.findings) > 1:  # GitHub and GitLab fold <details>; no script involved
+                rest = group.findings[1:FOLDED_LIMIT]
+                out += [f"<details><summary>{len(group.findings) - 1:,} more</summary>", ""]
+                out += [f"- {_cell(other.message)}" for other in rest]
+                if len(group.findings) > FOLDED_LIMIT:
+                    out.append(f"- … and {len(group.findings) - FOLDED_LIMIT:,} more (the JSON report lists them)")
+                out += ["", "</details>", ""]
     else:
         out += ["No findings.", ""]
     if view.fact_lines:

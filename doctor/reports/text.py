@@ -110,7 +110,10 @@ def _finding_line(f: Finding) -> str:
 
 
 def _ignored_lines(view: ReportView) -> list[str]:
-    return [f"ignored {i.code} by {i.selector}" + (f" ({i.reason})" if i.reason else "") for i in view.ignored]
+    return [
+        f"ignored {i.code}" + (f" by {i.selector}" if i.selector != i.code else "") + (f" ({i.reason})" if i.reason else "")
+        for i in view.ignored
+    ]
 
 
 def plain_text(view: ReportView, verbose: bool = False) -> str:

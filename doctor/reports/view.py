@@ -72,6 +72,35 @@ class IgnoredView:
         return dataclasses.asdict(self)
 
 
+HOST_PREFIXES = ("/proc/", "/sys/", "/etc/", "/usr/", "/run/", "/var/", "/dev/", "/boot/", "/lib/")
+
+
+@dataclass
+class FindingGroup:
+    findings: list[Finding]
+
+    @property
+    def first(self) -> Finding:
+        return self.findings[0]
+
+    @property
+    def code(self) -> str:
+        return self.first.code
+
+    @property
+    def check(self) -> str:
+        return self.first.check
+
+    @property
+    def severity(self) -> Severity:
+        return self.first.severity
+
+    @property
+    def about_host(self) -> bool:
+        """About the machine (no path, or a system path), not about files in a dataset or model."""
+        return all(f.path is None or f.path.startswith(HOST_PREFIXES) for f in self.findings)
+
+
 @dataclass
 class ReportView:
     meta: dict[str, Any]
@@ -100,6 +129,15 @@ class ReportView:
 
     def fixable(self) -> list[Finding]:
         return [f for f in self.findings if f.fix is not None]
+
+    def groups(self) -> list[FindingGroup]:
+        """Findings grouped by check and code, the host's first, then by severity: 29 broken images are
+        one row that does not bury the two host findings a support engineer needs first."""
+        grouped: dict[tuple[str, str], list[Finding]] = {}
+        for finding in self.findings:
+            grouped.setdefault((finding.check, finding.code), []).append(finding)
+        groups = [FindingGroup(items) for items in grouped.values()]
+        return sorted(groups, key=lambda g: (not g.about_host, -g.severity.rank, g.check, g.code))
 
     def to_json(self) -> dict[str, Any]:
         return {
