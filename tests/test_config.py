@@ -28,7 +28,7 @@ def test_pyproject_ignore_with_reason_is_counted_not_hidden(tmp_path):
     }
     assert proc.exit_code == 0
     text = cli("check", *SWAP_ONLY, "--root", SWAP_HOST, cwd=tmp_path).stdout
-    assert "ignored SWAP001 by SWAP001 (swap is the batch tier)" in text
+    assert "ignored SWAP001 (swap is the batch tier)" in text
     assert "1 ignored" in text
 
 

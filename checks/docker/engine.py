@@ -127,7 +127,26 @@ class DockerFacts(Facts):
 
 
 def version_tuple(version: str | None) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", version or "")[:3])
+    return tuple(int(x) for x in re.findall(r"\d{1,9}", version or "")[:3])
+
+
+INFO_TYPES = {
+    "Runtimes": dict, "RegistryConfig": dict, "DriverStatus": list, "Driver": str, "DockerRootDir": str,
+    "OperatingSystem": str, "DefaultRuntime": str, "CDISpecDirs": list,
+}  # fmt: skip
+VERSION_TYPES = {"Version": str, "ApiVersion": str, "APIVersion": str, "Platform": dict}
+
+
+def engine_answers(version: Any, info: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Engine's /version and /info with every field this check reads of the type it reads it as;
+    a field of another type (a proxy's or a fork's idea of the API) is dropped, never trusted."""
+    version = version if isinstance(version, dict) else {}
+    info = info if isinstance(info, dict) else {}
+    if isinstance(info.get("Runtimes"), list):  # some proxies list the names
+        info = {**info, "Runtimes": {str(name): {} for name in info["Runtimes"] if isinstance(name, str)}}
+    kept_info = {k: v for k, v in info.items() if k not in INFO_TYPES or isinstance(v, INFO_TYPES[k])}
+    kept_version = {k: v for k, v in version.items() if k not in VERSION_TYPES or isinstance(v, VERSION_TYPES[k])}
+    return kept_version, kept_info
 
 
 def image_store(info: dict[str, Any], daemon: dict[str, Any] | None) -> str:
@@ -138,8 +157,8 @@ def image_store(info: dict[str, Any], daemon: dict[str, Any] | None) -> str:
         return "containerd"
     if info.get("Driver"):
         return "classic"
-    features = (daemon or {}).get("features") or {}
-    return "containerd" if features.get("containerd-snapshotter") else "classic"
+    features = (daemon or {}).get("features")
+    return "containerd" if isinstance(features, dict) and features.get("containerd-snapshotter") is True else "classic"
 
 
 def api_version(version: dict[str, Any]) -> str | None:
@@ -147,8 +166,12 @@ def api_version(version: dict[str, Any]) -> str | None:
 
 
 def mirrors(info: dict[str, Any], daemon: dict[str, Any] | None) -> list[str]:
-    found = list((info.get("RegistryConfig") or {}).get("Mirrors") or [])
-    for mirror in (daemon or {}).get("registry-mirrors") or []:
+    listed = (info.get("RegistryConfig") or {}).get("Mirrors")
+    found = [m for m in listed if isinstance(m, str)] if isinstance(listed, list) else []
+    configured = (daemon or {}).get("registry-mirrors")
+    for mirror in configured if isinstance(configured, list) else []:
+        if not isinstance(mirror, str):
+            continue  # dockerd refuses such a daemon.json; DKR reports the file, not a mirror
         if mirror not in found and mirror.rstrip("/") + "/" not in found:
             found.append(mirror)
     return [m.rstrip("/") for m in found]
@@ -225,7 +248,7 @@ class DockerEngine(Check):
             state = "no socket" if socket_path and not os.path.exists(socket_path) else "connection refused"
             where = f"{socket_path}: {state}" if socket_path else url
             return [self.finding("DKR003", f"The Docker daemon is not running ({where}).", evidence=evidence)]
-        facts = self._facts(ctx, base, version, info)
+        facts = self._facts(ctx, base, *engine_answers(version, info))
         ctx.publish(facts)
         return self._judge(facts, version, evidence)
 

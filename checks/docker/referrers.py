@@ -208,9 +208,10 @@ class Session:
             return None
         try:
             data = json.loads(answer.body)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested beyond reason
             return None
-        return data.get("token") or data.get("access_token")
+        token = data.get("token") or data.get("access_token") if isinstance(data, dict) else None
+        return token if isinstance(token, str) else None
 
 
 def judge_referrers(answer: Answer) -> tuple[str, str]:
@@ -236,6 +237,8 @@ def judge_referrers(answer: Answer) -> tuple[str, str]:
         value, end = decoder.raw_decode(text.lstrip())
     except json.JSONDecodeError as exc:
         return "REF003", f"HTTP {answer.status}: not JSON ({exc.msg}): {head!r}"
+    except RecursionError:
+        return "REF003", f"HTTP {answer.status}: JSON nested too deeply to be an index: {head!r}"
     if text.lstrip()[end:].strip():
         return "REF004", f"HTTP {answer.status}: data after the JSON value: {text.lstrip()[end : end + 40]!r}"
     problem = index_problem(value)

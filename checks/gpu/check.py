@@ -279,6 +279,19 @@ def _device_text(device: GpuDevice) -> str:
     return f"GPU {device.index}: {device.name} ({memory}{arch}{mig}, {bandwidth})"
 
 
+def _last_json_object(output: str) -> dict[str, Any] | None:
+    """The probe's JSON line: the last line that is a JSON object (a sitecustomize or a warning may
+    print around it)."""
+    for line in reversed(output.strip().splitlines()[-50:]):
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
 def probe_torch(ctx: Context) -> TorchBuild | str | None:
     """PyTorch's version and CUDA build from torch/version.py, without importing torch; a string says
     why the probe failed; None: no torch."""
@@ -288,19 +301,24 @@ def probe_torch(ctx: Context) -> TorchBuild | str | None:
     record = ctx.run([python, "-c", TORCH_PROBE], timeout_s=20)
     if not record.ok:
         return record.error or record.stderr.strip()[-200:] or "the probe failed"
-    data = json.loads(record.stdout.strip().splitlines()[-1])
-    if not data.get("torch_dir"):
+    data = _last_json_object(record.stdout)
+    if data is None:
+        return f"the probe printed no JSON object: {record.stdout.strip()[-120:]!r}"
+    if not isinstance(data.get("torch_dir"), str) or not data["torch_dir"]:
         return None
     torch_dir = Path(data["torch_dir"])
     try:
-        version = parse_torch_version_py((torch_dir / "version.py").read_text())
+        with open(torch_dir / "version.py", "rb") as handle:
+            version = parse_torch_version_py(handle.read(1 << 16).decode("utf-8", errors="replace"))
     except OSError:
         return f"{torch_dir}/version.py is unreadable"
     cudnn = data.get("cudnn")
     if not cudnn:
         libs = sorted((torch_dir / "lib").glob("libcudnn.so.*")) if (torch_dir / "lib").is_dir() else []
         cudnn = libs[0].name.split(".so.", 1)[1] if libs else None
-    return TorchBuild(version["version"], version["cuda"], version["hip"], cudnn, data["python"], str(torch_dir))
+    python_version = data.get("python") if isinstance(data.get("python"), str) else "?"
+    cudnn = cudnn if isinstance(cudnn, str) or cudnn is None else str(cudnn)
+    return TorchBuild(version["version"], version["cuda"], version["hip"], cudnn, python_version, str(torch_dir))
 
 
 def toolkits(ctx: Context) -> list[Toolkit]:

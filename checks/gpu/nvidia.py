@@ -181,11 +181,16 @@ def parse_nvcc(text: str) -> str | None:
     return match.group(2) if match else None
 
 
+CUDA_VERSION = re.compile(r"\d{1,3}(?:\.\d{1,6}){0,3}")
+
+
 def parse_version_json(text: str) -> str | None:
+    """The toolkit's version from /usr/local/cuda*/version.json: a dotted number, else None."""
     try:
-        return json.loads(text)["cuda"]["version"]
-    except (ValueError, KeyError, TypeError):
+        version = json.loads(text)["cuda"]["version"]
+    except (ValueError, KeyError, TypeError, RecursionError):
         return None
+    return version if isinstance(version, str) and CUDA_VERSION.fullmatch(version) else None
 
 
 def parse_torch_version_py(text: str) -> dict[str, str | None]:
@@ -202,7 +207,7 @@ def parse_torch_version_py(text: str) -> dict[str, str | None]:
 
 
 def vkey(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version)[:4])
+    return tuple(int(part) for part in re.findall(r"\d{1,9}", version)[:4])
 
 
 def _padded(version: str) -> tuple[int, ...]:
@@ -238,6 +243,8 @@ class Compat:
 
 
 def judge(cuda: str, driver: str, what: str) -> Compat:
+    if not CUDA_VERSION.fullmatch(cuda) or not vkey(driver):  # "rocm", "", a build tag: nothing to judge by
+        return Compat("unknown", None, None, f"{what}: CUDA version {cuda[:40]!r} is not a version number")
     row = min_driver(cuda)
     floor = minor_floor(cuda)
     if row is None:

@@ -114,7 +114,11 @@ def from_config(config: dict[str, Any]) -> Architecture:
     if builder is None:
         known = ", ".join(sorted(_BUILDERS))
         raise UnknownArchitecture(f"model_type {family or '(none)'!r} is not one this sizes from its config ({known})")
-    arch = builder(text)
+    try:
+        arch = builder(text)
+    except (TypeError, ValueError, ArithmeticError, KeyError, IndexError, AttributeError) as exc:
+        # a value of the wrong type where the builder multiplies: unknown, never a wrong size
+        raise UnknownArchitecture(f"the config holds a value that cannot size {family}: {type(exc).__name__}: {exc}") from None
     arch.family = family
     arch.dtype = str(_get(text, "torch_dtype", "dtype") or _get(config, "torch_dtype", "dtype") or "") or None
     if family in ("gemma3",) and text is not config:

@@ -12,7 +12,16 @@ from typing import Any
 from decode_doctor.engine import Check, Code, Context, EnvRow, Facts, Finding, FixRef, Needs, Option, Severity
 
 from .layout import HashProgress, ModelPlace, dangling_links, digest, incomplete_files, known_hashes, locate
-from .modelfiles import EMBEDDING, OUTPUT_HEAD, ModelFormatError, read_config, read_gguf_header, read_safetensors_header, tensor_bytes
+from .modelfiles import (
+    EMBEDDING,
+    OUTPUT_HEAD,
+    ModelFormatError,
+    read_config,
+    read_gguf_header,
+    read_model_config,
+    read_safetensors_header,
+    tensor_bytes,
+)
 from .tokens import Generation, Tokenizer, looks_like_chat, read_generation, read_tokenizer
 
 REDOWNLOAD = (
@@ -394,7 +403,7 @@ class _Review:
         if self.place.layout == "file" or not path.exists():
             return {}
         try:
-            return _text_config(read_config(path))
+            return _text_config(read_model_config(path))
         except ModelFormatError as exc:
             if exc.kind != "encoding":  # not UTF-8: the encodings check finds it, and converts it
                 self.add("MDL003", str(exc), path)

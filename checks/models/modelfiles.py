@@ -181,19 +181,56 @@ def read_regular(path: Path, limit: int) -> bytes:
     return data
 
 
+# Sizes a loader multiplies with: each must be a whole number above 0 when present (not "64", [256], NaN).
+SIZE_KEYS = (
+    "num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_attention_heads", "n_head", "num_heads", "n_heads",
+    "num_key_value_heads", "n_head_kv", "num_kv_heads", "multi_query_group_num", "hidden_size", "n_embd", "d_model",
+    "head_dim", "intermediate_size", "ffn_hidden_size", "moe_intermediate_size", "vocab_size", "padded_vocab_size",
+    "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "kv_lora_rank", "q_lora_rank",
+    "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "num_local_experts", "n_routed_experts", "num_experts",
+    "num_experts_per_tok", "moe_top_k", "num_experts_per_token", "sliding_window",
+)  # fmt: skip
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def check_sizes(config: dict[str, Any], path: Path) -> None:
+    """ModelFormatError for a size of the wrong type or sign, in the config or its nested text config."""
+    nested = [n for n in ("text_config", "llm_config", "language_config") if isinstance(config.get(n), dict)]
+    scopes = [("", config)] + [(f"{n}.", config[n]) for n in nested]
+    for prefix, scope in scopes:
+        for key in SIZE_KEYS:
+            value = scope.get(key)
+            if value is None or (key == "sliding_window" and value is False):
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ModelFormatError(f"{path.name}: {prefix}{key} is {json.dumps(value)[:40]}, not a whole number above 0", path)
+
+
 def read_config(path: Path, limit: int = JSON_LIMIT) -> dict[str, Any]:
     try:
-        data = json.loads(read_regular(path, limit).decode("utf-8"))
+        data = json.loads(read_regular(path, limit).decode("utf-8"), parse_constant=_no_constant)
     except UnicodeDecodeError as exc:
         message = f"{path.name} is not UTF-8 ({exc.reason} at byte {exc.start}); loaders will fail on it too"
         raise ModelFormatError(message, path, "encoding") from None
     except json.JSONDecodeError as exc:
         raise ModelFormatError(f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno}", path) from None
+    except ValueError as exc:  # NaN, Infinity
+        raise ModelFormatError(f"{path.name} is not valid JSON: {exc}", path) from None
     except RecursionError:
         raise ModelFormatError(f"{path.name} nests too deeply to be a model's JSON", path) from None
     if not isinstance(data, dict):
         raise ModelFormatError(f"{path.name} holds a JSON {type(data).__name__}, not an object", path)
     return data
+
+
+def read_model_config(path: Path) -> dict[str, Any]:
+    """A model's config.json, its sizes checked (ModelFormatError otherwise)."""
+    config = read_config(path)
+    check_sizes(config, path)
+    return config
 
 
 def apply_config(info: ModelInfo, config: dict[str, Any]) -> None:
@@ -344,7 +381,7 @@ def read_hf_directory(directory: Path) -> ModelInfo:
     info = ModelInfo(str(directory), "config-only")
     config_path = directory / "config.json"
     if config_path.is_file():
-        apply_config(info, read_config(config_path))
+        apply_config(info, read_model_config(config_path))
     files = _safetensors_files(directory)
     if files:
         info.format = "safetensors"
@@ -549,6 +586,6 @@ def read_model(path: Path) -> ModelInfo:
         _add_safetensors(info, path)
         config = path.parent / "config.json"
         if config.is_file():
-            apply_config(info, read_config(config))
+            apply_config(info, read_model_config(config))
         return info
     raise ModelFormatError(f"{path.name}: not a model directory, .gguf or .safetensors file", path)

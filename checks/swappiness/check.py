@@ -123,7 +123,10 @@ class Swappiness(Check):
             value = int(raw.strip())
         except ValueError:
             raise ValueError(f"{SWAPPINESS} holds {raw.strip()[:40]!r}, not a number") from None
-        total = ctx.meminfo_bytes("SwapTotal")
+        try:
+            total = ctx.meminfo_bytes("SwapTotal")
+        except ValueError:  # a garbled line: the swap devices in /proc/swaps still say whether there is swap
+            total = None
         persistent = persistent_setting(ctx)
         tuned = ctx.read_text("/etc/tuned/active_profile")
         facts = SwappinessFacts(

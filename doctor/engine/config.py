@@ -66,15 +66,18 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(handle)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
 
 
 def _table(data: dict[str, Any], source: str) -> dict[str, Any]:
     if "tool" in data:
-        if "decode-doctor" not in data["tool"]:
+        tool = data["tool"]
+        if not isinstance(tool, dict) or "decode-doctor" not in tool:
             raise ConfigError(f"{source} has no [tool.decode-doctor] table")
-        return data["tool"]["decode-doctor"]
+        data = tool["decode-doctor"]
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: [tool.decode-doctor] must be a table, not {type(data).__name__}")
     return data
 
 
@@ -86,9 +89,10 @@ def load_config(explicit: Path | None, cwd: Path) -> Config:
         return _parse(_table(_read_toml(own), str(own)), str(own))
     pyproject = cwd / "pyproject.toml"
     if pyproject.is_file():
-        table = _read_toml(pyproject).get("tool", {}).get("decode-doctor")
+        tool = _read_toml(pyproject).get("tool", {})
+        table = tool.get("decode-doctor") if isinstance(tool, dict) else None
         if table is not None:
-            return _parse(table, f"{pyproject} [tool.decode-doctor]")
+            return _parse(_table({"tool": tool}, str(pyproject)), f"{pyproject} [tool.decode-doctor]")
     return Config()
 
 

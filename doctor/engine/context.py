@@ -55,7 +55,10 @@ class Context:
         for line in (self.read_text("/proc/meminfo") or "").splitlines():
             name, _, rest = line.partition(":")
             if name == field and rest.split():
-                return int(rest.split()[0]) * (1024 if rest.strip().endswith("kB") else 1)
+                number = rest.split()[0]
+                if not number.isdigit():
+                    raise ValueError(f"/proc/meminfo {field} is {rest.strip()[:40]!r}, not a number of kB")
+                return int(number) * (1024 if rest.strip().endswith("kB") else 1)
         return None
 
     def note_file(self, path: str | os.PathLike[str]) -> None:
