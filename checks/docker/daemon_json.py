@@ -21,8 +21,8 @@ def read_daemon_json(ctx: Context) -> tuple[dict[str, Any] | None, str | None]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, f"{DAEMON_JSON} is not valid JSON ({exc.msg}, line {exc.lineno}): dockerd will refuse to start"
-    except RecursionError:
-        return None, f"{DAEMON_JSON} nests too deeply to be Docker's settings: dockerd will refuse to start"
+    except (ValueError, RecursionError):  # a 5,000-digit number, nesting beyond reason
+        return None, f"{DAEMON_JSON} nests too deeply or holds a number too long to be Docker's settings: dockerd will refuse to start"
     return (data if isinstance(data, dict) else None), None
 
 

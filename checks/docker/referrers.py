@@ -237,8 +237,8 @@ def judge_referrers(answer: Answer) -> tuple[str, str]:
         value, end = decoder.raw_decode(text.lstrip())
     except json.JSONDecodeError as exc:
         return "REF003", f"HTTP {answer.status}: not JSON ({exc.msg}): {head!r}"
-    except RecursionError:
-        return "REF003", f"HTTP {answer.status}: JSON nested too deeply to be an index: {head!r}"
+    except (ValueError, RecursionError):
+        return "REF003", f"HTTP {answer.status}: JSON nested too deeply (or a number too long) to be an index: {head!r}"
     if text.lstrip()[end:].strip():
         return "REF004", f"HTTP {answer.status}: data after the JSON value: {text.lstrip()[end : end + 40]!r}"
     problem = index_problem(value)

@@ -89,14 +89,72 @@ def parse_smi_xml(text: str) -> DriverInfo:
     return info
 
 
+MAX_SMI_TEXT = 8 << 20  # nvidia-smi -q of 8 GPUs is about 100 KB
+
+
+@dataclass
+class _Line:
+    indent: int
+    label: str
+    value: str | None  # None for a section header ("FB Memory Usage")
+
+
+def _smi_lines(text: str) -> list[_Line]:
+    """Each line as (indent, label, value): one pass, no regular expression over the whole text."""
+    lines = []
+    for raw in text[:MAX_SMI_TEXT].splitlines():
+        stripped = raw.strip()
+        if not stripped:
+            continue
+        indent = len(raw) - len(raw.lstrip())
+        label, colon, value = stripped.partition(":")
+        lines.append(_Line(indent, label.strip(), value.strip() if colon else None))
+    return lines
+
+
+def _smi_value(value: str | None) -> str | None:
+    """A field's value without the bracketed note drivers add; None for N/A and deprecated fields."""
+    if value is None:
+        return None
+    value = value.split("[", 1)[0].strip()
+    if not value or value.lower().startswith(("deprecated", "n/a")):
+        return None
+    return value
+
+
+def _leading_number(value: str | None) -> int | None:
+    digits = ""
+    for char in (value or "")[:12]:
+        if not char.isdigit():
+            break
+        digits += char
+    return int(digits) if digits and len(digits) <= 9 else None
+
+
+def _section_field(lines: list[_Line], section: str, label: str) -> str | None:
+    """The value of label inside the first section titled section (the lines indented under it)."""
+    for at, line in enumerate(lines):
+        if line.label == section and line.value is None:
+            for inner in lines[at + 1 :]:
+                if inner.indent <= line.indent:
+                    break
+                if inner.label == label:
+                    return inner.value
+            return None
+    return None
+
+
 def parse_smi_text(text: str) -> DriverInfo:
-    """`nvidia-smi -q` as text; driver 610 deprecates 'Driver Version' for 'KMD Version'."""
+    """`nvidia-smi -q` as text; driver 610 deprecates 'Driver Version' for 'KMD Version'. Linear in the
+    size of the output: one pass splits it into lines, fields are looked up in them."""
+    lines = _smi_lines(text)
+    top = {}
+    for line in lines:
+        if line.indent == 0 and line.value is not None:
+            top.setdefault(line.label.lower(), _smi_value(line.value))
 
     def field_value(label: str) -> str | None:
-        match = re.search(rf"^{label}\s*:\s*(\S[^\n\[]*?)\s*(?:\[.*)?$", text, re.M | re.I)
-        if not match or match.group(1).lower().startswith(("deprecated", "n/a")):
-            return None
-        return match.group(1).strip()
+        return top.get(label.lower())
 
     info = DriverInfo(
         field_value("KMD Version") or field_value("Driver Version"),
@@ -104,31 +162,45 @@ def parse_smi_text(text: str) -> DriverInfo:
         source="nvidia-smi -q",
     )
     info.attached = _number(field_value("Attached GPUs"))
-    blocks = re.split(r"^GPU ([0-9A-Fa-f:.]+)\s*$", text, flags=re.M)
-    for index, (bus_id, body) in enumerate(zip(blocks[1::2], blocks[2::2], strict=False)):
+    blocks = _gpu_blocks(lines)
+    for index, (bus_id, body) in enumerate(blocks):
 
-        def inner(label: str, body: str = body) -> str | None:
-            match = re.search(rf"^\s+{label}\s*:\s*(.+?)\s*$", body, re.M)
-            return match.group(1) if match and match.group(1) not in ("N/A",) else None
+        def inner(label: str, body: list[_Line] = body) -> str | None:
+            value = next((line.value for line in body if line.label == label and line.value is not None), None)
+            return value if value and value != "N/A" else None
 
-        memory = re.search(r"FB Memory Usage\s*\n\s+Total\s*:\s*(\d+)", body)
-        mem_clock = re.search(r"Max Clocks\s*\n(?:\s+.*\n)*?\s+Memory\s*:\s*(\d+)", body)
-        mig = re.search(r"MIG Mode\s*\n\s+Current\s*:\s*(\S+)", body)
+        mig = _section_field(body, "MIG Mode", "Current")
         info.devices.append(
             GpuDevice(
                 index=index,
                 name=inner("Product Name") or "unknown NVIDIA GPU",
-                memory_mib=int(memory.group(1)) if memory else None,
+                memory_mib=_leading_number(_section_field(body, "FB Memory Usage", "Total")),
                 architecture=inner("Product Architecture"),
-                mig_mode=mig.group(1) if mig and mig.group(1) != "N/A" else None,
+                mig_mode=mig if mig and mig != "N/A" else None,
                 bus_id=bus_id,
                 uuid=inner("GPU UUID"),
-                max_mem_clock_mhz=int(mem_clock.group(1)) if mem_clock else None,
+                max_mem_clock_mhz=_leading_number(_section_field(body, "Max Clocks", "Memory")),
             )
         )
     if info.driver_version is None:
         raise ValueError("nvidia-smi -q printed no driver version")
     return info
+
+
+def _gpu_blocks(lines: list[_Line]) -> list[tuple[str, list[_Line]]]:
+    """GPU sections: a line "GPU 00000000:01:00.0" at column 0 (split at its first colon by _smi_lines),
+    then every line up to the next such header."""
+    blocks: list[tuple[str, list[_Line]]] = []
+    for line in lines:
+        words = (line.label + (":" + line.value if line.value is not None else "")).split()
+        if line.indent == 0 and len(words) == 2 and words[0] == "GPU" and all(c in BUS_ID_CHARS for c in words[1]):
+            blocks.append((words[1], []))
+        elif blocks:
+            blocks[-1][1].append(line)
+    return blocks
+
+
+BUS_ID_CHARS = frozenset("0123456789abcdefABCDEF:.")
 
 
 # --- failures --------------------------------------------------------------------------------
@@ -141,11 +213,12 @@ SMI_FAILURES = (
     ("missing", re.compile(r"nvidia-smi: (command )?not found|Command 'nvidia-smi' not found", re.I)),
 )
 KERNEL_PATTERNS = (
-    ("off-bus", re.compile(r"GPU ([0-9a-f:.]+)[^.]*?fallen off the bus", re.I)),
+    ("off-bus", re.compile(r"GPU ([0-9a-f:.]{1,40})[^.\n]{0,200}?fallen off the bus", re.I)),
     (
         "api-mismatch",
         re.compile(
-            r"API mismatch: the client(?: '[^']*' \(pid \d+\))? has the version ([\d.]+), but this kernel module has the version ([\d.]+)",
+            r"API mismatch: the client(?: '[^'\n]{0,200}' \(pid \d{1,10}\))? has the version ([\d.]{1,20}), "
+            r"but this kernel module has the version ([\d.]{1,20})",
             re.I,
         ),
     ),
@@ -165,7 +238,7 @@ def scan_kernel_log(text: str) -> list[tuple[str, str]]:
     """(kind, the matching text) for driver trouble in dmesg or syslog output."""
     text = text.replace("#012", "\n")  # rsyslog escapes the newlines of multi-line kernel messages
     # join the continuation lines of a multi-line NVRM message ("\n    NVRM: ...") into one line
-    text = re.sub(r"\s*\n[ \t]*NVRM:\s*", " ", text)
+    text = re.sub(r"[ \t\r]*\n[ \t]*NVRM:[ \t]*", " ", text)
     found = []
     for kind, pattern in KERNEL_PATTERNS:
         for match in pattern.finditer(text):

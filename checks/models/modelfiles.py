@@ -192,6 +192,18 @@ SIZE_KEYS = (
 )  # fmt: skip
 
 
+# Counts that may be 0 (or "auto", mamba_dt_rank), each a whole number when it is one.
+COUNT_KEYS = (
+    "attn_layer_offset", "attn_layer_period", "decoder_sparse_step", "expert_layer_offset", "expert_layer_period",
+    "first_k_dense_replace", "mamba_d_conv", "mamba_d_state", "mamba_dt_rank", "mamba_expand", "moe_layer_freq",
+    "n_shared_experts", "num_nextn_predict_layers", "shared_expert_intermediate_size", "sliding_window_pattern",
+)  # fmt: skip
+# Bounds far above any published model, so that sizing loops and products stay small.
+SIZE_LIMITS = dict.fromkeys(("num_hidden_layers", "n_layer", "num_layers", "n_layers"), 10_000) | dict.fromkeys(
+    ("num_local_experts", "n_routed_experts", "num_experts", "num_experts_per_tok", "moe_top_k", "num_experts_per_token"), 1 << 16
+)
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
@@ -207,6 +219,18 @@ def check_sizes(config: dict[str, Any], path: Path) -> None:
                 continue
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ModelFormatError(f"{path.name}: {prefix}{key} is {json.dumps(value)[:40]}, not a whole number above 0", path)
+            limit = SIZE_LIMITS.get(key, 1 << 32)
+            if value > limit:  # no model has that many: a typo or a hostile file, never sized
+                raise ModelFormatError(f"{path.name}: {prefix}{key} is {value:,}, more than any model has (≤ {limit:,})", path)
+        for key in COUNT_KEYS:
+            value = scope.get(key)
+            if value is None or (key == "mamba_dt_rank" and value == "auto"):
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ModelFormatError(f"{path.name}: {prefix}{key} is {json.dumps(value)[:40]}, not a whole number", path)
+            limit = 1 << 20
+            if value > limit:  # no model has that many: a typo or a hostile file, never sized
+                raise ModelFormatError(f"{path.name}: {prefix}{key} is {value:,}, more than any model has (≤ {limit:,})", path)
 
 
 def read_config(path: Path, limit: int = JSON_LIMIT) -> dict[str, Any]:
@@ -305,7 +329,7 @@ def read_safetensors_header(path: Path) -> dict[str, Any]:
         raw = handle.read(length)
     try:
         header = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, too deep, a number too long
         raise ModelFormatError(f"{path.name}: the {length:,}-byte header is not valid JSON ({exc})", path) from None
     if not isinstance(header, dict):
         raise ModelFormatError(f"{path.name}: the header is not a JSON object", path)

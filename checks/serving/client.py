@@ -326,7 +326,7 @@ def _take(record: Record, data: bytes, now: float, last: float) -> bool:
     """One SSE data payload: a chunk of content (timed: True), the usage, or a malformed event."""
     try:
         event = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise ClientError(f"malformed SSE data after {record.chunks} tokens: {data[:60]!r}", "malformed") from None
     if not isinstance(event, dict):
         raise ClientError(f"an SSE event that is not a JSON object: {data[:60]!r}", "malformed")

@@ -100,7 +100,7 @@ async def find_tokenizer(endpoint: Endpoint, model: str, timeout: float) -> tupl
         try:
             answer = await fetch(endpoint, "POST", path, body("hello world"), timeout)
             count = _count_from(json.loads(answer.body)) if answer.status == 200 else None
-        except (ClientError, ValueError):
+        except (ClientError, ValueError, RecursionError):
             continue
         if count is None:
             continue

@@ -66,7 +66,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(handle)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # TOMLDecodeError, not UTF-8, a 5,000-digit number
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
 
 

@@ -91,7 +91,7 @@ def build_bundle(report: Report, ctx: Context, host: list[EnvRow], redactor: Red
     if docker_config:
         try:
             files["raw/docker-config.json"] = json.dumps(redactor.json(json.loads(docker_config[1])), indent=2)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             files["raw/docker-config.json"] = redactor.text(docker_config[1])
     files["raw/environment-variables.txt"] = "".join(
         f"{k}={redactor.text(v) if not v.startswith('[REDACTED') else v}\n" for k, v in env_vars.items()

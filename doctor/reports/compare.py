@@ -40,16 +40,51 @@ def load_report(path: Path) -> dict[str, Any]:
         if len(raw) > MAX_REPORT_BYTES:
             raise ReportError(f"{path}: larger than {MAX_REPORT_BYTES >> 20} MiB; not a decode-doctor report")
         data = json.loads(raw.decode("utf-8"))
-    except (OSError, StopIteration, json.JSONDecodeError, UnicodeDecodeError, tarfile.TarError, RecursionError) as exc:
+    except (OSError, StopIteration, ValueError, tarfile.TarError, RecursionError) as exc:
         raise ReportError(f"{path}: not a decode-doctor report ({type(exc).__name__}: {exc})") from None
     if not isinstance(data, dict) or "findings" not in data:
         raise ReportError(f"{path}: not a decode-doctor report")
     if data.get("schema_version") != SCHEMA_VERSION:
         raise ReportError(
-            f"{path}: report schema {data.get('schema_version')!r}; this decode-doctor reads schema {SCHEMA_VERSION} "
+            f"{path}: report schema {str(data.get('schema_version'))[:20]!r}; this decode-doctor reads schema {SCHEMA_VERSION} "
             "(run the check again with this version)"
         )
+    problem = shape_problem(data)
+    if problem:
+        raise ReportError(f"{path}: not a decode-doctor report: {problem}")
     return data
+
+
+SEVERITIES = {"error", "warning", "info"}
+
+
+def shape_problem(data: dict[str, Any]) -> str | None:
+    """What diff and merge read, checked for type before they read it (a hand-edited or truncated
+    report is refused with the field named, never a traceback)."""
+    for key, kind in (("findings", list), ("results", list), ("facts", dict), ("tool", dict), ("run", dict)):
+        if key in ("findings", "results") and key not in data:
+            return f"no {key}"
+        if key in data and not isinstance(data[key], kind):
+            return f"{key} is a {type(data[key]).__name__}, not a {kind.__name__}"
+    for index, finding in enumerate(data.get("findings") or []):
+        if not isinstance(finding, dict):
+            return f"findings[{index}] is not an object"
+        for key in ("code", "check", "message"):
+            if not isinstance(finding.get(key), str):
+                return f"findings[{index}].{key} is not a string"
+        if not isinstance(finding.get("severity"), str) or finding["severity"] not in SEVERITIES:
+            return f"findings[{index}].severity is {str(finding.get('severity'))[:20]!r}"
+        if not isinstance(finding.get("path"), str | None):
+            return f"findings[{index}].path is not a string"
+    for index, result in enumerate(data.get("results") or []):
+        if not isinstance(result, dict) or not isinstance(result.get("check"), str) or not isinstance(result.get("state"), str):
+            return f"results[{index}] lacks a check and a state"
+    for key in ("host", "started"):
+        if not isinstance((data.get("run") or {}).get(key, ""), str):
+            return f"run.{key} is not a string"
+    if not isinstance((data.get("tool") or {}).get("version", ""), str):
+        return "tool.version is not a string"
+    return None
 
 
 def typed_facts(report: dict[str, Any], checks: Mapping[str, type[Check]]) -> dict[str, Facts]:
@@ -60,9 +95,11 @@ def typed_facts(report: dict[str, Any], checks: Mapping[str, type[Check]]) -> di
         if facts_type is None:
             continue
         try:
-            found[name] = facts_type.from_dict(data)
-        except (ValueError, TypeError, KeyError):
+            facts = facts_type.from_dict(data)
+            facts.compared()  # facts that cannot say what they compare are left out with the rest
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError, ArithmeticError, RecursionError):
             continue
+        found[name] = facts
     return found
 
 

@@ -1,0 +1,391 @@
+"""The fuzzing harness: every parser and reader decode-doctor points at input it did not write, each
+with the refusals it documents. Inputs are captured fixtures mutated (bytes flipped, cut, repeated,
+spliced, numbers made extreme) and, for JSON, values swapped for values of other types. Anything a
+target raises outside its refusals is a bug. tests/test_fuzz.py runs a bounded budget in CI;
+benchmarks/fuzz.py runs 10⁵ inputs per target with rates, the slowest input and peak memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "fixtures"
+
+EXTREMES = [
+    b"-1", b"0", b"NaN", b"Infinity", b"1e309", b"18446744073709551616", b"9" * 5000, b'"64"', b"[256]", b"{}", b"null",
+    b"true", b"\xff\xfe", b"\x00",
+]  # fmt: skip
+JSON_VALUES: list[Any] = [5, -1, 0, 2**64, 0.5, "x", "", None, True, [], [5], {}, {"a": {}}, "9" * 300]
+
+
+@dataclass
+class Target:
+    name: str
+    seeds: list[bytes]
+    run: Callable[[bytes], Any]
+    refusals: tuple[type[BaseException], ...] = ()
+    json_seeds: bool = False  # also mutate structurally (values of other types)
+    notes: list[str] = field(default_factory=list)
+
+
+def _files(directory: Path, pattern: str = "*") -> list[bytes]:
+    return [p.read_bytes() for p in sorted(directory.glob(pattern)) if p.is_file()]
+
+
+class Scratch:
+    """One reused file for readers that take a path."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="dd-fuzz-"))
+
+    def write(self, name: str, data: bytes) -> Path:
+        path = self.dir / name
+        path.write_bytes(data)
+        return path
+
+
+def mutate(rng: random.Random, data: bytes, seeds: list[bytes]) -> bytes:
+    """One mutation of data (a few edits stacked)."""
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        choice = rng.randrange(8)
+        at = rng.randrange(len(out) + 1)
+        if choice == 0 and out:  # flip bytes
+            for _ in range(rng.randint(1, 8)):
+                out[rng.randrange(len(out))] = rng.randrange(256)
+        elif choice == 1:  # cut
+            end = min(len(out), at + rng.randint(1, 1 + len(out) // 4))
+            del out[at:end]
+        elif choice == 2:  # truncate
+            del out[at:]
+        elif choice == 3 and out:  # repeat a slice
+            end = min(len(out), at + rng.randint(1, 64))
+            out[at:at] = bytes(out[at:end]) * rng.randint(2, 200)
+        elif choice == 4:  # an extreme value where a number was
+            digits = [i for i, b in enumerate(out) if 48 <= b <= 57]
+            if digits:
+                at = rng.choice(digits)
+                end = at
+                while end < len(out) and 48 <= out[end] <= 57:
+                    end += 1
+                out[at:end] = rng.choice(EXTREMES)
+        elif choice == 5:  # splice another seed
+            other = rng.choice(seeds)
+            start = rng.randrange(len(other) + 1)
+            out[at:at] = other[start : start + rng.randint(1, 512)]
+        elif choice == 6:  # random bytes
+            out[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 32)))
+        else:  # nesting
+            out[at:at] = rng.choice([b"[", b"{", b"<a>", b"(", b'"']) * rng.randint(1, 3000)
+    return bytes(out)
+
+
+def mutate_json(rng: random.Random, data: bytes) -> bytes | None:
+    """A value somewhere in the document replaced by one of another type (structure-aware)."""
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    slots: list[tuple[Any, Any]] = []
+
+    def walk(node: Any, depth: int) -> None:
+        if depth > 30:
+            return
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            slots.append((node, key))
+            walk(value, depth + 1)
+
+    walk(document, 0)
+    if not slots:
+        return None
+    for _ in range(rng.randint(1, 3)):
+        node, key = rng.choice(slots)
+        node[key] = rng.choice(JSON_VALUES)
+    try:
+        return json.dumps(document).encode()
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
+def inputs(target: Target, count: int, seed: int = 0) -> Iterator[bytes]:
+    """The seeds themselves, then count mutations of them (deterministic for a seed)."""
+    rng = random.Random(f"{target.name}:{seed}")
+    yield from target.seeds
+    for _ in range(count):
+        base = rng.choice(target.seeds)
+        if target.json_seeds and rng.random() < 0.5:
+            mutated = mutate_json(rng, base)
+            if mutated is not None:
+                yield mutated
+                continue
+        yield mutate(rng, base, target.seeds)
+
+
+# --- the targets ---------------------------------------------------------------------------------
+
+
+def targets() -> list[Target]:
+    scratch = Scratch()
+    return [
+        _nvidia_xml(),
+        _nvidia_text(),
+        _kernel_log(),
+        _daemon_json(scratch),
+        _docker_answers(),
+        _referrers(),
+        _safetensors(scratch),
+        _gguf(scratch),
+        _model_config(scratch),
+        _config_file(scratch),
+        _encodings(),
+        _image_headers(),
+        _reports(scratch),
+        _prometheus(),
+        _sse(),
+    ]
+
+
+def _nvidia_xml() -> Target:
+    from decode_doctor.checks.gpu.nvidia import parse_smi_xml
+
+    return Target(
+        "nvidia-smi -q -x", _files(FIXTURES / "nvidia/nvidia-smi-q-x"), lambda d: parse_smi_xml(d.decode("utf-8", "replace")), (ValueError,)
+    )
+
+
+def _nvidia_text() -> Target:
+    from decode_doctor.checks.gpu.nvidia import classify_smi_failure, parse_smi_text
+
+    seeds = _files(FIXTURES / "nvidia/nvidia-smi-q-text") + _files(FIXTURES / "nvidia/nvidia-smi-errors")
+
+    def run(data: bytes) -> Any:
+        text = data.decode("utf-8", "replace")
+        classify_smi_failure(text)
+        return parse_smi_text(text)
+
+    return Target("nvidia-smi -q (text)", seeds, run, (ValueError,))
+
+
+def _kernel_log() -> Target:
+    from decode_doctor.checks.gpu.nvidia import scan_kernel_log
+
+    seeds = _files(FIXTURES / "nvidia/nvidia-smi-errors", "*mesg*") + _files(FIXTURES / "nvidia/nvidia-smi-errors", "syslog*")
+    return Target("kernel log", seeds, lambda d: scan_kernel_log(d.decode("utf-8", "replace")))
+
+
+def _daemon_json(scratch: Scratch) -> Target:
+    from decode_doctor.checks.docker.daemon_json import read_daemon_json
+    from decode_doctor.checks.docker.engine import image_store, mirrors
+
+    from .harness import make_context
+
+    root = scratch.dir / "daemon-host"
+    (root / "etc/docker").mkdir(parents=True)
+    ctx = make_context(root)
+
+    def run(data: bytes) -> Any:
+        (root / "etc/docker/daemon.json").write_bytes(data)
+        daemon, _ = read_daemon_json(ctx)
+        return image_store({}, daemon), mirrors({}, daemon)
+
+    return Target("daemon.json", _files(FIXTURES / "daemon-json"), run, json_seeds=True)
+
+
+def _docker_answers() -> Target:
+    from decode_doctor.checks.docker.engine import api_version, engine_answers, image_store, mirrors, referrers_exposed
+
+    infos = _files(FIXTURES / "docker-info")
+    versions = [d for d in _files(FIXTURES / "docker-version") if d.lstrip().startswith(b"{")]
+
+    def run(data: bytes) -> Any:
+        try:
+            answer = json.loads(data)
+        except (ValueError, RecursionError):
+            return None
+        version, info = engine_answers(answer, answer)
+        store = image_store(info, None)
+        return api_version(version), mirrors(info, None), referrers_exposed(version, store), sorted(info.get("Runtimes") or {})
+
+    return Target("Docker Engine /info and /version", infos + versions, run, json_seeds=True)
+
+
+def _referrers() -> Target:
+    from decode_doctor.checks.docker.referrers import Answer, judge_referrers
+
+    index = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": []}).encode()
+    seeds = [index, b"<html><body>mirror</body></html>", b"", b'{"errors": [{"code": "NOT_FOUND"}]}', index + b"\n{}"]
+
+    def run(data: bytes) -> Any:
+        return judge_referrers(Answer(200, "application/vnd.oci.image.index.v1+json", data))
+
+    return Target("referrers answer", seeds, run, json_seeds=True)
+
+
+def _safetensors(scratch: Scratch) -> Target:
+    from decode_doctor.checks.models.modelfiles import ModelFormatError, read_safetensors_header
+
+    from .modelgen import write_safetensors
+
+    path = scratch.dir / "seed.safetensors"
+    write_safetensors(path, {"w": ("F16", [4, 4]), "b": ("BF16", [4])}, sparse=False)
+    seeds = [path.read_bytes()]
+
+    def run(data: bytes) -> Any:
+        return read_safetensors_header(scratch.write("fuzz.safetensors", data))
+
+    return Target("safetensors header", seeds, run, (ModelFormatError,))
+
+
+def _gguf(scratch: Scratch) -> Target:
+    from decode_doctor.checks.models.modelfiles import ModelFormatError, read_gguf
+
+    from .modelgen import llama_gguf
+
+    seeds = [llama_gguf(scratch.dir / "seed.gguf").read_bytes()[:65536]]
+
+    def run(data: bytes) -> Any:
+        return read_gguf(scratch.write("fuzz.gguf", data))
+
+    return Target("GGUF header", seeds, run, (ModelFormatError,))
+
+
+def _model_config(scratch: Scratch) -> Target:
+    from decode_doctor.checks.models.architecture import UnknownArchitecture, from_config
+    from decode_doctor.checks.models.modelfiles import ModelFormatError, read_hf_directory
+
+    from .published import CONFIGS
+
+    directory = scratch.dir / "model"
+    directory.mkdir()
+
+    def run(data: bytes) -> Any:
+        (directory / "config.json").write_bytes(data)
+        info = read_hf_directory(directory)
+        try:
+            return from_config(info.__dict__["_config"]).params_total
+        except UnknownArchitecture:
+            return None
+
+    seeds = [json.dumps(config).encode() for config in CONFIGS.values()]
+    return Target("config.json", seeds, run, (ModelFormatError,), json_seeds=True)
+
+
+def _config_file(scratch: Scratch) -> Target:
+    from decode_doctor.engine.config import ConfigError, load_config
+
+    directory = scratch.dir / "cwd"
+    directory.mkdir()
+    seeds = [
+        b'[tool.decode-doctor]\nselect = ["SWAP", "gpu"]\nfail-on = "warning"\ntimeout = 30\n'
+        b'ignore = ["SWAP002", { code = "SWAP003", reason = "containers" }]\n',
+        b"[tool]\nname = 'x'\n",
+    ]
+
+    def run(data: bytes) -> Any:
+        (directory / "pyproject.toml").write_bytes(data)
+        return load_config(None, directory)
+
+    return Target("decode-doctor config (pyproject.toml)", seeds, run, (ConfigError,))
+
+
+def _encodings() -> Target:
+    from decode_doctor.checks.encodings.textenc import converted_bytes, decide
+
+    text = '{"description": "这是一个大型语言模型的配置文件", "note": "Größe", "jp": "設定ファイル"}'
+    seeds = [text.encode("utf-8"), text.encode("gb18030"), "Größe und Maß\n".encode("cp1252"), "設定ファイル".encode("shift_jis")]
+
+    def run(data: bytes) -> Any:
+        verdict = decide(data, ".json")
+        if getattr(verdict, "encoding", None) and getattr(verdict, "text", None) is not None:
+            converted_bytes(verdict, False)
+        return verdict
+
+    return Target("encodings detection", seeds, run)
+
+
+def _image_headers() -> Target:
+    from decode_doctor.checks.images.headers import read_header, sniff
+
+    from .imagegen import encode, frames, gif_extents_bomb, picture, webp_canvas_bomb
+
+    image = picture(24, 16)
+    seeds = [encode(image, fmt) for fmt in ("PNG", "JPEG", "GIF", "WEBP", "BMP", "TIFF", "ICO", "TGA")]
+    seeds += [gif_extents_bomb(), webp_canvas_bomb()]
+    animated = frames(3)
+    seeds.append(encode(animated[0], "GIF", save_all=True, append_images=animated[1:]))
+
+    def run(data: bytes) -> Any:
+        fmt = sniff(data[:64])
+        return read_header(fmt, data) if fmt else None
+
+    return Target("image headers", seeds, run)
+
+
+def _reports(scratch: Scratch) -> Target:
+    from decode_doctor.engine.registry import load
+    from decode_doctor.reports.compare import ReportError, difference, load_report, matrix
+
+    from .harness import cli
+
+    hosts = ("swap60-rhel7", "gpu-h200", "boot-regress")
+    seeds = [
+        cli("check", "--root", str(FIXTURES / "hosts" / h), "--select", "swappiness,gpu", "--format", "json").stdout.encode() for h in hosts
+    ]
+    checks = load().checks
+    baseline = scratch.write("baseline.json", seeds[0])
+
+    def run(data: bytes) -> Any:
+        path = scratch.write("fuzz-report.json", data)
+        report = load_report(path)
+        before = load_report(baseline)
+        return difference(before, report, (baseline, path), checks).lines(), matrix([("a", before), ("b", report)])
+
+    return Target("reports for diff and merge", seeds, run, (ReportError,), json_seeds=True)
+
+
+def _prometheus() -> Target:
+    from decode_doctor.checks.serving.promtext import parse
+
+    return Target("Prometheus /metrics", _files(FIXTURES / "serving", "*.prom"), parse, (ValueError,))
+
+
+def _sse() -> Target:
+    from decode_doctor.checks.serving.client import ClientError, Record, _take
+
+    seeds = [
+        line for line in (FIXTURES / "serving/llamacpp-chat-stream-with-timings.sse").read_bytes().split(b"\n") if line.startswith(b"data:")
+    ]
+
+    def run(data: bytes) -> Any:
+        record = Record()
+        return _take(record, data[5:].strip(), 1.0, 0.5)
+
+    return Target("SSE events", [s for s in seeds if s != b"data: [DONE]"], run, (ClientError,), json_seeds=False)
+
+
+def run_one(target: Target, data: bytes) -> BaseException | None:
+    """The exception a target raised outside its refusals, or None."""
+    try:
+        target.run(data)
+    except target.refusals:
+        return None
+    except Exception as exc:
+        return exc
+    return None
+
+
+def describe(exc: BaseException) -> str:
+    frame = exc.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    where = f"{os.path.relpath(frame.tb_frame.f_code.co_filename, REPO)}:{frame.tb_lineno}" if frame else "?"
+    return f"{type(exc).__name__} at {where}: {str(exc)[:160]}"
