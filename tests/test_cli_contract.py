@@ -238,3 +238,51 @@ def test_list_names_each_input_by_its_flag_and_ignored_lines_say_the_selector_on
         ignored = [Item("SWAP001", "SWAP001"), Item("SWAP004", "SWAP")]
 
     assert _ignored_lines(View()) == ["ignored SWAP001", "ignored SWAP004 by SWAP"]
+
+
+def test_fifos_named_like_model_files_are_refused_not_waited_on(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    os.mkfifo(model / "config.json")
+    os.mkfifo(tmp_path / "m.gguf")
+    started = time.monotonic()
+    estimate = cli("estimate", "--model", str(tmp_path / "m.gguf"), "--bandwidth", "10")
+    assert estimate.exit_code == 2 and "a FIFO, not a regular file" in estimate.stderr
+    text = cli("check", "--select", "encodings", "--model", str(model))
+    assert "ENC008" in text.stdout and "a FIFO" in text.stdout and "timed out" not in text.stdout
+    assert time.monotonic() - started < 20  # nothing blocked on a read
+
+
+def test_a_png_whose_data_inflates_far_past_its_pixels_is_caught_with_flat_memory(tmp_path):
+    import struct
+    import zlib
+
+    from decode_doctor.checks.images.decode import _png_structure
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+    packer = zlib.compressobj(9)
+    idat = b"".join(packer.compress(bytes(1 << 20)) for _ in range(64)) + packer.flush()  # 64 MiB of zeros
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0)) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+    (problem,) = _png_structure(png)
+    assert problem.code == "IMG013" and "decompression bomb" in problem.message
+
+
+def test_file_names_that_are_not_utf8_are_shown_escaped_quarantined_and_restored(tmp_path):
+    dataset = tmp_path / "data"
+    dataset.mkdir()
+    bad = os.fsdecode(bytes(dataset) + b"/bad\xff.jpg")
+    Path(bad).write_bytes(b"not a jpeg")
+    for fmt in ("json", "markdown", "html"):
+        out = tmp_path / f"r.{fmt}"
+        result = cli("check", "--select", "images", "--images", str(dataset), "--format", fmt, "-o", str(out))
+        assert result.exit_code == 1 and "internal error" not in result.stderr, result.stderr
+        assert ("bad\\\\xff.jpg" if fmt == "json" else "bad\\xff.jpg") in out.read_text(encoding="utf-8")
+    paths = [f["path"] for f in json.loads((tmp_path / "r.json").read_text())["findings"]]
+    assert paths == [f"{dataset}/bad\\xff.jpg"]
+    state = tmp_path / "state"
+    fixed = cli("check", "--select", "images", "--images", str(dataset), "--fix", "--yes", "--state-dir", str(state))
+    assert "IMG002: resolved" in fixed.stdout and not Path(bad).exists()
+    assert cli("undo", "--state-dir", str(state)).exit_code == 0
+    assert Path(bad).read_bytes() == b"not a jpeg" and not (tmp_path / "data.quarantine").exists()

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from decode_doctor.engine import Check, Code, Context, Facts, Finding, FixRef, Needs, Option, Severity
+from decode_doctor.engine.files import open_regular
 
 LOADER_NAMES = {
     "config.json",
@@ -315,9 +316,7 @@ def walk(given: Path, on_link_out: Any) -> Iterator[TextFile]:
 
 
 def _read(target: Path) -> bytes:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(target, flags)
-    with os.fdopen(fd, "rb") as handle:
+    with open_regular(target, follow=False) as handle:  # a FIFO named config.json never blocks the check
         return handle.read(MAX_ANALYSE + 1)
 
 
@@ -326,7 +325,7 @@ def _utf8_stream_ok(target: Path) -> bool:
 
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     try:
-        with open(target, "rb") as handle:
+        with open_regular(target, follow=False) as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 decoder.decode(block)
             decoder.decode(b"", final=True)

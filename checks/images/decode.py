@@ -288,6 +288,25 @@ def _heif_plugin() -> bool:
     return True
 
 
+def _png_size(data: bytes) -> tuple[int, int]:
+    return struct.unpack(">II", data[16:24]) if len(data) >= 24 else (0, 0)
+
+
+PNG_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
+
+
+def _png_data_bytes(data: bytes) -> int:
+    """The most bytes the IHDR's image can inflate to: a filter byte per row and the rows' pixels
+    (Adam7 adds a filter byte per row of each of 7 passes), plus a little slack."""
+    if len(data) < 29:
+        return 1 << 62
+    width, height = _png_size(data)
+    depth, color, interlace = data[24], data[25], data[28]
+    row = (width * depth * PNG_CHANNELS.get(color, 4) + 7) // 8
+    rows = height * (7 if interlace else 1)
+    return rows + rows * (row + 8) + 4096
+
+
 def _png_structure(data: bytes) -> list[Problem]:
     """Every chunk's CRC, a sane IHDR first, the zlib stream over the IDATs inflated in steps and
     thrown away (memory stays flat whatever the header claims), IEND, and what follows it."""
@@ -296,6 +315,7 @@ def _png_structure(data: bytes) -> list[Problem]:
     problems: list[Problem] = []
     pos, inflater, seen_iend, first = 8, zlib.decompressobj(), False, True
     zlib_broken = False
+    inflated, needed = 0, _png_data_bytes(data)
     while pos + 8 <= len(data):
         length, ctype = struct.unpack(">I4s", data[pos : pos + 8])
         end = pos + 12 + length
@@ -311,9 +331,16 @@ def _png_structure(data: bytes) -> list[Problem]:
                 return [Problem("IMG013", "bad header", "the PNG does not start with an IHDR chunk")]
         if ctype == b"IDAT" and not zlib_broken:
             try:
-                inflater.decompress(body, INFLATE_STEP)
-                while inflater.unconsumed_tail:
-                    inflater.decompress(inflater.unconsumed_tail, INFLATE_STEP)
+                inflated += len(inflater.decompress(body, INFLATE_STEP))
+                while inflater.unconsumed_tail and inflated <= needed:
+                    inflated += len(inflater.decompress(inflater.unconsumed_tail, INFLATE_STEP))
+                if inflated > needed:  # a 1×1 image whose data inflates to a gigabyte: stop, say so
+                    message = (
+                        f"the PNG image data inflates to more than {needed:,} bytes, all its "
+                        f"{'×'.join(map(str, _png_size(data)))} pixels need; the rest is a decompression bomb"
+                    )
+                    problems.append(Problem("IMG013", "zlib", message))
+                    zlib_broken = True
             except zlib.error as exc:
                 problems.append(Problem("IMG013", "zlib", f"the PNG image data is not a valid zlib stream: {exc}"))
                 zlib_broken = True

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from decode_doctor.engine.files import open_regular
+
 HEX64 = re.compile(r"[0-9a-f]{64}")
 HEX40 = re.compile(r"[0-9a-f]{40}")
 SKIP_DIRS = {".git", "__pycache__"}
@@ -154,7 +156,7 @@ def digest(path: Path, algorithm: str, progress: HashProgress) -> str:
     buffer = bytearray(HASH_BLOCK)
     view = memoryview(buffer)
     zeros = memoryview(bytes(HASH_BLOCK))
-    with open(path, "rb", buffering=0) as handle:
+    with open_regular(path, buffering=0) as handle:
         for start, end, is_data in _extents(handle.fileno(), size):
             if not is_data:
                 for offset in range(start, end, HASH_BLOCK):

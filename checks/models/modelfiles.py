@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from decode_doctor.engine.files import NotRegular, open_regular
+
 SAFETENSORS_MAX_HEADER = 100_000_000
 JSON_LIMIT = 64 << 20  # config.json, tokenizer.json and friends: read whole only below this
 SAFETENSORS_BITS = {
@@ -163,6 +165,16 @@ def _first(config: dict[str, Any], *keys: str) -> Any:
         if config.get(key) is not None:
             return config[key]
     return None
+
+
+def _open(path: Path) -> BinaryIO:
+    """A model file opened for reading; ModelFormatError for a FIFO, device or socket (never blocks)."""
+    try:
+        return open_regular(path)
+    except NotRegular as exc:
+        raise ModelFormatError(f"{path.name} is {exc.strerror}", path) from None
+    except FileNotFoundError:
+        raise ModelFormatError(f"{path.name} is missing (a dangling link?)", path, "missing") from None
 
 
 def read_regular(path: Path, limit: int) -> bytes:
@@ -312,7 +324,7 @@ def read_safetensors_header(path: Path) -> dict[str, Any]:
     """The header of a safetensors file, checked the way the safetensors library checks it: every
     entry well formed, the tensors' byte ranges contiguous from 0, and the file exactly that long."""
     size = path.stat().st_size
-    with open(path, "rb") as handle:
+    with _open(path) as handle:
         head = handle.read(8)
         if len(head) < 8:
             raise ModelFormatError(f"{path.name}: truncated: {size} bytes, not even the 8-byte header length", path, "truncated")
@@ -502,7 +514,7 @@ def read_gguf_header(path: Path) -> GgufHeader:
     """The metadata and tensor table of a GGUF file, checked against the file's size; vocabularies
     and other large arrays are skipped by seeking, so only the header is read."""
     size = path.stat().st_size
-    with open(path, "rb") as handle:
+    with _open(path) as handle:
         magic = handle.read(4)
         reader = _Reader(handle, path, size)
         if magic != b"GGUF":
@@ -601,7 +613,7 @@ def read_model(path: Path) -> ModelInfo:
         if ggufs and not (path / "config.json").exists():
             return read_gguf(ggufs[0])
         return read_hf_directory(path)
-    with open(path, "rb") as handle:
+    with _open(path) as handle:
         magic = handle.read(4)
     if path.suffix == ".gguf" or magic == b"GGUF":
         return read_gguf(path)

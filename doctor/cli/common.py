@@ -89,7 +89,9 @@ class TerminalDialogue:
         self.interactive = interactive
 
     def say(self, text: str) -> None:
-        click.echo(text, file=self.stream)
+        from ..reports.textsafe import shown
+
+        click.echo(shown(text), file=self.stream)  # a file name that is not UTF-8: its bytes as \xNN
 
     def confirm(self, question: str) -> bool:
         return click.confirm(question, default=False)
@@ -245,10 +247,13 @@ def guarded(debug: bool, action: Callable[[], int]) -> None:
 def write_report(view: Any, fmt: str, output: Path | None, verbose: bool) -> None:
     """Render a report view to -o FILE (saying so on stderr) or to stdout."""
     from ..reports.render import render
+    from ..reports.textsafe import ESCAPE
 
     if output is not None:
-        with open(output, "w", encoding="utf-8") as stream:
+        with open(output, "w", encoding="utf-8", errors=ESCAPE) as stream:  # file names that are not UTF-8: \xNN
             render(view, fmt, stream, tty=False, verbose=verbose)
         click.echo(f"report written to {output}", err=True)
     else:
+        if hasattr(sys.stdout, "reconfigure"):
+            sys.stdout.reconfigure(errors=ESCAPE)
         render(view, fmt, sys.stdout, tty=sys.stdout.isatty(), verbose=verbose)

@@ -63,6 +63,7 @@ def _report(request: Any, output: Path, params: dict[str, Any], state_dir: Path)
     from ..reports.bundle import LeakError, build_bundle, write_bundle
     from ..reports.environment import host_rows
     from ..reports.redact import Redactor
+    from ..reports.textsafe import to_bytes
 
     fmt, redact_hosts, no_redact = params["fmt"], params["redact_hosts"], params["no_redact"]
     # py-cpuinfo samples the clock for about a second: let it run in its own process beside the checks
@@ -92,7 +93,7 @@ def _report(request: Any, output: Path, params: dict[str, Any], state_dir: Path)
         if fmt == "prometheus":
             from ..reports.prometheus import render_prometheus
 
-            bundle.files = {"metrics.prom": redactor.text(render_prometheus(view)).encode()}
+            bundle.files = {"metrics.prom": to_bytes(redactor.text(render_prometheus(view)))}
         else:
             bundle.files = {SINGLE[fmt]: bundle.files[SINGLE[fmt]]}
         bundle.name = f"{bundle.name}-{next(iter(bundle.files))}"

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ..fixes.journal import LockBusy, UndoError, default_state_dir, list_runs, undo_run
+from ..reports.textsafe import shown
 from .common import CONTEXT, guarded
 
 
@@ -36,7 +37,7 @@ def _undo(run_id: str | None, state_dir: Path, given: bool, list_only: bool, for
         if not runs:
             click.echo(f"No fix runs in {state_dir}.")
         for run in runs:
-            click.echo(f"{run.run_id}  {run.started}  {run.actions} action(s)  {run.status}  {' '.join(run.argv)}")
+            click.echo(shown(f"{run.run_id}  {run.started}  {run.actions} action(s)  {run.status}  {' '.join(run.argv)}"))
         return 0
     try:
         undone_id, outcomes = undo_run(state_dir, run_id, force=force)
@@ -45,7 +46,7 @@ def _undo(run_id: str | None, state_dir: Path, given: bool, list_only: bool, for
         return 2
     click.echo(f"Undo of fix run {undone_id}:")
     for target, status in outcomes:
-        click.echo(f"    {target}: {status}")
+        click.echo(shown(f"    {target}: {status}"))
     if any(status.startswith("conflict") for _, status in outcomes):
         click.echo(
             "Some targets changed after the fix and were left alone; the originals are in the run's backups/. Use --force to restore "

@@ -285,7 +285,8 @@ def _append_manifest(manifest: Path, entry: Record) -> None:
     entry = {**entry, "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
     fd = os.open(manifest, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, (json.dumps(entry, ensure_ascii=False) + "\n").encode())
+        # ensure_ascii: a file name that is not UTF-8 is kept exactly (as \udcXX escapes), never a failure
+        os.write(fd, (json.dumps(entry) + "\n").encode())
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -22,6 +22,7 @@ from .html import render_html
 from .markdown import markdown
 from .redact import Redactor
 from .report import Report
+from .textsafe import escaped_tree, to_bytes
 from .view import ReportView, build_view
 
 RAW_FILE_LIMIT = 1 << 20
@@ -97,11 +98,11 @@ def build_bundle(report: Report, ctx: Context, host: list[EnvRow], redactor: Red
         f"{k}={redactor.text(v) if not v.startswith('[REDACTED') else v}\n" for k, v in env_vars.items()
     )
     view = build_view(report, redactor, codes, host)
-    files["report.json"] = json.dumps(view.to_json(), indent=2, ensure_ascii=False)
+    files["report.json"] = json.dumps(escaped_tree(view.to_json()), indent=2, ensure_ascii=False)
     files["report.md"] = markdown(view)
     files["report.html"] = render_html(view)
     # a second pass: values learned late (in raw files) are scrubbed from everything
-    encoded = {name: redactor.text(text).encode() for name, text in files.items()}
+    encoded = {name: to_bytes(redactor.text(text)) for name, text in files.items()}
     return Bundle(f"decode-doctor-{_slug(redactor.text(host_name))}-{stamp}", encoded), view
 
 

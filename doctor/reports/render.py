@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
+from .textsafe import escaped_tree
 from .view import ReportView
 
 FORMATS = ("text", "json", "markdown", "html", "prometheus")
@@ -12,7 +13,7 @@ FORMATS = ("text", "json", "markdown", "html", "prometheus")
 
 def render(view: ReportView, fmt: str, stream: TextIO, *, tty: bool, verbose: bool = False) -> None:
     if fmt == "json":
-        json.dump(view.to_json(), stream, indent=2, ensure_ascii=False)
+        json.dump(escaped_tree(view.to_json()), stream, indent=2, ensure_ascii=False)
         stream.write("\n")
     elif fmt == "markdown":
         from .markdown import markdown

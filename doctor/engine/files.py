@@ -1,0 +1,49 @@
+"""Opening files decode-doctor did not create: a FIFO, a device or a socket is refused before any read
+can block on it (the open itself does not block: O_NONBLOCK), and links can be refused too."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+
+class NotRegular(OSError):
+    """The path is a FIFO, device, socket or directory: never read."""
+
+
+def kind_of(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "not a regular file"
+
+
+def open_regular(path: str | os.PathLike[str], *, follow: bool = True, buffering: int = -1) -> BinaryIO:
+    """The file opened for binary reading; NotRegular for anything but a regular file (ELOOP as an
+    OSError for a link when follow is False)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegular(errno.EINVAL, f"{kind_of(mode)}, not a regular file; not read", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=buffering)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
