@@ -38,4 +38,12 @@ class EncodingsFixer(Fixer):
             description = f"convert from {encoding} to UTF-8"
         crlf = b"\r\n" in data
         notes = [f"same text, {len(data)} → {len(content)} bytes" + ("; CRLF line endings kept" if crlf else "")]
-        return Plan(finding, description, [ReplaceFile(path, content, expected_sha256=sha, label=str(path))], notes)
+        within = _tree_of(path, ctx.models)
+        action = ReplaceFile(path, content, expected_sha256=sha, label=str(path), within=within)
+        return Plan(finding, description, [action], notes)
+
+
+def _tree_of(path: Path, trees: tuple[Path, ...]) -> Path | None:
+    """The --model tree that holds path (the deepest, as given): writes are reached from it without links."""
+    holders = [Path(tree) for tree in trees if Path(tree).is_dir() and Path(tree) in path.parents]
+    return max(holders, key=lambda tree: len(tree.parts)) if holders else None

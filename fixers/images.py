@@ -19,11 +19,22 @@ class ImagesFixer(Fixer):
         if params["action"] == "rename":
             if destination.exists():
                 raise ValueError(f"{destination} already exists; rename {source.name} by hand")
+            within = next((Path(d) for d in ctx.images if Path(d) in source.parents), None)
             move = MoveFile(
-                source, destination, reason="the extension did not match the image format", expected_sha256=params.get("sha256")
+                source,
+                destination,
+                reason="the extension did not match the image format",
+                expected_sha256=params.get("sha256"),
+                within=within,
             )
             return Plan(finding, f"rename to {destination.name}", [move], ["update annotation files that name the old file"])
+        within = next((Path(d) for d in ctx.images if Path(d) in source.parents), None)
         move = MoveFile(
-            source, destination, reason=params["reason"], manifest=Path(params["manifest"]), expected_sha256=params.get("sha256")
+            source,
+            destination,
+            reason=params["reason"],
+            manifest=Path(params["manifest"]),
+            expected_sha256=params.get("sha256"),
+            within=within,
         )
         return Plan(finding, "quarantine", [move])

@@ -286,3 +286,31 @@ def test_file_names_that_are_not_utf8_are_shown_escaped_quarantined_and_restored
     assert "IMG002: resolved" in fixed.stdout and not Path(bad).exists()
     assert cli("undo", "--state-dir", str(state)).exit_code == 0
     assert Path(bad).read_bytes() == b"not a jpeg" and not (tmp_path / "data.quarantine").exists()
+
+
+@pytest.mark.parametrize("kind", ["images", "encodings"])
+def test_a_directory_swapped_for_a_link_after_the_check_is_refused_by_the_fix(tmp_path, kind):
+    """Between the scan and the fix (the confirmation prompt is such a window) a scanned sub-directory
+    becomes a symbolic link to a directory outside the tree holding a file of the same name and bytes:
+    the fix must not convert or quarantine the file outside."""
+    import shutil
+
+    from .support.harness import run_fix
+
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    sub = tree / "sub"
+    sub.mkdir(parents=True)
+    name, data = ("broken.jpg", b"not a jpeg") if kind == "images" else ("notes.txt", "配置文件说明，请勿修改。\n".encode("gbk"))
+    (sub / name).write_bytes(data)
+    shutil.copytree(sub, outside)
+
+    def swap(step: int) -> None:
+        if step == 2 and (sub / name).exists() and not sub.is_symlink():  # the intent is journaled; now the swap
+            shutil.rmtree(sub)
+            sub.symlink_to(outside)
+
+    inputs = {"images": (tree,)} if kind == "images" else {"models": (tree,)}
+    _outcome, dialogue = run_fix(kind, state_dir=tmp_path / "state", on_step=swap, **inputs)
+    assert (outside / name).read_bytes() == data, dialogue.text  # untouched
+    assert "symbolic link or not a directory" in dialogue.text, dialogue.text
+    assert not (tmp_path / "tree.quarantine" / "sub" / name).exists()

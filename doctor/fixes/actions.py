@@ -9,14 +9,25 @@ from __future__ import annotations
 
 import difflib
 import os
+import secrets
 import shlex
-import tempfile
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ..engine.findings import Finding
-from .atomic import TEMP_SUFFIX, UnsafeTarget, atomic_write, fsync_dir, sha256_bytes, sha256_file, write_in_place
+from .atomic import (
+    TEMP_SUFFIX,
+    UnsafeTarget,
+    atomic_write,
+    atomic_write_at,
+    fsync_dir,
+    open_dir_within,
+    sha256_bytes,
+    sha256_file,
+    write_in_place,
+)
 
 Record = dict[str, Any]
 
@@ -81,6 +92,7 @@ class ReplaceFile(Action):
     label: str = ""  # how to show the path (e.g. without the --root prefix)
     expected_sha256: str | None = None  # refuse if the file changed since the plan was made
     max_preview_lines: int = 40
+    within: Path | None = None  # the scanned tree: written through a handle reached from it without links
 
     @property
     def shown(self) -> str:
@@ -116,9 +128,12 @@ class ReplaceFile(Action):
             raise UnsafeTarget(f"{self.path} is not a regular file; refusing to replace it")
         if self.expected_sha256 is not None and sha256_file(self.path) != self.expected_sha256:
             raise UnsafeTarget(f"{self.shown} changed since it was checked; run the check again")
+        if self.within is not None:
+            os.close(open_dir_within(self.within, self.path.parent))
         top = existing_ancestor(self.path.parent)
         missing = [str(p) for p in [self.path.parent, *self.path.parent.parents] if p != top and top in p.parents]
         return {
+            "within": str(self.within) if self.within is not None else None,
             "path": str(self.path),
             "shown": self.shown,
             "sha256_before": sha256_file(self.path),
@@ -132,6 +147,13 @@ class ReplaceFile(Action):
         _backup_bytes(self.path, backup_path)
 
     def apply(self) -> None:
+        if self.within is not None:
+            fd = open_dir_within(self.within, self.path.parent)
+            try:
+                atomic_write_at(fd, self.path.name, self.content, mode=None if self.path.exists() else self.create_mode)
+            finally:
+                os.close(fd)
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         mode = None if self.path.exists() else self.create_mode
         atomic_write(self.path, self.content, mode=mode)
@@ -144,7 +166,13 @@ class ReplaceFile(Action):
             return "original"
         if current != record["sha256_after"] and not force:
             return f"conflict: {record['shown']} changed after the fix; left as it is"
-        if record["existed"]:
+        if record["existed"] and record.get("within"):
+            fd = open_dir_within(Path(record["within"]), path.parent)
+            try:
+                atomic_write_at(fd, path.name, (run_dir / record["backup"]).read_bytes(), mode=record["mode"])
+            finally:
+                os.close(fd)
+        elif record["existed"]:
             backup = run_dir / record["backup"]
             atomic_write(path, backup.read_bytes(), mode=record["mode"], uid=record["uid"], gid=record["gid"])
         else:
@@ -225,55 +253,78 @@ class WriteTunable(Action):
         return "restored"
 
 
-def _same_filesystem(a: Path, b: Path) -> bool:
-    return a.stat().st_dev == existing_ancestor(b).stat().st_dev
-
-
-def move_file(src: Path, dst: Path, expected_sha256: str | None = None) -> None:
-    """Moves a regular file without ever losing it: rename on one filesystem; across filesystems
-    copy to a temp file beside dst, fsync, verify the sha256, rename, fsync, and only then delete src."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    if dst.exists() or dst.is_symlink():
+def move_file(src: Path, dst: Path, expected_sha256: str | None = None, *, src_dir: int | None = None, dst_dir: int | None = None) -> None:
+    """Moves a regular file without ever losing it: a hard link then the unlink on one filesystem;
+    across filesystems a copy to a temp file beside dst, fsync, sha256 checked, linked into place, and
+    only then src deleted. src_dir / dst_dir are handles on the directories (open_dir_within): names are
+    then resolved in them, so a directory swapped for a symbolic link cannot redirect the move."""
+    s = src.name if src_dir is not None else str(src)
+    d = dst.name if dst_dir is not None else str(dst)
+    if dst_dir is None:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.stat(d, dir_fd=dst_dir, follow_symlinks=False)
         raise UnsafeTarget(f"{dst} already exists; refusing to overwrite it")
-    if _same_filesystem(src, dst.parent):
+    except FileNotFoundError:
+        pass
+    try:
+        source = os.stat(s, dir_fd=src_dir, follow_symlinks=False)
+    except FileNotFoundError:
+        raise UnsafeTarget(f"{src} is gone (moved by another run?); nothing was moved") from None
+    if not stat.S_ISREG(source.st_mode):
+        raise UnsafeTarget(f"{src} is not a regular file now; refusing to move it")
+    target_dev = os.fstat(dst_dir).st_dev if dst_dir is not None else existing_ancestor(dst.parent).stat().st_dev
+
+    def sync(fd: int | None, directory: Path) -> None:
+        if fd is not None:
+            os.fsync(fd)
+        else:
+            fsync_dir(directory)
+
+    if source.st_dev == target_dev:
         try:  # a link never replaces what another run put at dst meanwhile (a rename would)
-            os.link(src, dst, follow_symlinks=False)
+            os.link(s, d, src_dir_fd=src_dir, dst_dir_fd=dst_dir, follow_symlinks=False)
         except FileExistsError:
             raise UnsafeTarget(f"{dst} already exists; refusing to overwrite it") from None
         except FileNotFoundError:
             raise UnsafeTarget(f"{src} is gone (moved by another run?); nothing was moved") from None
-        fsync_dir(dst.parent)
-        src.unlink()
-        fsync_dir(src.parent)
+        sync(dst_dir, dst.parent)
+        os.unlink(s, dir_fd=src_dir)
+        sync(src_dir, src.parent)
         return
-    try:
-        data = src.read_bytes()
-    except FileNotFoundError:
-        raise UnsafeTarget(f"{src} is gone (moved by another run?); nothing was moved") from None
+    fd = os.open(s, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=src_dir)
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read()
     digest = sha256_bytes(data)
     if expected_sha256 and digest != expected_sha256:
         raise UnsafeTarget(f"{src} changed since it was checked")
-    mode = src.stat().st_mode & 0o7777
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=TEMP_SUFFIX, dir=dst.parent)
+    tmp = f".{dst.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    tmp_path = tmp if dst_dir is not None else str(dst.parent / tmp)
+    out = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dst_dir)
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with os.fdopen(out, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fchmod(handle.fileno(), mode)
+            os.fchmod(handle.fileno(), source.st_mode & 0o7777)
             os.fsync(handle.fileno())
-        if sha256_file(Path(tmp_name)) != digest:
-            raise OSError(f"the copy of {src} in {dst.parent} does not match the original")
-        os.link(tmp_name, dst)  # fails, rather than replaces, when dst appeared meanwhile
-        os.unlink(tmp_name)
+        check = os.open(tmp_path, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dst_dir)
+        with os.fdopen(check, "rb") as handle:
+            if sha256_bytes(handle.read()) != digest:
+                raise OSError(f"the copy of {src} in {dst.parent} does not match the original")
+        os.link(tmp_path, d, src_dir_fd=dst_dir, dst_dir_fd=dst_dir, follow_symlinks=False)  # fails if dst appeared
+        os.unlink(tmp_path, dir_fd=dst_dir)
     except FileExistsError:
-        Path(tmp_name).unlink(missing_ok=True)
+        os.unlink(tmp_path, dir_fd=dst_dir)
         raise UnsafeTarget(f"{dst} already exists; refusing to overwrite it") from None
     except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
+        try:
+            os.unlink(tmp_path, dir_fd=dst_dir)
+        except FileNotFoundError:
+            pass
         raise
-    fsync_dir(dst.parent)
-    src.unlink()
-    fsync_dir(src.parent)
+    sync(dst_dir, dst.parent)
+    os.unlink(s, dir_fd=src_dir)
+    sync(src_dir, src.parent)
 
 
 def _append_manifest(manifest: Path, entry: Record) -> None:
@@ -302,6 +353,7 @@ class MoveFile(Action):
     reason: str = ""
     manifest: Path | None = None  # a JSON-lines manifest to append to (quarantine)
     expected_sha256: str | None = None
+    within: Path | None = None  # the scanned tree holding path: reached through handles, never a link
 
     @property
     def shown(self) -> str:
@@ -325,8 +377,11 @@ class MoveFile(Action):
             raise UnsafeTarget(f"{self.path} changed since it was checked; run the check again")
         if self.destination.exists():
             raise UnsafeTarget(f"{self.destination} already exists; refusing to overwrite it")
+        if self.within is not None:
+            os.close(open_dir_within(self.within, self.path.parent))
         top = existing_ancestor(self.destination.parent)
         return {
+            "within": str(self.within) if self.within is not None else None,
             "created_dirs": [str(p) for p in [self.destination.parent, *self.destination.parent.parents] if top in p.parents],
             "manifest_existed": bool(self.manifest and self.manifest.exists()),
             "path": str(self.path),
@@ -357,7 +412,15 @@ class MoveFile(Action):
         )
 
     def apply(self) -> None:
-        move_file(self.path, self.destination, self.expected_sha256)
+        if self.within is None:
+            move_file(self.path, self.destination, self.expected_sha256)
+            return
+        fd = open_dir_within(self.within, self.path.parent)
+        try:
+            same_dir = fd if self.destination.parent == self.path.parent else None  # a rename: both names in the handle
+            move_file(self.path, self.destination, self.expected_sha256, src_dir=fd, dst_dir=same_dir)
+        finally:
+            os.close(fd)
 
     @staticmethod
     def undo(record: Record, run_dir: Path, force: bool = False) -> str:
@@ -374,7 +437,14 @@ class MoveFile(Action):
             return f"conflict: {dst} is gone; cannot restore {src}"
         if sha256_file(dst) != record["sha256"] and not force:
             return f"conflict: {dst} changed after the move; left as it is"
-        move_file(dst, src)
+        if record.get("within"):
+            fd = open_dir_within(Path(record["within"]), src.parent)
+            try:
+                move_file(dst, src, dst_dir=fd)
+            finally:
+                os.close(fd)
+        else:
+            move_file(dst, src)
         if record.get("manifest"):
             _append_manifest(Path(record["manifest"]), {"restored": str(src), "from": str(dst), "sha256": record["sha256"]})
         _tidy_quarantine(record)

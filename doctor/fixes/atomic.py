@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import secrets
+import stat
 import tempfile
 from pathlib import Path
 
@@ -33,6 +36,58 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def open_dir_within(top: Path, directory: Path) -> int:
+    """A handle on directory, reached from top one component at a time with O_NOFOLLOW: a component
+    swapped for a symbolic link (or a file) since the scan is refused (UnsafeTarget), so a write
+    through the handle stays inside the tree that was checked."""
+    try:
+        parts = directory.relative_to(top).parts
+    except ValueError:
+        raise UnsafeTarget(f"{directory} is not inside {top}; refusing to write there") from None
+    flags = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(top, flags)
+    for part in parts:
+        try:
+            child = os.open(part, flags | os.O_NOFOLLOW, dir_fd=fd)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise UnsafeTarget(f"{directory}: {part} is now a symbolic link or not a directory; refusing to write through it") from None
+            raise
+        os.close(fd)
+        fd = child
+    return fd
+
+
+def atomic_write_at(dir_fd: int, name: str, data: bytes, *, mode: int | None = None) -> None:
+    """atomic_write relative to a directory handle (open_dir_within): the same temp, fsync, rename."""
+    try:
+        old = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        old = None
+    if old is not None and not stat.S_ISREG(old.st_mode):
+        raise UnsafeTarget(f"{name} is not a regular file; refusing to replace it")
+    mode = (old.st_mode & 0o7777 if old is not None else 0o644) if mode is None else mode
+    tmp = f".{name}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            if old is not None and (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+                os.fchown(handle.fileno(), old.st_uid, old.st_gid)
+            os.fsync(handle.fileno())
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except FileNotFoundError:
+            pass
+        raise
+    os.fsync(dir_fd)
 
 
 def atomic_write(path: Path, data: bytes, *, mode: int | None = None, uid: int | None = None, gid: int | None = None) -> None:
