@@ -314,3 +314,65 @@ def test_a_directory_swapped_for_a_link_after_the_check_is_refused_by_the_fix(tm
     assert (outside / name).read_bytes() == data, dialogue.text  # untouched
     assert "symbolic link or not a directory" in dialogue.text, dialogue.text
     assert not (tmp_path / "tree.quarantine" / "sub" / name).exists()
+
+
+HOSTILE_CONFIG_VALUES = [
+    ("num_hidden_layers", "NaN"), ("head_dim", '"64"'), ("hidden_size", "[256]"), ("max_position_embeddings", "-1"),
+    ("kv_lora_rank", '"512a"'), ("n_shared_experts", '"' + "9" * 300 + '"'), ("num_hidden_layers", "18446744073709551616"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("key", "value"), HOSTILE_CONFIG_VALUES)
+def test_a_config_value_of_the_wrong_type_is_a_finding_not_a_crash(tmp_path, key, value):
+    from .support.harness import run_check
+
+    model = tiny_config(tmp_path / "m")
+    text = (model / "config.json").read_text()
+    config = json.loads(text)
+    config.pop(key, None)
+    (model / "config.json").write_text(json.dumps(config)[:-1] + f', "{key}": {value}}}')
+    for check in ("decode-budget", "model-artifacts"):
+        codes = {f.code for f in run_check(check, models=(model,), options={"bandwidth": 10.0}).findings}
+        assert codes & {"DEC010", "DEC011", "MDL003"}, (check, codes)
+    result = cli("estimate", "--model", str(model), "--bandwidth", "10")
+    assert (result.exit_code == 2 and key in result.stderr) or "not valid JSON" in result.stderr, result.stderr
+
+
+def test_hostile_host_files_and_answers_are_read_or_refused(tmp_path):
+    import shutil
+
+    from decode_doctor.checks.docker.engine import engine_answers, mirrors
+    from decode_doctor.checks.docker.referrers import Answer, judge_referrers
+    from decode_doctor.checks.gpu.check import _last_json_object
+    from decode_doctor.checks.gpu.nvidia import judge, parse_torch_version_py, parse_version_json
+
+    from .support.harness import run_check
+
+    assert parse_version_json('{"cuda": {"version": {"major": 12}}}') is None
+    assert parse_version_json('{"cuda": {"version": "rocm"}}') is None
+    assert judge("rocm", "550.54", "PyTorch").level == "unknown"
+    assert parse_torch_version_py(b"__version__ = '2.4.0\xff'\ncuda = '12.1'\n".decode("utf-8", "replace"))["cuda"] == "12.1"
+    assert _last_json_object('{"torch_dir": "/x", "python": "3.11"}\nWarning: something\n') == {"torch_dir": "/x", "python": "3.11"}
+    _version, info = engine_answers({"Platform": "x"}, {"Runtimes": ["runc", "nvidia"], "RegistryConfig": []})
+    assert sorted(info["Runtimes"]) == ["nvidia", "runc"] and "RegistryConfig" not in info
+    assert mirrors({}, {"registry-mirrors": [5, "https://m.example/"]}) == ["https://m.example"]
+    assert judge_referrers(Answer(200, "application/json", b"[" * 100_000))[0] == "REF003"
+    for name, text in (("runtimes", '{"runtimes": 5}'), ("deep", "[" * 100_000 + "]" * 100_000)):
+        root = tmp_path / name
+        (root / "etc/docker").mkdir(parents=True)
+        (root / "etc/docker/daemon.json").write_text(text)
+        run_check("docker", root, env={"DOCKER_HOST": "unix:///nonexistent.sock"})
+    root = tmp_path / "swap"
+    shutil.copytree(RHEL, root)
+    meminfo = (root / "proc/meminfo").read_text().replace("SwapTotal:       3145724 kB", "SwapTotal:       3145724x kB")
+    (root / "proc/meminfo").write_text(meminfo)
+    assert {f.code for f in run_check("swappiness", root).findings} == {"SWAP001"}  # /proc/swaps still says swap
+
+
+@pytest.mark.parametrize(
+    "data", [b'[tool.decode-doctor]\nselect = ["\xff"]\n', b"[tool]\ndecode-doctor = 5\n", b"[tool.decode-doctor]\ntimeout = 1e999\n"]
+)
+def test_a_broken_config_file_is_a_usage_error(tmp_path, data):
+    (tmp_path / "pyproject.toml").write_bytes(data)
+    result = cli("check", "--select", "swappiness", "--root", str(RHEL), cwd=tmp_path)
+    assert result.exit_code == 2 and "pyproject.toml" in result.stderr and "Traceback" not in result.stderr

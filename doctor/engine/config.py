@@ -54,8 +54,8 @@ def _parse(table: dict[str, Any], source: str) -> Config:
         raise ConfigError(f"{source}: fail-on must be one of {', '.join(FAIL_ON_LEVELS)}")
     config.fail_on = fail_on
     timeout = table.get("timeout")
-    if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
-        raise ConfigError(f"{source}: timeout must be a positive number of seconds")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 7 * 86400):
+        raise ConfigError(f"{source}: timeout must be a number of seconds above 0 and at most a week")
     config.timeout = float(timeout) if timeout is not None else None
     return config
 
