@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -58,6 +60,16 @@ def report(**params: Any) -> None:
     guarded(params["debug"], lambda: _report(request, params["output"] or Path.cwd(), params, state_dir))
 
 
+def _cpu_unnamed() -> bool:
+    """Whether /proc/cpuinfo lacks a model name (ARM boards): only then is py-cpuinfo, which samples
+    the clock for about a second, worth its subprocess."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            return "model name" not in handle.read(1 << 20)
+    except OSError:
+        return True
+
+
 def _report(request: Any, output: Path, params: dict[str, Any], state_dir: Path) -> int:
     from ..app import service
     from ..reports.bundle import LeakError, build_bundle, write_bundle
@@ -67,17 +79,22 @@ def _report(request: Any, output: Path, params: dict[str, Any], state_dir: Path)
 
     fmt, redact_hosts, no_redact = params["fmt"], params["redact_hosts"], params["no_redact"]
     # py-cpuinfo samples the clock for about a second: let it run in its own process beside the checks
-    cpu_probe = subprocess.Popen([sys.executable, "-c", CPUINFO], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    cpu_probe = (
+        subprocess.Popen([sys.executable, "-c", CPUINFO], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        if _cpu_unnamed()
+        else None
+    )
     progress = Progress(sys.stderr.isatty())
     try:
         outcome = service.run(request, progress=progress)
     finally:
         progress.clear()
-    try:
-        cpu = json.loads(cpu_probe.communicate(timeout=10)[0] or "{}")
-    except (subprocess.TimeoutExpired, json.JSONDecodeError):
-        cpu_probe.kill()
-        cpu = {}
+    cpu: dict[str, Any] = {"count": os.cpu_count(), "arch": platform.machine()}
+    if cpu_probe is not None:
+        try:
+            cpu = json.loads(cpu_probe.communicate(timeout=10)[0] or "{}")
+        except (subprocess.TimeoutExpired, ValueError):
+            cpu_probe.kill()
     if no_redact:
         click.secho(
             "WARNING: --no-redact: the bundle holds tokens, passwords, keys and host names exactly as found. "

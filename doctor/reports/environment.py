@@ -31,7 +31,10 @@ def host_rows(ctx: Context, cpu: dict[str, Any]) -> list[EnvRow]:
     model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "unknown")
     cpu_name = cpu.get("brand_raw") or model
     rows.append(EnvRow("CPU", f"{cpu_name} ({cpu.get('count', '?')} logical CPUs, {cpu.get('arch', platform.machine())})"))
-    total = ctx.meminfo_bytes("MemTotal")
+    try:
+        total = ctx.meminfo_bytes("MemTotal")
+    except ValueError:  # a garbled line: unknown, not a crash of the whole report
+        total = None
     if total is None and ctx.live_host:
         import psutil
 
