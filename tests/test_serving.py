@@ -412,7 +412,9 @@ def test_the_measured_tpot_matches_the_engines_own_timing(engine):
     for measured, timed in zip(run.records, timings, strict=True):
         engine_ms = timed.decode_ms_per_token
         client_ms = measured.tpot * 1000
-        # A client never sees tokens faster than the engine makes them. Above: llama-cpp-python's Python
-        # server spends about 0.45 ms per chunk (pydantic, SSE) outside the engine's perf counters,
-        # which is most of this tiny model's TPOT (0.63 ms measured against 0.17 ms of decode).
-        assert 0.9 * engine_ms <= client_ms <= 1.25 * engine_ms + 0.5, (client_ms, engine_ms)
+        # llama-cpp-python's Python server spends about 0.45 ms per chunk (pydantic, SSE) outside the
+        # engine's perf counters, most of this tiny model's TPOT (0.63 ms measured against 0.17 ms of
+        # decode); on a busy machine it may also flush several chunks at once, so one request's TPOT
+        # can read lower than the engine's. What always holds: the stream ends after the decoding.
+        assert abs(client_ms - engine_ms) <= 0.25 * engine_ms + 0.5, (client_ms, engine_ms)
+        assert measured.e2e * 1000 >= 0.9 * timed.eval_ms, (measured.e2e, timed.eval_ms)
