@@ -376,3 +376,21 @@ def test_a_broken_config_file_is_a_usage_error(tmp_path, data):
     (tmp_path / "pyproject.toml").write_bytes(data)
     result = cli("check", "--select", "swappiness", "--root", str(RHEL), cwd=tmp_path)
     assert result.exit_code == 2 and "pyproject.toml" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_password_setting_in_a_gbk_config_leaves_no_trace_in_a_bundle(tmp_path):
+    from .test_report import bundle_files
+
+    model = tmp_path / "model"
+    model.mkdir()
+    config = {"model_type": "llama", "描述": "这是一个大型语言模型的配置文件，请勿修改。", "api_password": "hunter2-but-longer"}
+    (model / "config.json").write_bytes(json.dumps(config, ensure_ascii=False).encode("gbk"))  # quoted by the finding
+    out = tmp_path / "out"
+    out.mkdir()
+    result = cli("report", "--select", "encodings", "--model", str(model), "-o", str(out))
+    (bundle,) = out.glob("*.tar.gz")
+    files = bundle_files(bundle)
+    assert result.exit_code == 0 and any(name.startswith("raw/files") for name in files)
+    assert not [name for name, data in files.items() if b"hunter2" in data]
+    for fmt in ("json", "markdown", "html"):  # check's own formats are redacted the same way
+        assert "hunter2" not in cli("check", "--select", "encodings", "--model", str(model), "--format", fmt).stdout
