@@ -394,3 +394,18 @@ def test_a_password_setting_in_a_gbk_config_leaves_no_trace_in_a_bundle(tmp_path
     assert not [name for name, data in files.items() if b"hunter2" in data]
     for fmt in ("json", "markdown", "html"):  # check's own formats are redacted the same way
         assert "hunter2" not in cli("check", "--select", "encodings", "--model", str(model), "--format", fmt).stdout
+
+
+def test_a_two_gigabyte_config_json_is_refused_with_bounded_memory(tmp_path):
+    import resource
+
+    from .support.harness import run_check
+
+    model = tmp_path / "model"
+    model.mkdir()
+    with open(model / "config.json", "wb") as handle:
+        handle.truncate(2 << 30)  # sparse: costs no disk
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    codes = {f.code for f in run_check("decode-budget", models=(model,), options={"bandwidth": 10.0}).findings}
+    assert codes & {"DEC010", "DEC011"}, codes
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 400_000  # KiB; the file is 2 GiB
