@@ -148,6 +148,7 @@ def gpu_check(
         ("unable-to-determine-device-handle-2015-with-space.txt", "GPU013"),
         ("unable-to-determine-device-handle-2024-no-space.txt", "GPU013"),
         ("nvidia-smi-command-not-found-bash.txt", "GPU015"),
+        ("gpu-is-lost-2021.txt", "GPU014"),  # "GPU is lost" is a GPU off the bus, not an Unknown Error
     ],
 )
 def test_each_nvidia_smi_failure_is_its_own_finding(tmp_path, error_file, code):
@@ -163,6 +164,7 @@ def test_each_nvidia_smi_failure_is_its_own_finding(tmp_path, error_file, code):
         ("syslog-api-mismatch-535.54.03-vs-530.30.02-rsyslog-escaped.txt", "GPU011"),
         ("dmesg-api-mismatch-named-client-595.84-vs-595.80.txt", "GPU011"),
         ("dmesg-no-adapter-probed-nouveau.txt", "GPU012"),
+        ("dmesg-xid-119-gsp-timeout-535.txt", "GPU018"),
     ],
 )
 def test_kernel_log_events_are_findings(tmp_path, log_file, code):
@@ -170,6 +172,38 @@ def test_kernel_log_events_are_findings(tmp_path, log_file, code):
     (host / "var/log").mkdir(parents=True)
     shutil.copy(NV / "nvidia-smi-errors" / log_file, host / "var/log/kern.log")
     assert code in gpu_check(tmp_path, printing(NV / "nvidia-smi-q-x/tesla-t4-driver-515.105.01-v11.xml"), root=host).codes()
+
+
+def test_nvidia_smi_exit_code_9_is_no_driver_whatever_the_wording(tmp_path):
+    (tmp_path / "reworded.txt").write_text("NVIDIA-SMI hat versagt: keine Verbindung zum Treiber.\n")  # a translated message
+    found = gpu_check(tmp_path, printing(tmp_path / "reworded.txt", 9, to_stderr=True)).codes()
+    assert "GPU010" in found and "GPU017" not in found
+
+
+def test_an_xid_79_line_alone_is_a_gpu_off_the_bus_not_no_gpu(tmp_path):
+    host = tmp_path / "host"
+    (host / "var/log").mkdir(parents=True)
+    shutil.copy(NV / "nvidia-smi-errors/dmesg-xid-79-only-new-format.txt", host / "var/log/kern.log")
+    run = gpu_check(tmp_path, "exit 127", root=host)  # nvidia-smi gone with the GPU
+    assert "GPU014" in run.codes() and "Xid (PCI:0000:2b:00): 79" in run.codes()["GPU014"].message
+
+
+def test_xid_counts_in_the_new_format(tmp_path):
+    from decode_doctor.checks.gpu.nvidia import scan_kernel_log
+
+    events = scan_kernel_log((NV / "nvidia-smi-errors/dmesg-xid-119-gsp-timeout-535.txt").read_text())
+    assert [kind for kind, _ in events] == ["xid"] * 3 and all(": 119, pid=1346198" in text for _, text in events)
+
+
+def test_cuda_version_not_found_is_absent_not_a_version():
+    from decode_doctor.checks.gpu.nvidia import parse_smi_text
+
+    text = (NV / "nvidia-smi-q-text/h200-driver-590.48.01-idle.txt").read_text()
+    assert parse_smi_text(text).cuda_version is not None
+    not_found = "CUDA Version                              : Not Found"  # a vGPU guest without CUDA
+    lines = [not_found if line.startswith("CUDA Version") else line for line in text.splitlines()]
+    info = parse_smi_text("\n".join(lines))
+    assert info.driver_version == "590.48.01" and info.cuda_version is None
 
 
 def test_api_mismatch_from_the_kernel_log_joins_the_nvidia_smi_finding(tmp_path):

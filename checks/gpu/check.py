@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,18 @@ GPU017 = Code(
     what="nvidia-smi -q -x ran but printed something that is not its XML report.",
     why="decode-doctor cannot judge the driver; a broken or mismatched nvidia-smi binary is a symptom too.",
     fix_by_hand="Run nvidia-smi -q yourself and attach the output to the ticket.",
+)
+GPU018 = Code(
+    "GPU018",
+    "The kernel log holds NVIDIA Xid errors",
+    Severity.WARNING,
+    what='NVRM: Xid lines in dmesg or the journal (both the old "Xid (0000:01:00): N" and the newer "Xid (PCI:…): N, pid=…, '
+    'name=…" formats): the driver reporting a GPU or application fault, counted by Xid and GPU. Xid 79 (fallen off the bus) is '
+    "GPU014.",
+    why="Some Xids are an application's own fault (13, 31, 43), others mean the GPU needs a reset or service (48, 62, 63, 64, 74, 92, "
+    "94, 95, 119, 120, 154); a decode server on such a GPU stalls or dies.",
+    fix_by_hand="Look each Xid up in NVIDIA's Xid catalogue (https://docs.nvidia.com/deploy/xid-errors/), which gives its meaning and "
+    "the action (restart the application, reset the GPU, contact support); attach the kernel log lines to the ticket.",
 )
 GPU020 = Code(
     "GPU020",
@@ -365,7 +378,7 @@ def kernel_events(ctx: Context) -> list[tuple[str, str]]:
 class GpuStack(Check):
     name = "gpu"
     description = "NVIDIA driver, CUDA, toolkit, PyTorch and cuDNN versions and whether they work together"
-    codes = (GPU010, GPU011, GPU012, GPU013, GPU014, GPU015, GPU016, GPU017, GPU020, GPU021, GPU022, GPU023, GPU030)
+    codes = (GPU010, GPU011, GPU012, GPU013, GPU014, GPU015, GPU016, GPU017, GPU018, GPU020, GPU021, GPU022, GPU023, GPU030)
     needs = Needs(platforms=("linux",))
     options = (
         Option("--python", "The Python interpreter whose PyTorch to inspect (default: decode-doctor's own)."),
@@ -446,7 +459,7 @@ class GpuStack(Check):
                 except ValueError:
                     findings.append(self.finding("GPU017", f"{exc}.", evidence=evidence))
                     return None, True
-        kind = classify_smi_failure(output)
+        kind = classify_smi_failure(output, record.exit_code)
         code, message = {
             "no-driver": ("GPU010", "nvidia-smi cannot communicate with the NVIDIA driver: the kernel module is not loaded."),
             "version-mismatch": (
@@ -455,6 +468,7 @@ class GpuStack(Check):
             ),
             "no-devices": ("GPU012", "The NVIDIA driver is loaded but finds no GPU."),
             "unknown-error": ("GPU013", "nvidia-smi cannot get a handle for a GPU (Unknown Error): the driver lost it."),
+            "fallen-off": ("GPU014", "nvidia-smi says a GPU is lost (fallen off the bus): it is gone until a reset or reboot."),
             "missing": ("GPU015", "nvidia-smi is not installed: the NVIDIA driver is missing."),
         }.get(kind or "", ("GPU017", f"nvidia-smi failed with exit code {record.exit_code}."))
         findings.append(self.finding(code, message + f" Output: {output.strip()[:200]}", evidence=evidence))
@@ -462,9 +476,17 @@ class GpuStack(Check):
 
     def _kernel_findings(self, events: list[tuple[str, str]], findings: list[Finding]) -> list[Finding]:
         extra = []
-        off_bus = [text for kind, text in events if kind == "off-bus"]
+        off_bus = [text for kind, text in events if kind == "off-bus" or (kind == "xid" and _xid_number(text) == 79)]
         if off_bus:
             extra.append(self.finding("GPU014", f"The kernel log says: {off_bus[-1]}.", evidence={"kernel_log": off_bus[-5:]}))
+        xids = [(number, text) for kind, text in events if kind == "xid" and (number := _xid_number(text)) not in (None, 79)]
+        if xids:
+            counts = Counter(number for number, _ in xids)
+            parts = ", ".join(f"Xid {number} ×{count}" for number, count in sorted(counts.items()))
+            lines = [text for _, text in xids]
+            evidence = {"counts": {str(k): v for k, v in sorted(counts.items())}, "first": lines[0], "last": lines[-1]}
+            message = f"The kernel log holds NVIDIA Xid errors ({parts}, distinct lines). Last: {lines[-1][:160]}"
+            extra.append(self.finding("GPU018", message, evidence=evidence))
         no_adapter = [text for kind, text in events if kind == "no-adapter"]
         if no_adapter and not any(f.code in ("GPU010", "GPU012") for f in findings):
             extra.append(
@@ -567,3 +589,10 @@ class GpuStack(Check):
         if verdict.level == "minor-compat":
             return [self.finding("GPU021", verdict.message + ".", evidence=evidence, severity=Severity.INFO)]
         return []
+
+
+def _xid_number(line: str) -> int | None:
+    """The Xid number of an "NVRM: Xid (…): N, …" line."""
+    head, _, rest = line.partition("):")
+    digits = rest.strip().split(",", 1)[0].strip()
+    return int(digits) if "Xid" in head and digits.isdigit() and len(digits) <= 4 else None

@@ -52,6 +52,14 @@ def _text(node: ET.Element | None, path: str) -> str | None:
     return None if value in ("", "N/A", "Not Supported", "[N/A]") else value
 
 
+VERSION = re.compile(r"\d{1,4}(?:\.\d{1,6}){0,3}")
+
+
+def _version(value: str | None) -> str | None:
+    """A version number, or None for "Not Found", "N/A" and the like (a vGPU host says "Not Found")."""
+    return value if value is not None and VERSION.fullmatch(value.strip()) else None
+
+
 def _number(value: str | None) -> int | None:
     match = re.match(r"\s*(\d+)", value or "")
     return int(match.group(1)) if match else None
@@ -66,8 +74,8 @@ def parse_smi_xml(text: str) -> DriverInfo:
     if root.tag != "nvidia_smi_log":
         raise ValueError(f"nvidia-smi -q -x printed <{root.tag}>, not <nvidia_smi_log>")
     info = DriverInfo(
-        _text(root, "driver_version") or _text(root, "kmd_version"),
-        _text(root, "cuda_version") or _text(root, "cuda_umd_version"),
+        _version(_text(root, "driver_version")) or _version(_text(root, "kmd_version")),
+        _version(_text(root, "cuda_version")) or _version(_text(root, "cuda_umd_version")),
         source="nvidia-smi -q -x",
     )
     info.attached = _number(_text(root, "attached_gpus"))
@@ -157,8 +165,8 @@ def parse_smi_text(text: str) -> DriverInfo:
         return top.get(label.lower())
 
     info = DriverInfo(
-        field_value("KMD Version") or field_value("Driver Version"),
-        field_value("CUDA UMD Version") or field_value("CUDA Version"),
+        _version(field_value("KMD Version")) or _version(field_value("Driver Version")),
+        _version(field_value("CUDA UMD Version")) or _version(field_value("CUDA Version")),
         source="nvidia-smi -q",
     )
     info.attached = _number(field_value("Attached GPUs"))
@@ -206,6 +214,7 @@ BUS_ID_CHARS = frozenset("0123456789abcdefABCDEF:.")
 # --- failures --------------------------------------------------------------------------------
 
 SMI_FAILURES = (
+    ("fallen-off", re.compile(r"GPU is lost|fallen off the bus", re.I)),
     ("no-driver", re.compile(r"couldn't communicate with the NVIDIA driver", re.I)),
     ("version-mismatch", re.compile(r"Driver/library version mismatch", re.I)),
     ("no-devices", re.compile(r"No devices were found", re.I)),
@@ -223,15 +232,20 @@ KERNEL_PATTERNS = (
         ),
     ),
     ("no-adapter", re.compile(r"NVRM: No NVIDIA graphics adapter probed", re.I)),
-    ("xid", re.compile(r"NVRM: Xid \(PCI:([0-9a-f:]+)\): (\d+)", re.I)),
+    # old "NVRM: Xid (0000:01:00): 79, …" and new "NVRM: Xid (PCI:0000:01:00): 79, pid=…, …"
+    ("xid", re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-f:.]{1,20})\): (\d{1,4})[^\n]{0,200}", re.I)),
 )
 
 
-def classify_smi_failure(output: str) -> str | None:
+# nvidia-smi's documented return codes, for output no pattern recognises (a translated or reworded message)
+SMI_EXIT_CODES = {9: "no-driver", 15: "fallen-off"}
+
+
+def classify_smi_failure(output: str, exit_code: int | None = None) -> str | None:
     for kind, pattern in SMI_FAILURES:
         if pattern.search(output):
             return kind
-    return None
+    return SMI_EXIT_CODES.get(exit_code) if exit_code is not None else None
 
 
 def scan_kernel_log(text: str) -> list[tuple[str, str]]:
