@@ -10,6 +10,11 @@ from pathlib import Path
 
 import pytest
 
+# The CLI tests start decode-doctor as a process: let them reuse compiled bytecode instead of compiling
+# every module again in each process (some environments set PYTHONDONTWRITEBYTECODE).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 PLUGINS = Path(__file__).resolve().parent / "plugins"

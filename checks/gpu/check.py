@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from decode_doctor.engine import (
+    Analysis,
     Check,
     Code,
     CommandRecord,
@@ -435,7 +436,51 @@ class GpuStack(Check):
         findings.extend(self._software(facts, bool(facts.devices) or bool(pci) or bool(tegra)))
         return findings
 
+    @classmethod
+    def analyze(cls, text: str, source: str) -> Analysis | None:
+        from .analyze import KERNEL_CODES, SMI_FAILURE_CODES, driver_info, evidence, line_events
+
+        check = cls()
+        found = driver_info(text)
+        facts = None
+        kinds = []
+        if found is not None:
+            info, kind = found
+            facts = GpuFacts(info.driver_version, info.cuda_version, kind, info.attached, list(info.devices), list(info.notes))
+            kinds.append(kind)
+        findings: list[Finding] = []
+        xids: list[tuple[int, str]] = []
+        seen: set[str] = set()
+        for number, kind, line in line_events(text.splitlines()):
+            family, _, name = kind.partition(":")
+            if family == "smi" and name in SMI_FAILURE_CODES:
+                code, message = SMI_FAILURE_CODES[name]
+            elif family == "kernel" and name == "xid" and _xid_number(line) != 79:
+                xids.append((number, line))
+                continue
+            elif family == "kernel":
+                code = "GPU014" if name == "xid" else KERNEL_CODES[name]
+                message = f"The kernel log says: {line}."
+            else:
+                continue
+            if code in seen:  # one finding per code, citing its first line
+                continue
+            seen.add(code)
+            findings.append(check.finding(code, f"{message} ({source}, line {number})", evidence=evidence(source, number, line)))
+        if xids:
+            counts = Counter(_xid_number(line) for _, line in xids)
+            parts = ", ".join(f"Xid {n} ×{c}" for n, c in sorted(counts.items(), key=lambda item: item[0] or 0))
+            number, line = xids[0]
+            message = f"The kernel log holds NVIDIA Xid errors ({parts}); first at {source}, line {number}: {line[:160]}"
+            findings.append(check.finding("GPU018", message, evidence={**evidence(source, number, line), "last_line": xids[-1][0]}))
+        if findings:
+            kinds.append("error messages")
+        if facts is None and not findings:
+            return None
+        return Analysis(findings, facts, " and ".join(kinds))
+
     def _nvidia_smi(self, ctx: Context, findings: list[Finding]) -> tuple[Any, bool]:
+        from .analyze import SMI_FAILURE_CODES
         from .nvidia import classify_smi_failure, parse_smi_text, parse_smi_xml
 
         if not ctx.which("nvidia-smi"):
@@ -460,17 +505,7 @@ class GpuStack(Check):
                     findings.append(self.finding("GPU017", f"{exc}.", evidence=evidence))
                     return None, True
         kind = classify_smi_failure(output, record.exit_code)
-        code, message = {
-            "no-driver": ("GPU010", "nvidia-smi cannot communicate with the NVIDIA driver: the kernel module is not loaded."),
-            "version-mismatch": (
-                "GPU011",
-                "Driver/library version mismatch: the driver was upgraded but the old kernel module is still loaded; reboot or reload it.",
-            ),
-            "no-devices": ("GPU012", "The NVIDIA driver is loaded but finds no GPU."),
-            "unknown-error": ("GPU013", "nvidia-smi cannot get a handle for a GPU (Unknown Error): the driver lost it."),
-            "fallen-off": ("GPU014", "nvidia-smi says a GPU is lost (fallen off the bus): it is gone until a reset or reboot."),
-            "missing": ("GPU015", "nvidia-smi is not installed: the NVIDIA driver is missing."),
-        }.get(kind or "", ("GPU017", f"nvidia-smi failed with exit code {record.exit_code}."))
+        code, message = SMI_FAILURE_CODES.get(kind or "", ("GPU017", f"nvidia-smi failed with exit code {record.exit_code}."))
         findings.append(self.finding(code, message + f" Output: {output.strip()[:200]}", evidence=evidence))
         return None, True
 

@@ -252,7 +252,14 @@ def scan_kernel_log(text: str) -> list[tuple[str, str]]:
     """(kind, the matching text) for driver trouble in dmesg or syslog output."""
     text = text.replace("#012", "\n")  # rsyslog escapes the newlines of multi-line kernel messages
     # join the continuation lines of a multi-line NVRM message ("\n    NVRM: ...") into one line
-    text = re.sub(r"[ \t\r]*\n[ \t]*NVRM:[ \t]*", " ", text)
+    joined: list[str] = []
+    for line in text.splitlines():  # line by line: no pattern runs across a long run of blanks
+        body = line.lstrip(" \t")
+        if joined and body.startswith("NVRM:"):
+            joined[-1] = joined[-1].rstrip(" \t\r") + " " + body[5:].lstrip(" \t")
+        else:
+            joined.append(line)
+    text = "\n".join(joined)
     found = []
     for kind, pattern in KERNEL_PATTERNS:
         for match in pattern.finditer(text):

@@ -24,6 +24,7 @@ CORE = {
     "diff": ("decode_doctor.cli.report", "diff", "What differs between two reports."),
     "merge": ("decode_doctor.cli.report", "merge", "A host × check matrix for a fleet of reports."),
     "undo": ("decode_doctor.cli.undo", "undo", "Roll back the last fix run (or a named one) exactly."),
+    "analyze": ("decode_doctor.cli.analyze", "analyze", "Judge pasted nvidia-smi output, its errors and kernel logs."),
 }
 
 

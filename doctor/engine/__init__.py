@@ -4,13 +4,14 @@ the command runner, the registry and the runner that executes checks. It names n
 Checks and fixers import what they need from here.
 """
 
-from .check import Check, Needs, Option, SkipCheck
+from .check import Analysis, Check, Needs, Option, SkipCheck
 from .context import Context
 from .facts import Chart, EnvRow, Facts, HtmlBlock, Metric, Sample, Series
 from .findings import Applicability, Code, CommandRecord, Finding, FixRef, Severity
 from .fixer import Fixer
 
 __all__ = [
+    "Analysis",
     "Applicability",
     "Chart",
     "Check",

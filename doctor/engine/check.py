@@ -49,6 +49,16 @@ class Option:
         return self.flag.lstrip("-").replace("-", "_")
 
 
+@dataclass
+class Analysis:
+    """What a check reads in a pasted text (decode-doctor analyze): findings citing their lines, and
+    the facts the text holds."""
+
+    findings: list[Finding]
+    facts: Facts | None = None
+    kind: str = ""  # what the text was recognised as ("nvidia-smi table", "kernel log")
+
+
 class Check:
     """Base class. Subclasses set the class attributes and implement run()."""
 
@@ -63,6 +73,12 @@ class Check:
 
     def run(self, ctx: Context) -> list[Finding]:
         raise NotImplementedError
+
+    @classmethod
+    def analyze(cls, text: str, source: str) -> Analysis | None:
+        """The findings a live run would give, from a text a user pasted (None: not a text this check
+        reads). Recognise the text by its content, never by its file name."""
+        return None
 
     @classmethod
     def requires(cls, options: Mapping[str, Any]) -> tuple[str, ...]:

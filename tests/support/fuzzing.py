@@ -138,6 +138,7 @@ def targets() -> list[Target]:
     return [
         _nvidia_xml(),
         _nvidia_text(),
+        _nvidia_table(),
         _kernel_log(),
         _daemon_json(scratch),
         _docker_answers(),
@@ -173,6 +174,13 @@ def _nvidia_text() -> Target:
         return parse_smi_text(text)
 
     return Target("nvidia-smi -q (text)", seeds, run, (ValueError,))
+
+
+def _nvidia_table() -> Target:
+    from decode_doctor.checks.gpu.table import parse_smi_table
+
+    seeds = _files(FIXTURES / "nvidia/nvidia-smi-table")
+    return Target("nvidia-smi (table)", seeds, lambda d: parse_smi_table(d.decode("utf-8", "replace")), (ValueError,))
 
 
 def _kernel_log() -> Target:

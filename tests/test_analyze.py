@@ -1,0 +1,71 @@
+"""decode-doctor analyze: texts a customer pasted, judged like a live check (issue 18)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from .conftest import FIXTURES
+from .support.harness import cli
+
+NV = FIXTURES / "nvidia"
+TABLES = sorted((NV / "nvidia-smi-table").glob("*.txt"))
+
+
+@pytest.mark.parametrize("table", TABLES, ids=[t.stem for t in TABLES])
+def test_a_plain_table_gives_driver_cuda_gpus_and_memory(table):
+    report = cli("analyze", str(table), "--format", "json").json()
+    facts = next(iter(report["facts"].values()))
+    expected_driver = table.stem.split("driver-")[1].split("-")[0]
+    assert facts["driver"] == expected_driver and facts["cuda"] and facts["source"] == "nvidia-smi table"
+    assert facts["devices"] and all(d["name"] and d["memory_mib"] for d in facts["devices"])
+    assert report["findings"] == []
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [
+        ("couldnt-communicate-with-driver.txt", "GPU010"),
+        ("driver-library-version-mismatch.txt", "GPU011"),
+        ("no-devices-were-found.txt", "GPU012"),
+        ("unable-to-determine-device-handle-2024-no-space.txt", "GPU013"),
+        ("gpu-is-lost-2021.txt", "GPU014"),
+        ("dmesg-gpu-fallen-off-bus-570.158.01.txt", "GPU014"),
+        ("dmesg-xid-79-only-new-format.txt", "GPU014"),
+        ("nvidia-smi-command-not-found-bash.txt", "GPU015"),
+        ("dmesg-api-mismatch-515.48.07-vs-510.73.05.txt", "GPU011"),
+        ("dmesg-no-adapter-probed-nouveau.txt", "GPU012"),
+        ("dmesg-xid-119-gsp-timeout-535.txt", "GPU018"),
+    ],
+)
+def test_each_error_text_gives_its_code_citing_the_line(name, code):
+    report = cli("analyze", str(NV / "nvidia-smi-errors" / name), "--format", "json").json()
+    found = {f["code"]: f for f in report["findings"]}
+    assert code in found, found.keys()
+    assert found[code]["evidence"]["source"] == name and found[code]["evidence"]["line"] >= 1
+
+
+def test_xml_and_q_text_are_recognised_by_content_not_name(tmp_path):
+    xml = next((NV / "nvidia-smi-q-x").glob("*.xml"))
+    renamed = tmp_path / "paste.log"
+    renamed.write_bytes(xml.read_bytes())
+    facts = next(iter(cli("analyze", str(renamed), "--format", "json").json()["facts"].values()))
+    assert facts["source"] == "nvidia-smi -q -x" and facts["driver"]
+
+
+def test_stdin_unknown_text_and_fifos(tmp_path):
+    from click.testing import CliRunner
+
+    from decode_doctor.cli.main import cli as group
+
+    table = TABLES[0].read_text()
+    result = CliRunner().invoke(group, ["analyze", "-", "--format", "json"], input=table)
+    assert result.exit_code == 0 and json.loads(result.stdout)["facts"]
+    (tmp_path / "notes.txt").write_text("hello\n")
+    unknown = cli("analyze", str(tmp_path / "notes.txt"))
+    assert unknown.exit_code == 2 and "no check reads this kind of text" in unknown.stderr
+    os.mkfifo(tmp_path / "pipe")
+    fifo = cli("analyze", str(tmp_path / "pipe"))
+    assert fifo.exit_code == 2 and "FIFO" in fifo.stderr
