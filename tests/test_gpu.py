@@ -275,7 +275,9 @@ def test_cpu_only_torch_and_old_stack_on_a_gpu_host(tmp_path):
 def test_no_gpu_is_skipped_once(tmp_path):
     host = tmp_path / "host"
     host.mkdir()
-    outcome = run_app("gpu", "nvidia-container", root=host, env=gpu_env(tmp_path, None))
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"}  # no CUDA toolkit either (this machine has one)
+    fake_tool(tmp_path / "bin", "dmesg", "exit 1")
+    outcome = run_app("gpu", "nvidia-container", root=host, env=env)
     states = {r.check: (r.state.value, r.reason) for r in outcome.report.results}
     assert states["gpu"][0] == "skipped" and "no NVIDIA GPU" in states["gpu"][1]
     assert states["nvidia-container"] == ("skipped", "no NVIDIA GPU")
@@ -373,3 +375,20 @@ def test_budget_uses_the_driver_inventory_when_nothing_measured_the_gpu(tmp_path
     budgets = {b.device: b for b in run.facts.models[0].budgets}
     assert budgets["cuda:0"].capacity_bytes == 24576 << 20
     assert budgets["cuda:0"].fit == "fits" and budgets["cuda:0"].bandwidth_source == "given"
+
+
+def test_without_a_gpu_the_toolkit_is_reported_with_the_driver_it_will_need(tmp_path):
+    host = tmp_path / "host"
+    (host / "usr/local/cuda-13.3").mkdir(parents=True)
+    shutil.copy(NV / "cuda/version-json/cuda-13.3.1-version-bundled-driver-610.43.02.json", host / "usr/local/cuda-13.3/version.json")
+    run = run_check("gpu", host, env={"PATH": str(tmp_path / "empty")})
+    (finding,) = [f for f in run.findings if f.code == "GPU024"]
+    assert "CUDA toolkit 13.3.1" in finding.message and "needs driver ≥" in finding.message
+    assert [t.version for t in run.facts.toolkits] == ["13.3.1"] and run.facts.devices == []
+
+
+def test_without_a_gpu_or_cuda_software_the_check_does_not_apply(tmp_path):
+    from decode_doctor.engine import SkipCheck
+
+    with pytest.raises(SkipCheck):
+        run_check("gpu", tmp_path, env={"PATH": str(tmp_path / "empty")})

@@ -157,6 +157,16 @@ GPU023 = Code(
     "and bf16 support.",
     fix_by_hand="Upgrade the component named in the finding.",
 )
+GPU024 = Code(
+    "GPU024",
+    "CUDA software is installed but there is no NVIDIA GPU yet",
+    Severity.INFO,
+    what="No NVIDIA GPU or driver on this host, but a CUDA toolkit or a CUDA build of PyTorch is installed.",
+    why="The driver installed with the GPU must be at least what that software needs, or the first run fails with "
+    '"CUDA driver version is insufficient for CUDA runtime version".',
+    fix_by_hand="Install at least the driver branch named in the finding with the GPU, or pick software built for the driver you "
+    "will have.",
+)
 GPU030 = Code(
     "GPU030",
     "NVIDIA Jetson / Tegra board (unified memory)",
@@ -379,7 +389,7 @@ def kernel_events(ctx: Context) -> list[tuple[str, str]]:
 class GpuStack(Check):
     name = "gpu"
     description = "NVIDIA driver, CUDA, toolkit, PyTorch and cuDNN versions and whether they work together"
-    codes = (GPU010, GPU011, GPU012, GPU013, GPU014, GPU015, GPU016, GPU017, GPU018, GPU020, GPU021, GPU022, GPU023, GPU030)
+    codes = (GPU010, GPU011, GPU012, GPU013, GPU014, GPU015, GPU016, GPU017, GPU018, GPU020, GPU021, GPU022, GPU023, GPU024, GPU030)
     needs = Needs(platforms=("linux",))
     options = (
         Option("--python", "The Python interpreter whose PyTorch to inspect (default: decode-doctor's own)."),
@@ -408,7 +418,7 @@ class GpuStack(Check):
         pci = nvidia_pci_devices(ctx)
         driver_dir = ctx.host_path("/proc/driver/nvidia").is_dir()
         if info is None and not tegra and not pci and not driver_dir and not findings:
-            raise SkipCheck("no NVIDIA GPU (no NVML, nvidia-smi, /proc/driver/nvidia or NVIDIA PCI device)")
+            return self._without_gpu(ctx)
         board = None
         if tegra:
             model = (ctx.read_text("/proc/device-tree/model") or "NVIDIA Jetson").strip("\x00\n ")
@@ -548,6 +558,31 @@ class GpuStack(Check):
                         evidence={**finding.evidence, "kernel_log": mismatch[-5:]},
                     )
         return extra
+
+    def _without_gpu(self, ctx: Context) -> list[Finding]:
+        """No GPU yet: the CUDA toolkits and PyTorch's CUDA build, and the driver they will need."""
+        import importlib.util
+
+        from .nvidia import min_driver, minor_floor
+
+        found = toolkits(ctx)
+        torch = probe_torch(ctx) if ctx.options.get("python") or importlib.util.find_spec("torch") else None
+        torch = torch if isinstance(torch, TorchBuild) else None
+        if not found and not (torch and torch.cuda):
+            raise SkipCheck("no NVIDIA GPU (no NVML, nvidia-smi, /proc/driver/nvidia or NVIDIA PCI device)")
+        facts = GpuFacts(source="no GPU", toolkits=found, torch=torch)
+        ctx.publish(facts)
+        needs = []
+        items = [(f"CUDA toolkit {t.version} ({t.source})", t.judged) for t in found]
+        if torch and torch.cuda:
+            items.append((f"PyTorch {torch.version} built for CUDA {torch.cuda}", torch.cuda))
+        for label, cuda in items:
+            row, floor = min_driver(cuda), minor_floor(cuda)
+            if row is not None:
+                needs.append(f"{label} needs driver ≥ {row[1]}" + (f" (≥ {floor} with minor-version compatibility)" if floor else ""))
+        message = "No NVIDIA GPU here yet. " + ("; ".join(needs) + "." if needs else "The installed CUDA software is listed in the facts.")
+        findings = [self.finding("GPU024", message, evidence={"needs": needs})]
+        return findings + self._software(facts, gpu_host=False)
 
     def _software(self, facts: GpuFacts, gpu_host: bool) -> list[Finding]:
         from .nvidia import compat_table, vkey
