@@ -258,7 +258,9 @@ def test_tpot_is_the_configured_delay(fault):
     plan = LoadPlan("chat", "delay-15ms", (2,), (4,), 60.0, 12, 10.0)
     run = asyncio.run(run_level(Endpoint.parse(fault.url), plan, 2, 4, ["a b c"], asyncio.Event()))
     stats = summarise(2, run.records, run.wall_s, 12)
-    assert stats.ok == 4 and stats.tpot.p50 >= 15.0  # the server never sends faster; the benchmark measures how close
+    # no request ends before its 12th token is due (TPOT itself can read short when a busy machine delays
+    # the first token and the server catches up); benchmarks/bench_serving_client.py measures accuracy
+    assert stats.ok == 4 and stats.tpot.p50 > 0 and stats.e2e.p50 >= 11 * 15.0
 
 
 # --- `decode-doctor bench` and `check --endpoint` end to end --------------------------------------
@@ -276,7 +278,9 @@ def test_bench_reports_percentiles_per_level_in_the_versioned_schema(fault, sche
     facts = report["facts"]["serving"]
     levels = facts["bench"]["levels"]
     assert [lv["concurrency"] for lv in levels] == [1, 2] and all(lv["ok"] == 4 for lv in levels)
-    assert all(lv["tokens_from"] == "usage" and lv["tpot"]["p50"] >= 5.0 for lv in levels)
+    # The server sends token i at start + i × 5 ms (catching up when late): on a busy machine a late first
+    # token shortens TPOT, but no request can end before its 8th token is due.
+    assert all(lv["tokens_from"] == "usage" and lv["tpot"]["p50"] > 0 and lv["e2e"]["p50"] >= 7 * 5.0 for lv in levels)
     assert levels[0]["slo_met"] == {"tpot_p95=50ms": True} and levels[0]["good"] == 4
     prompts = facts["bench"]["prompts"]
     assert prompts["method"] == "tokenizer (POST /tokenize)" and prompts["tokens"] == [16] * 8 and len(prompts["texts"]) == 8
