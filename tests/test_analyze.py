@@ -69,3 +69,11 @@ def test_stdin_unknown_text_and_fifos(tmp_path):
     os.mkfifo(tmp_path / "pipe")
     fifo = cli("analyze", str(tmp_path / "pipe"))
     assert fifo.exit_code == 2 and "FIFO" in fifo.stderr
+
+
+def test_a_pasted_docker_pull_error_names_what_the_mirror_answered(tmp_path):
+    report = cli("analyze", str(FIXTURES / "oci-referrers/error-messages-referrers-decode-failures.txt"), "--format", "json").json()
+    (finding,) = report["findings"]
+    assert finding["code"] == "REF001" and finding["evidence"]["line"] == 1
+    (tmp_path / "pull.txt").write_text("Error response from daemon: failed to decode referrers index: EOF\n")
+    assert [f["code"] for f in cli("analyze", str(tmp_path / "pull.txt"), "--format", "json").json()["findings"]] == ["REF002"]

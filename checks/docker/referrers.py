@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from decode_doctor.engine import Check, Code, Context, Finding, FixRef, Needs, Option, Severity, SkipCheck
+from decode_doctor.engine import Analysis, Check, Code, Context, Finding, FixRef, Needs, Option, Severity, SkipCheck
 
 from .engine import DockerFacts
 
@@ -265,6 +265,9 @@ def index_problem(value: Any) -> str | None:
     return None
 
 
+PULL_ERROR = "failed to decode referrers index"
+
+
 class Referrers(Check):
     name = "referrers"
     description = "probes registries and mirrors for the OCI referrers API containerd's pulls depend on"
@@ -274,6 +277,25 @@ class Referrers(Check):
     @classmethod
     def requires(cls, options: Mapping[str, Any]) -> tuple[str, ...]:
         return ("docker",)  # the Engine's image store decides how much a broken mirror matters
+
+    @classmethod
+    def analyze(cls, text: str, source: str) -> Analysis | None:
+        """A pasted `docker pull` error: containerd's "failed to decode referrers index" says what the
+        mirror answered (HTML, nothing, or JSON that is not an index)."""
+        check, findings = cls(), []
+        for number, line in enumerate(text.splitlines()[:200_000], start=1):
+            at = line.find(PULL_ERROR)
+            if at < 0:
+                continue
+            rest = line[at + len(PULL_ERROR) :][:200]
+            code = "REF001" if "invalid character '<'" in rest else "REF002" if rest.strip(" :").startswith("EOF") else "REF003"
+            message = (
+                f"docker pull failed with {PULL_ERROR}{rest} ({source}, line {number}): a registry or mirror answers the OCI "
+                "referrers API with something that is not an index; `decode-doctor check --select docker,referrers` finds which."
+            )
+            findings.append(check.finding(code, message, evidence={"source": source, "line": number, "text": line.strip()[:300]}))
+            break  # one pull error is the finding; the live probe names the mirror
+        return Analysis(findings, kind="docker pull error") if findings else None
 
     options = (
         Option("--registry", "A registry or mirror URL to probe (repeatable; the Engine's mirrors are probed by default).", multiple=True),
