@@ -409,3 +409,20 @@ def test_a_two_gigabyte_config_json_is_refused_with_bounded_memory(tmp_path):
     codes = {f.code for f in run_check("decode-budget", models=(model,), options={"bandwidth": 10.0}).findings}
     assert codes & {"DEC010", "DEC011"}, codes
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 400_000  # KiB; the file is 2 GiB
+
+
+def test_an_unreadable_model_file_is_a_finding_not_a_crash():
+    import tempfile
+
+    if python_for("nobody") is None:
+        pytest.skip("no interpreter the user nobody can run (the venv lives under /root)")
+    with tempfile.TemporaryDirectory(prefix="dd-unreadable-") as top:
+        model = tiny_config(Path(top) / "m")
+        (model / "tokenizer_config.json").write_text('{"eos_token": "</s>"}')
+        os.chmod(top, 0o755)
+        model.chmod(0o755)
+        (model / "config.json").chmod(0o644)
+        (model / "tokenizer_config.json").chmod(0o000)
+        proc = run_dd("check", "--select", "encodings,model-artifacts", "--model", str(model), user="nobody")
+    assert "crashed" not in proc.stdout and "Traceback" not in proc.stdout + proc.stderr, proc.stdout
+    assert "tokenizer_config.json: cannot read it (Permission denied)" in proc.stdout and proc.returncode == 1

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import stat
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,18 +173,14 @@ def _open(path: Path) -> BinaryIO:
         raise ModelFormatError(f"{path.name} is {exc.strerror}", path) from None
     except FileNotFoundError:
         raise ModelFormatError(f"{path.name} is missing (a dangling link?)", path, "missing") from None
+    except OSError as exc:  # permission denied, I/O error: a finding, never a crash of the check
+        raise ModelFormatError(f"{path.name}: cannot read it ({exc.strerror or exc})", path) from None
 
 
 def read_regular(path: Path, limit: int) -> bytes:
     """A regular file's bytes, at most limit of them (ModelFormatError beyond); FIFOs, devices and
     sockets are refused without being opened for a blocking read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise ModelFormatError(f"{path.name} is missing (a dangling link?)", path, "missing") from None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise ModelFormatError(f"{path.name} is not a regular file", path)
+    with _open(path) as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise ModelFormatError(f"{path.name} is larger than {limit >> 20} MiB; not read", path)
