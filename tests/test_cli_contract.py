@@ -426,3 +426,22 @@ def test_an_unreadable_model_file_is_a_finding_not_a_crash():
         proc = run_dd("check", "--select", "encodings,model-artifacts", "--model", str(model), user="nobody")
     assert "crashed" not in proc.stdout and "Traceback" not in proc.stdout + proc.stderr, proc.stdout
     assert "tokenizer_config.json: cannot read it (Permission denied)" in proc.stdout and proc.returncode == 1
+
+
+def test_a_fix_with_a_read_only_state_dir_is_one_line_and_changes_nothing():
+    import shutil
+    import tempfile
+
+    if python_for("nobody") is None:
+        pytest.skip("no interpreter the user nobody can run (the venv lives under /root)")
+    with tempfile.TemporaryDirectory(prefix="dd-ro-fix-") as top:
+        root, state = Path(top) / "host", Path(top) / "state"
+        shutil.copytree(RHEL, root)
+        state.mkdir()
+        os.chmod(top, 0o755)
+        state.chmod(0o555)
+        subprocess.run(["chown", "-R", "nobody", str(root)], check=True)
+        before = (root / "proc/sys/vm/swappiness").read_text()
+        proc = run_dd("check", "--select", "swappiness", "--root", str(root), "--fix", "--yes", "--state-dir", str(state), user="nobody")
+        assert proc.returncode == 2 and "internal error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert "Permission denied" in proc.stderr and (root / "proc/sys/vm/swappiness").read_text() == before
