@@ -22,6 +22,14 @@ PLUGINS = Path(__file__).resolve().parent / "plugins"
 SWAP_ONLY = ("--select", "swappiness")
 
 
+def sigint_default() -> None:
+    """preexec_fn for a child a test interrupts: a shell that runs CI in the background starts every
+    process with SIGINT ignored, and Python then never raises KeyboardInterrupt."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def tree_digest(root: Path) -> dict[str, str]:
     """sha256 of every file under root (symlinks by target), for byte-identical comparisons."""
     digest = {}

@@ -16,7 +16,7 @@ import pytest
 from decode_doctor.engine.findings import CheckResult, Finding, Severity, State
 from decode_doctor.reports.report import Report
 
-from .conftest import FIXTURES, PLUGINS, python_for, run_dd
+from .conftest import FIXTURES, PLUGINS, python_for, run_dd, sigint_default
 from .support.harness import cli
 
 RHEL = FIXTURES / "hosts" / "swap60-rhel7"
@@ -132,7 +132,7 @@ def test_ctrl_c_during_a_check_exits_130_and_leaves_no_process(tmp_path):
     (dist / "entry_points.txt").write_text("[decode_doctor.checks]\ntestchecks = dd_test_checks\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(PLUGINS)]), "NO_COLOR": "1"}
     argv = [sys.executable, "-m", "decode_doctor", "check", "--root", str(RHEL), "--select", "sleeps-forever", "--timeout", "60"]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
     deadline = time.monotonic() + 30
     while not _children(proc.pid) and time.monotonic() < deadline:  # the check runs in a forked worker
         time.sleep(0.05)

@@ -13,7 +13,7 @@ from decode_doctor.engine.context import Context
 from decode_doctor.engine.findings import State
 from decode_doctor.engine.runner import run_checks
 
-from .conftest import FIXTURES, PLUGINS, run_dd
+from .conftest import FIXTURES, PLUGINS, run_dd, sigint_default
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +164,7 @@ def test_interrupting_the_run_kills_the_checks_and_their_commands(plugins, tmp_p
         "run_checks([dd_test_checks.HungCommand], Context(options={'marker': os.environ['DD_MARKER']}), timeout_s=60)\n"
     )
     proc = subprocess.Popen(
-        [sys.executable, "-c", script], env={**os.environ, "DD_MARKER": marker}
+        [sys.executable, "-c", script], env={**os.environ, "DD_MARKER": marker}, preexec_fn=sigint_default
     )  # not in any command line but the hung one
     deadline = time.monotonic() + 10
     while not _processes_with(marker) and time.monotonic() < deadline:
