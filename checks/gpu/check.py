@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -478,8 +479,7 @@ class GpuStack(Check):
             seen.add(code)
             findings.append(check.finding(code, f"{message} ({source}, line {number})", evidence=evidence(source, number, line)))
         if xids:
-            counts = Counter(_xid_number(line) for _, line in xids)
-            parts = ", ".join(f"Xid {n} ×{c}" for n, c in sorted(counts.items(), key=lambda item: item[0] or 0))
+            parts = _xid_counts(_xid_number(line) or 0 for _, line in xids)
             number, line = xids[0]
             message = f"The kernel log holds NVIDIA Xid errors ({parts}); first at {source}, line {number}: {line[:160]}"
             findings.append(check.finding("GPU018", message, evidence={**evidence(source, number, line), "last_line": xids[-1][0]}))
@@ -527,7 +527,7 @@ class GpuStack(Check):
         xids = [(number, text) for kind, text in events if kind == "xid" and (number := _xid_number(text)) not in (None, 79)]
         if xids:
             counts = Counter(number for number, _ in xids)
-            parts = ", ".join(f"Xid {number} ×{count}" for number, count in sorted(counts.items()))
+            parts = _xid_counts(number for number, _ in xids)
             lines = [text for _, text in xids]
             evidence = {"counts": {str(k): v for k, v in sorted(counts.items())}, "first": lines[0], "last": lines[-1]}
             message = f"The kernel log holds NVIDIA Xid errors ({parts}, distinct lines). Last: {lines[-1][:160]}"
@@ -666,3 +666,8 @@ def _xid_number(line: str) -> int | None:
     head, _, rest = line.partition("):")
     digits = rest.strip().split(",", 1)[0].strip()
     return int(digits) if "Xid" in head and digits.isdigit() and len(digits) <= 4 else None
+
+
+def _xid_counts(numbers: Iterable[int]) -> str:
+    """ "Xid 45 ×2, Xid 119 ×3" """
+    return ", ".join(f"Xid {number} ×{count}" for number, count in sorted(Counter(numbers).items()))

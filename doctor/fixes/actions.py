@@ -22,6 +22,7 @@ from .atomic import (
     UnsafeTarget,
     atomic_write,
     atomic_write_at,
+    dir_within,
     fsync_dir,
     open_dir_within,
     sha256_bytes,
@@ -129,7 +130,7 @@ class ReplaceFile(Action):
         if self.expected_sha256 is not None and sha256_file(self.path) != self.expected_sha256:
             raise UnsafeTarget(f"{self.shown} changed since it was checked; run the check again")
         if self.within is not None:
-            os.close(open_dir_within(self.within, self.path.parent))
+            os.close(open_dir_within(self.within, self.path.parent))  # refused now rather than mid-run
         top = existing_ancestor(self.path.parent)
         missing = [str(p) for p in [self.path.parent, *self.path.parent.parents] if p != top and top in p.parents]
         return {
@@ -148,11 +149,8 @@ class ReplaceFile(Action):
 
     def apply(self) -> None:
         if self.within is not None:
-            fd = open_dir_within(self.within, self.path.parent)
-            try:
+            with dir_within(self.within, self.path.parent) as fd:
                 atomic_write_at(fd, self.path.name, self.content, mode=None if self.path.exists() else self.create_mode)
-            finally:
-                os.close(fd)
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         mode = None if self.path.exists() else self.create_mode
@@ -167,11 +165,8 @@ class ReplaceFile(Action):
         if current != record["sha256_after"] and not force:
             return f"conflict: {record['shown']} changed after the fix; left as it is"
         if record["existed"] and record.get("within"):
-            fd = open_dir_within(Path(record["within"]), path.parent)
-            try:
+            with dir_within(Path(record["within"]), path.parent) as fd:
                 atomic_write_at(fd, path.name, (run_dir / record["backup"]).read_bytes(), mode=record["mode"])
-            finally:
-                os.close(fd)
         elif record["existed"]:
             backup = run_dir / record["backup"]
             atomic_write(path, backup.read_bytes(), mode=record["mode"], uid=record["uid"], gid=record["gid"])
@@ -415,12 +410,9 @@ class MoveFile(Action):
         if self.within is None:
             move_file(self.path, self.destination, self.expected_sha256)
             return
-        fd = open_dir_within(self.within, self.path.parent)
-        try:
+        with dir_within(self.within, self.path.parent) as fd:
             same_dir = fd if self.destination.parent == self.path.parent else None  # a rename: both names in the handle
             move_file(self.path, self.destination, self.expected_sha256, src_dir=fd, dst_dir=same_dir)
-        finally:
-            os.close(fd)
 
     @staticmethod
     def undo(record: Record, run_dir: Path, force: bool = False) -> str:
@@ -438,11 +430,8 @@ class MoveFile(Action):
         if sha256_file(dst) != record["sha256"] and not force:
             return f"conflict: {dst} changed after the move; left as it is"
         if record.get("within"):
-            fd = open_dir_within(Path(record["within"]), src.parent)
-            try:
+            with dir_within(Path(record["within"]), src.parent) as fd:
                 move_file(dst, src, dst_dir=fd)
-            finally:
-                os.close(fd)
         else:
             move_file(dst, src)
         if record.get("manifest"):

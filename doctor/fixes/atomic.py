@@ -7,7 +7,8 @@ import hashlib
 import os
 import secrets
 import stat
-import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -61,24 +62,40 @@ def open_dir_within(top: Path, directory: Path) -> int:
     return fd
 
 
-def atomic_write_at(dir_fd: int, name: str, data: bytes, *, mode: int | None = None) -> None:
-    """atomic_write relative to a directory handle (open_dir_within): the same temp, fsync, rename."""
+@contextmanager
+def dir_within(top: Path, directory: Path) -> Iterator[int]:
+    """open_dir_within as a context: the handle is closed however the block ends."""
+    fd = open_dir_within(top, directory)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def atomic_write_at(
+    dir_fd: int, name: str, data: bytes, *, mode: int | None = None, uid: int | None = None, gid: int | None = None
+) -> None:
+    """Replaces name in the directory dir_fd with data: a temp file beside it, fsync, rename, fsync the
+    directory. Keeps the old mode and owner unless told otherwise; never writes through a link."""
     try:
         old = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         old = None
     if old is not None and not stat.S_ISREG(old.st_mode):
         raise UnsafeTarget(f"{name} is not a regular file; refusing to replace it")
-    mode = (old.st_mode & 0o7777 if old is not None else 0o644) if mode is None else mode
+    if old is not None:
+        mode = old.st_mode & 0o7777 if mode is None else mode
+        uid = old.st_uid if uid is None else uid
+        gid = old.st_gid if gid is None else gid
     tmp = f".{name}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            if old is not None and (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
-                os.fchown(handle.fileno(), old.st_uid, old.st_gid)
+            os.fchmod(handle.fileno(), 0o644 if mode is None else mode)
+            if uid is not None and gid is not None and (uid, gid) != (os.geteuid(), os.getegid()):
+                os.fchown(handle.fileno(), uid, gid)
             os.fsync(handle.fileno())
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
@@ -91,34 +108,14 @@ def atomic_write_at(dir_fd: int, name: str, data: bytes, *, mode: int | None = N
 
 
 def atomic_write(path: Path, data: bytes, *, mode: int | None = None, uid: int | None = None, gid: int | None = None) -> None:
-    """Replaces path with data; keeps the old mode and owner unless told otherwise."""
+    """atomic_write_at in path's directory."""
     if path.is_symlink():
         raise UnsafeTarget(f"{path} is a symbolic link; refusing to replace it")
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     try:
-        old = path.stat()
-    except FileNotFoundError:
-        old = None
-    if old is not None:
-        mode = old.st_mode & 0o7777 if mode is None else mode
-        uid = old.st_uid if uid is None else uid
-        gid = old.st_gid if gid is None else gid
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), 0o644 if mode is None else mode)
-            if uid is not None and gid is not None and (uid, gid) != (os.geteuid(), os.getegid()):
-                os.fchown(handle.fileno(), uid, gid)
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
-    fsync_dir(path.parent)
+        atomic_write_at(fd, path.name, data, mode=mode, uid=uid, gid=gid)
+    finally:
+        os.close(fd)
 
 
 TEMP_SUFFIX = ".dd-tmp"

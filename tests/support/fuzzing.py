@@ -7,9 +7,11 @@ benchmarks/fuzz.py runs 10⁵ inputs per target with rates, the slowest input an
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import random
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -45,6 +47,7 @@ class Scratch:
 
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="dd-fuzz-"))
+        atexit.register(shutil.rmtree, self.dir, True)  # nothing left in /tmp after the run
 
     def write(self, name: str, data: bytes) -> Path:
         path = self.dir / name
