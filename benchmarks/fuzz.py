@@ -1,10 +1,11 @@
 """Every parser and reader against 10⁵ mutated inputs (tests/support/fuzzing.py's targets).
 
-    python benchmarks/fuzz.py [--inputs 100000] [--only NAME] [--seed 0]
+    python benchmarks/fuzz.py [--inputs 100000] [--only NAME] [--seed 0] [--no-cuts]
 
 Per target: inputs/s, exceptions outside the parser's documented refusals (goal 0, the first few
 printed with the input), the slowest input in ms per KB (goal: none above 100 ms/KB; inputs under
-1 KB count as 1 KB), and this process's peak memory after the target. Each input runs under a 10 s
+1 KB count as 1 KB), and this process's peak memory after the target. Targets whose seeds are real
+captures also get each capture cut at every byte position (counted in 'inputs'). Each input runs under a 10 s
 alarm, so a hang is reported as one instead of stopping the run. Seeds run first, untimed (imports
 and the chardet models load there).
 """
@@ -12,6 +13,7 @@ and the chardet models load there).
 from __future__ import annotations
 
 import argparse
+import itertools
 import resource
 import signal
 import sys
@@ -38,6 +40,7 @@ def main() -> None:
     parser.add_argument("--inputs", type=int, default=100_000)
     parser.add_argument("--only", default="")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-cuts", action="store_true", help="skip cutting each real capture at every byte")
     args = parser.parse_args()
     signal.signal(signal.SIGALRM, _alarm)
     total_errors = 0
@@ -51,7 +54,8 @@ def main() -> None:
         slowest = (0.0, b"")
         count = 0
         started = time.perf_counter()
-        for data in fuzzing.inputs(target, args.inputs, seed=args.seed):
+        every_cut = fuzzing.cuts(target) if target.captures and not args.no_cuts else iter(())
+        for data in itertools.chain(fuzzing.inputs(target, args.inputs, seed=args.seed), every_cut):
             count += 1
             begin = time.perf_counter()
             signal.setitimer(signal.ITIMER_REAL, HANG_S)

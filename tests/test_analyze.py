@@ -77,3 +77,59 @@ def test_a_pasted_docker_pull_error_names_what_the_mirror_answered(tmp_path):
     assert finding["code"] == "REF001" and finding["evidence"]["line"] == 1
     (tmp_path / "pull.txt").write_text("Error response from daemon: failed to decode referrers index: EOF\n")
     assert [f["code"] for f in cli("analyze", str(tmp_path / "pull.txt"), "--format", "json").json()["findings"]] == ["REF002"]
+
+
+ENVS = NV / "collect-env"
+
+
+@pytest.mark.parametrize(
+    ("name", "torch", "cuda", "driver", "gpus", "cudnn"),
+    [
+        ("a100-sxm4-40gb-torch1.12.1-cu113-driver-470.129.06-complete.txt", "1.12.1+cu113", "11.3", "470.129.06", 1, None),
+        ("h100-x8-torch2.3.0-cu121-driver-550.54.15-vllm.partial.txt", "2.3.0+cu121", "12.1", "550.54.15", 8, "8.9.7"),
+        ("h100-x8-torch2.5.1-cu124-driver-550.90.07.partial.txt", "2.5.1+cu124", "12.4", "550.90.07", 8, "8.9.7"),
+        ("h100-torch2.9.1-cu126-driver-580.126.09-runpy-warning.partial.txt", "2.9.1+cu126", "12.6", "580.126.09", 1, None),
+        (
+            "vllm-collect-env-sectioned-rtx5090-xeon6530-2socket-torch2.10.0-cu128-driver-590.48.01-complete.txt",
+            "2.10.0+cu128",
+            "12.8",
+            "590.48.01",
+            1,
+            "9.8.0",
+        ),
+    ],
+)
+def test_collect_env_gives_the_torch_build_driver_gpus_and_cudnn(name, torch, cuda, driver, gpus, cudnn):
+    report = cli("analyze", str(ENVS / name), "--format", "json").json()
+    facts = next(iter(report["facts"].values()))
+    assert (facts["torch"]["version"], facts["torch"]["cuda"], facts["driver"]) == (torch, cuda, driver)
+    assert len(facts["devices"]) == gpus and all(d["name"].startswith("NVIDIA") for d in facts["devices"])
+    assert facts["torch"]["cudnn"] == cudnn and facts["source"] == "collect_env"
+    assert all(f["code"] not in ("GPU020", "GPU021") for f in report["findings"])  # each pair here works
+
+
+def test_vllm_collect_env_names_the_vllm_version():
+    name = "vllm-collect-env-sectioned-rtx5090-xeon6530-2socket-torch2.10.0-cu128-driver-590.48.01-complete.txt"
+    facts = next(iter(cli("analyze", str(ENVS / name), "--format", "json").json()["facts"].values()))
+    assert facts["notes"] == ["vLLM 0.18.1rc1.dev203+g97d19197b (git sha: 97d19197b)"]
+    assert [t["version"] for t in facts["toolkits"]] == ["12.8.93"]
+
+
+@pytest.mark.parametrize(
+    ("name", "codes", "words"),
+    [
+        ("h100-pcie-torch2.0.1-cu117-sm90-incompatible-driver-535.104.12.partial.txt", ["GPU025", "GPU023"], "sm_90"),
+        ("torch-error-driver-too-old-runtimeerror-found-10010.txt", ["GPU021"], "CUDA ≤ 10.1"),
+        ("torch-error-driver-too-old-assertion-found-10000.txt", ["GPU021"], "CUDA ≤ 10.0"),
+        ("amd-rx6700xt-rocm-host-torch2.5.1-cuda-wheels-spanish-lscpu.txt", ["GPU026"], "no NVIDIA driver"),
+        ("a100-sxm4-40gb-torch1.12.1-cu113-driver-470.129.06-complete.txt", ["GPU023"], "PyTorch 1.12.1+cu113 < 2.0"),
+        ("rocm-device66a1-torch1.7.0a0.partial.txt", ["GPU023"], "1.7.0a0"),
+    ],
+)
+def test_collect_env_and_torch_errors_give_their_codes_citing_lines(name, codes, words):
+    report = cli("analyze", str(ENVS / name), "--format", "json").json()
+    assert [f["code"] for f in report["findings"]] == codes
+    assert words in report["findings"][0]["message"]
+    lines = (ENVS / name).read_text().splitlines()
+    for finding in report["findings"]:
+        assert lines[finding["evidence"]["line"] - 1].strip().startswith(finding["evidence"]["text"][:40].strip())

@@ -3,10 +3,16 @@ its error messages, and kernel logs. Every finding cites the line it came from."
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from decode_doctor.engine import Analysis, Finding
 
 from .nvidia import KERNEL_PATTERNS, SMI_FAILURES, DriverInfo, parse_smi_text, parse_smi_xml, scan_kernel_log
 from .table import looks_like_table, parse_smi_table
+
+if TYPE_CHECKING:
+    from .check import GpuStack
 
 # nvidia-smi failure kind → (code, message), as the live check words them
 SMI_FAILURE_CODES = {
@@ -45,7 +51,7 @@ def line_events(lines: list[str]) -> list[tuple[int, str, str]]:
     for number, line in enumerate(lines[:MAX_LINES], start=1):
         if len(line) > 4096:
             line = line[:4096]
-        for kind, pattern in SMI_FAILURES:
+        for kind, pattern in SMI_FAILURES if "NVRM" not in line else ():  # a kernel line is not nvidia-smi's
             if pattern.search(line):
                 found.append((number, f"smi:{kind}", line.strip()))
                 break
@@ -67,3 +73,124 @@ def line_events(lines: list[str]) -> list[tuple[int, str, str]]:
 
 def evidence(source: str, number: int, text: str) -> dict[str, Any]:
     return {"source": source, "line": number, "text": text[:300]}
+
+
+def analyze(check: GpuStack, text: str, source: str) -> Analysis | None:
+    """The findings and facts in one pasted text, each finding citing its line."""
+    from .check import GpuFacts, xid_finding
+    from .collect_env import looks_like_collect_env
+    from .xid import parse_xid, xid_events
+
+    found = driver_info(text)
+    facts = None
+    kinds = []
+    findings: list[Finding] = []
+    if found is not None:
+        info, kind = found
+        facts = GpuFacts(info.driver_version, info.cuda_version, kind, info.attached, list(info.devices), list(info.notes))
+        kinds.append(kind)
+    elif looks_like_collect_env(text):
+        facts, judged = collect_env_findings(check, text, source)
+        findings.extend(judged)
+        kinds.append("PyTorch collect_env")
+    seen: set[str] = {f.code for f in findings}
+    lines = text.splitlines()[:MAX_LINES]
+    for number, kind, line in line_events(lines):
+        family, _, name = kind.partition(":")
+        if family == "smi" and name in SMI_FAILURE_CODES:
+            code, message = SMI_FAILURE_CODES[name]
+        elif family == "kernel" and name == "xid" and (parse_xid(line) or ("", 0, 0))[1] == 79:
+            code, message = "GPU014", f"The kernel log says: {line.rstrip('.')}."
+        elif family == "kernel" and name == "xid":
+            continue  # the other Xids are read below, one finding for all of them
+        elif family == "kernel":
+            code, message = KERNEL_CODES[name], f"The kernel log says: {line}."
+        else:
+            continue
+        if code in seen:  # one finding per code, citing its first line
+            continue
+        seen.add(code)
+        findings.append(check.finding(code, f"{message} ({source}, line {number})", evidence=evidence(source, number, line)))
+    xids = xid_events(lines)
+    first = next((event for event in xids if event.number != 79), None)
+    if first:
+        cite = evidence(source, first.line, first.text)
+        finding = xid_finding(check, xids, f"{source} (first Xid at line {first.line})", cite)
+        findings.extend([finding] if finding else [])
+    if facts is None:
+        torch_findings = torch_error_findings(check, lines, source, None)
+        findings.extend(torch_findings)
+    if findings and (not kinds or len(findings) > len(seen)):
+        kinds.append("error messages")
+    if facts is None and not findings:
+        return None
+    return Analysis(findings, facts, " and ".join(kinds))
+
+
+def collect_env_findings(check: GpuStack, text: str, source: str) -> tuple[Any, list[Finding]]:
+    """Facts from torch's or vLLM's collect_env, judged like the live check judges the host."""
+    from .check import GpuFacts, Toolkit, TorchBuild
+    from .collect_env import parse_collect_env
+    from .nvidia import GpuDevice
+
+    env = parse_collect_env(text)
+    cuda_build = env.cuda_build if env.cuda_build and env.cuda_build[:1].isdigit() else None
+    torch = TorchBuild(env.torch, cuda_build, env.rocm_build, env.cudnn, env.python or "?", "") if env.torch else None
+    toolkits = []
+    if env.cuda_runtime and env.cuda_runtime[:1].isdigit():  # nvcc's release on PATH
+        toolkits.append(Toolkit(env.cuda_runtime, ".".join(env.cuda_runtime.split(".")[:2]), "nvcc (collect_env)"))
+    devices = [GpuDevice(index, name) for index, name in enumerate(env.gpus) if env.driver]
+    notes = [f"vLLM {env.vllm}"] if env.vllm else []
+    facts = GpuFacts(env.driver, None, "collect_env", len(devices) or None, devices, notes, toolkits=toolkits, torch=torch)
+    judged = check._software(facts, gpu_host=bool(env.driver))
+    lines = text.splitlines()
+    cited = []
+    for finding in judged:
+        field = "torch" if finding.code in ("GPU021", "GPU022", "GPU023") else "cuda_runtime"
+        number = env.lines.get(field) or env.lines.get("torch") or 1
+        line = lines[number - 1] if number <= len(lines) else ""
+        message = f"{finding.message} ({source}, line {number})"
+        cited.append(dataclasses.replace(finding, message=message, evidence={**finding.evidence, **evidence(source, number, line)}))
+    cited.extend(torch_error_findings(check, lines, source, cuda_build))
+    if env.cuda_available is False and not env.rocm_build:
+        number = env.lines["cuda_available"]
+        if not env.driver:
+            why = "no NVIDIA driver answered (Nvidia driver version: none)"
+        elif torch and not torch.cuda:
+            why = f"this PyTorch ({torch.version}) is a CPU-only build"
+        else:
+            why = "the driver is there, so look at CUDA_VISIBLE_DEVICES, the container's GPU access and the kernel log"
+        message = f"PyTorch reports CUDA unavailable: {why}. ({source}, line {number})"
+        cited.append(check.finding("GPU026", message, evidence=evidence(source, number, lines[number - 1])))
+    return facts, cited
+
+
+def torch_error_findings(check: GpuStack, lines: list[str], source: str, cuda_build: str | None) -> list[Finding]:
+    """PyTorch's own CUDA errors: a driver too old for the wheel (GPU021), a wheel without the GPU's
+    architecture (GPU025)."""
+    from .collect_env import torch_errors
+    from .nvidia import min_driver
+
+    findings = []
+    errors = torch_errors(lines)
+    firsts = [next((e for e in errors if e.kind == kind), None) for kind in ("driver-too-old", "arch-missing")]
+    for error in [e for e in firsts if e is not None]:
+        cite = evidence(source, error.line, error.text)
+        if error.kind == "driver-too-old":
+            needs = min_driver(cuda_build) if cuda_build else None
+            built = f" built for CUDA {cuda_build}" if cuda_build else ""
+            advice = f"upgrade the driver to ≥ {needs[1]}" if needs else "upgrade the driver"
+            message = (
+                f"PyTorch{built} says the NVIDIA driver is too old: the driver supports CUDA ≤ {error.driver_cuda or '?'}; "
+                f"{advice}, or install a PyTorch built for CUDA ≤ {error.driver_cuda or 'what the driver supports'}. "
+                f"({source}, line {error.line})"
+            )
+            findings.append(check.finding("GPU021", message, evidence={**cite, "driver_cuda": error.driver_cuda}))
+        elif error.kind == "arch-missing":
+            supported = f" (it has {' '.join(error.supported)})" if error.supported else ""
+            message = (
+                f"This PyTorch has no kernels for the GPU's CUDA capability {error.capability}{supported}: "
+                f"install a build for a newer CUDA. ({source}, line {error.line})"
+            )
+            findings.append(check.finding("GPU025", message, evidence={**cite, "capability": error.capability}))
+    return findings

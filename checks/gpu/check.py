@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ from decode_doctor.engine import (
 from decode_doctor.engine.units import amount
 
 from .nvidia import DriverInfo, GpuDevice
+from .xid import URGENCY, XidEvent
 
 SMI_TIMEOUT_S = 15.0
 KERNEL_LOGS = ("/var/log/kern.log", "/var/log/syslog", "/var/log/messages")
@@ -112,13 +111,15 @@ GPU018 = Code(
     "GPU018",
     "The kernel log holds NVIDIA Xid errors",
     Severity.WARNING,
-    what='NVRM: Xid lines in dmesg or the journal (both the old "Xid (0000:01:00): N" and the newer "Xid (PCI:…): N, pid=…, '
-    'name=…" formats): the driver reporting a GPU or application fault, counted by Xid and GPU. Xid 79 (fallen off the bus) is '
-    "GPU014.",
-    why="Some Xids are an application's own fault (13, 31, 43), others mean the GPU needs a reset or service (48, 62, 63, 64, 74, 92, "
-    "94, 95, 119, 120, 154); a decode server on such a GPU stalls or dies.",
-    fix_by_hand="Look each Xid up in NVIDIA's Xid catalogue (https://docs.nvidia.com/deploy/xid-errors/), which gives its meaning and "
-    "the action (restart the application, reset the GPU, contact support); attach the kernel log lines to the ticket.",
+    what='NVRM: Xid lines in dmesg or the journal (the old "Xid (0000:01:00): N" and the newer "Xid (PCI:…): N, pid=…, name=…" '
+    "formats), counted per Xid with the GPUs and the first and last time. Each Xid is looked up in NVIDIA's Xid catalog for its "
+    "meaning, likely cause and next step. Xid 79 (fallen off the bus) is GPU014.",
+    why="Some Xids are an application's own fault (13, 31, 43, 45), others mean the GPU needs a reset or the node a reboot (46, 48, "
+    "62, 64, 74, 95, 109, 119, 120, 154); a decode server on such a GPU stalls or dies. The finding is an error when any Xid "
+    "asks for a GPU reset or a reboot.",
+    fix_by_hand="Do the next step the finding gives for each Xid; NVIDIA's catalog "
+    "(https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html) has the full resolution buckets. Attach the cited "
+    "kernel log lines to the ticket.",
 )
 GPU020 = Code(
     "GPU020",
@@ -167,6 +168,26 @@ GPU024 = Code(
     '"CUDA driver version is insufficient for CUDA runtime version".',
     fix_by_hand="Install at least the driver branch named in the finding with the GPU, or pick software built for the driver you "
     "will have.",
+)
+GPU025 = Code(
+    "GPU025",
+    "PyTorch was not built for this GPU's architecture",
+    Severity.ERROR,
+    what='PyTorch warns "… with CUDA capability sm_NN is not compatible with the current PyTorch installation": the wheel carries no '
+    "kernels for this GPU's compute capability (a Hopper sm_90 or Blackwell sm_100/sm_120 GPU with a wheel built for an older CUDA).",
+    why='Every CUDA kernel launch fails with "no kernel image is available for execution on the device"; an inference server '
+    "does not start or crashes at the first request.",
+    fix_by_hand="Install a PyTorch build for a CUDA that knows the GPU: sm_90 (H100/H200) needs CUDA 11.8 or newer wheels, sm_100 and "
+    "sm_120 (Blackwell) need cu128 or newer; then check torch.cuda.get_arch_list() lists the capability.",
+)
+GPU026 = Code(
+    "GPU026",
+    "PyTorch reports CUDA unavailable",
+    Severity.WARNING,
+    what='A pasted collect_env says "Is CUDA available: False" for a PyTorch that is not a ROCm build.',
+    why="The serving engine falls back to the CPU or refuses to start; decode on the CPU is one to two orders of magnitude slower.",
+    fix_by_hand="With no NVIDIA driver: install it (or, on an AMD GPU, a ROCm build of PyTorch). With a CPU-only PyTorch: install a CUDA "
+    "build. With both present: check CUDA_VISIBLE_DEVICES, the container's --gpus flag and the kernel log for Xid errors.",
 )
 GPU030 = Code(
     "GPU030",
@@ -259,7 +280,7 @@ class GpuFacts(Facts):
             lines.append(self.board)
         lines += [f"CUDA toolkit {t.version} ({t.source})" for t in self.toolkits]
         if self.torch:
-            build = f"CUDA {self.torch.cuda}" if self.torch.cuda else "CPU-only"
+            build = f"CUDA {self.torch.cuda}" if self.torch.cuda else f"ROCm {self.torch.hip}" if self.torch.hip else "CPU-only"
             lines.append(f"PyTorch {self.torch.version} ({build}, cuDNN {self.torch.cudnn or '?'}) in {self.torch.python}")
         return lines
 
@@ -367,30 +388,94 @@ def toolkits(ctx: Context) -> list[Toolkit]:
     return found
 
 
-def kernel_events(ctx: Context) -> list[tuple[str, str]]:
-    from .nvidia import scan_kernel_log
-
-    events: list[tuple[str, str]] = []
+def kernel_texts(ctx: Context) -> list[tuple[str, str]]:
+    """(source, text) for each kernel log there is: the log files, and on a live host dmesg and the
+    journal's kernel messages."""
     texts = []
     for log in KERNEL_LOGS:
         text = ctx.read_text(log, limit=4 << 20)
         if text:
-            texts.append(text[-(2 << 20) :])
-    if ctx.live_host and ctx.which("dmesg"):
-        record = ctx.run(["dmesg"], timeout_s=5)
-        if record.ok:
-            texts.append(record.stdout)
-    for text in texts:
+            texts.append((log, text[-(2 << 20) :]))
+    if ctx.live_host:
+        for argv in (["dmesg"], ["journalctl", "-k", "--no-pager", "-o", "short-iso", "-n", "50000"]):
+            if ctx.which(argv[0]):
+                record = ctx.run(argv, timeout_s=10)
+                if record.ok and record.stdout:
+                    texts.append((" ".join(argv[:2]), record.stdout[-(4 << 20) :]))
+    return texts
+
+
+def kernel_events(texts: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    from .nvidia import scan_kernel_log
+
+    events: list[tuple[str, str]] = []
+    for _, text in texts:
         for event in scan_kernel_log(text):
             if event not in events:
                 events.append(event)
     return events
 
 
+def kernel_xids(texts: list[tuple[str, str]]) -> tuple[str, list[XidEvent]]:
+    """The Xid events of the one log that holds the most: kern.log, syslog and dmesg repeat each
+    other, so adding them up would count each event twice."""
+    from .xid import xid_events
+
+    best: tuple[str, list[XidEvent]] = ("", [])
+    for source, text in texts:
+        events = xid_events(text.splitlines())
+        if len(events) > len(best[1]):
+            best = (source, events)
+    return best
+
+
+def xid_finding(check: Check, events: list[XidEvent], where: str, cite: dict[str, Any]) -> Finding | None:
+    """GPU018 for every Xid but 79: per Xid its count, GPUs, first and last time, meaning and next step
+    from NVIDIA's catalog; an error when one asks for a GPU reset or a reboot."""
+    from .xid import caused_by, describe, group, summary, urgency
+
+    groups = [item for item in group(events) if item.number != 79]
+    if not groups:
+        return None
+    level = urgency(groups)
+    severity = {"gpu": Severity.ERROR, "report": Severity.WARNING, "application": Severity.WARNING}.get(level, Severity.INFO)
+    ranked = sorted(groups, key=lambda item: (-URGENCY[_level(item)], item.number))
+    causes = caused_by(event for event in events if event.number == 45)
+    shown = " ".join(summary(item, causes if item.number == 45 else None) for item in ranked[:6])
+    more = f" And {len(ranked) - 6} more Xid numbers (in the evidence)." if len(ranked) > 6 else ""
+    message = f"{where} holds NVIDIA Xid errors. {shown}{more}"
+    evidence = {**cite, "xids": [describe(item) for item in ranked[:32]]}
+    return check.finding("GPU018", message, evidence=evidence, severity=severity)
+
+
+def _level(item: Any) -> str:
+    from .xid import urgency
+
+    return urgency([item])
+
+
 class GpuStack(Check):
     name = "gpu"
     description = "NVIDIA driver, CUDA, toolkit, PyTorch and cuDNN versions and whether they work together"
-    codes = (GPU010, GPU011, GPU012, GPU013, GPU014, GPU015, GPU016, GPU017, GPU018, GPU020, GPU021, GPU022, GPU023, GPU024, GPU030)
+    codes = (
+        GPU010,
+        GPU011,
+        GPU012,
+        GPU013,
+        GPU014,
+        GPU015,
+        GPU016,
+        GPU017,
+        GPU018,
+        GPU020,
+        GPU021,
+        GPU022,
+        GPU023,
+        GPU024,
+        GPU025,
+        GPU026,
+        GPU030,
+    )
     needs = Needs(platforms=("linux",))
     options = (
         Option("--python", "The Python interpreter whose PyTorch to inspect (default: decode-doctor's own)."),
@@ -413,8 +498,9 @@ class GpuStack(Check):
         smi_failed = False
         if info is None:
             info, smi_failed = self._nvidia_smi(ctx, findings)
-        events = kernel_events(ctx)
-        findings.extend(self._kernel_findings(events, findings))
+        texts = kernel_texts(ctx)
+        events = kernel_events(texts)
+        findings.extend(self._kernel_findings(events, kernel_xids(texts), findings))
         tegra = ctx.read_text("/etc/nv_tegra_release")
         pci = nvidia_pci_devices(ctx)
         driver_dir = ctx.host_path("/proc/driver/nvidia").is_dir()
@@ -449,45 +535,9 @@ class GpuStack(Check):
 
     @classmethod
     def analyze(cls, text: str, source: str) -> Analysis | None:
-        from .analyze import KERNEL_CODES, SMI_FAILURE_CODES, driver_info, evidence, line_events
+        from .analyze import analyze
 
-        check = cls()
-        found = driver_info(text)
-        facts = None
-        kinds = []
-        if found is not None:
-            info, kind = found
-            facts = GpuFacts(info.driver_version, info.cuda_version, kind, info.attached, list(info.devices), list(info.notes))
-            kinds.append(kind)
-        findings: list[Finding] = []
-        xids: list[tuple[int, str]] = []
-        seen: set[str] = set()
-        for number, kind, line in line_events(text.splitlines()):
-            family, _, name = kind.partition(":")
-            if family == "smi" and name in SMI_FAILURE_CODES:
-                code, message = SMI_FAILURE_CODES[name]
-            elif family == "kernel" and name == "xid" and _xid_number(line) != 79:
-                xids.append((number, line))
-                continue
-            elif family == "kernel":
-                code = "GPU014" if name == "xid" else KERNEL_CODES[name]
-                message = f"The kernel log says: {line}."
-            else:
-                continue
-            if code in seen:  # one finding per code, citing its first line
-                continue
-            seen.add(code)
-            findings.append(check.finding(code, f"{message} ({source}, line {number})", evidence=evidence(source, number, line)))
-        if xids:
-            parts = _xid_counts(_xid_number(line) or 0 for _, line in xids)
-            number, line = xids[0]
-            message = f"The kernel log holds NVIDIA Xid errors ({parts}); first at {source}, line {number}: {line[:160]}"
-            findings.append(check.finding("GPU018", message, evidence={**evidence(source, number, line), "last_line": xids[-1][0]}))
-        if findings:
-            kinds.append("error messages")
-        if facts is None and not findings:
-            return None
-        return Analysis(findings, facts, " and ".join(kinds))
+        return analyze(cls(), text, source)
 
     def _nvidia_smi(self, ctx: Context, findings: list[Finding]) -> tuple[Any, bool]:
         from .analyze import SMI_FAILURE_CODES
@@ -519,19 +569,15 @@ class GpuStack(Check):
         findings.append(self.finding(code, message + f" Output: {output.strip()[:200]}", evidence=evidence))
         return None, True
 
-    def _kernel_findings(self, events: list[tuple[str, str]], findings: list[Finding]) -> list[Finding]:
+    def _kernel_findings(self, events: list[tuple[str, str]], xids: tuple[str, list[XidEvent]], findings: list[Finding]) -> list[Finding]:
         extra = []
-        off_bus = [text for kind, text in events if kind == "off-bus" or (kind == "xid" and _xid_number(text) == 79)]
+        source, xid_list = xids
+        off_bus = [text for kind, text in events if kind == "off-bus"] + [e.text for e in xid_list if e.number == 79]
         if off_bus:
             extra.append(self.finding("GPU014", f"The kernel log says: {off_bus[-1]}.", evidence={"kernel_log": off_bus[-5:]}))
-        xids = [(number, text) for kind, text in events if kind == "xid" and (number := _xid_number(text)) not in (None, 79)]
-        if xids:
-            counts = Counter(number for number, _ in xids)
-            parts = _xid_counts(number for number, _ in xids)
-            lines = [text for _, text in xids]
-            evidence = {"counts": {str(k): v for k, v in sorted(counts.items())}, "first": lines[0], "last": lines[-1]}
-            message = f"The kernel log holds NVIDIA Xid errors ({parts}, distinct lines). Last: {lines[-1][:160]}"
-            extra.append(self.finding("GPU018", message, evidence=evidence))
+        xid = xid_finding(self, xid_list, f"The kernel log ({source})", {"source": source})
+        if xid:
+            extra.append(xid)
         no_adapter = [text for kind, text in events if kind == "no-adapter"]
         if no_adapter and not any(f.code in ("GPU010", "GPU012") for f in findings):
             extra.append(
@@ -659,15 +705,3 @@ class GpuStack(Check):
         if verdict.level == "minor-compat":
             return [self.finding("GPU021", verdict.message + ".", evidence=evidence, severity=Severity.INFO)]
         return []
-
-
-def _xid_number(line: str) -> int | None:
-    """The Xid number of an "NVRM: Xid (…): N, …" line."""
-    head, _, rest = line.partition("):")
-    digits = rest.strip().split(",", 1)[0].strip()
-    return int(digits) if "Xid" in head and digits.isdigit() and len(digits) <= 4 else None
-
-
-def _xid_counts(numbers: Iterable[int]) -> str:
-    """ "Xid 45 ×2, Xid 119 ×3" """
-    return ", ".join(f"Xid {number} ×{count}" for number, count in sorted(Counter(numbers).items()))

@@ -36,6 +36,14 @@ class Target:
     refusals: tuple[type[BaseException], ...] = ()
     json_seeds: bool = False  # also mutate structurally (values of other types)
     notes: list[str] = field(default_factory=list)
+    captures: bool = False  # the seeds are real captures: benchmarks cut each at every byte
+
+
+def cuts(target: Target, step: int = 1) -> Iterator[bytes]:
+    """Each captured seed cut at every step-th byte (a paste that stops anywhere)."""
+    for seed in target.seeds:
+        for cut in range(0, len(seed) + 1, max(1, step)):
+            yield seed[:cut]
 
 
 def _files(directory: Path, pattern: str = "*") -> list[bytes]:
@@ -143,6 +151,7 @@ def targets() -> list[Target]:
         _nvidia_text(),
         _nvidia_table(),
         _kernel_log(),
+        _collect_env(),
         _daemon_json(scratch),
         _docker_answers(),
         _referrers(),
@@ -162,7 +171,11 @@ def _nvidia_xml() -> Target:
     from decode_doctor.checks.gpu.nvidia import parse_smi_xml
 
     return Target(
-        "nvidia-smi -q -x", _files(FIXTURES / "nvidia/nvidia-smi-q-x"), lambda d: parse_smi_xml(d.decode("utf-8", "replace")), (ValueError,)
+        "nvidia-smi -q -x",
+        _files(FIXTURES / "nvidia/nvidia-smi-q-x"),
+        lambda d: parse_smi_xml(d.decode("utf-8", "replace")),
+        (ValueError,),
+        captures=True,
     )
 
 
@@ -176,21 +189,39 @@ def _nvidia_text() -> Target:
         classify_smi_failure(text)
         return parse_smi_text(text)
 
-    return Target("nvidia-smi -q (text)", seeds, run, (ValueError,))
+    return Target("nvidia-smi -q (text)", seeds, run, (ValueError,), captures=True)
 
 
 def _nvidia_table() -> Target:
     from decode_doctor.checks.gpu.table import parse_smi_table
 
     seeds = _files(FIXTURES / "nvidia/nvidia-smi-table")
-    return Target("nvidia-smi (table)", seeds, lambda d: parse_smi_table(d.decode("utf-8", "replace")), (ValueError,))
+    return Target("nvidia-smi (table)", seeds, lambda d: parse_smi_table(d.decode("utf-8", "replace")), (ValueError,), captures=True)
 
 
 def _kernel_log() -> Target:
     from decode_doctor.checks.gpu.nvidia import scan_kernel_log
+    from decode_doctor.checks.gpu.xid import describe, group, urgency, xid_events
 
-    seeds = _files(FIXTURES / "nvidia/nvidia-smi-errors", "*mesg*") + _files(FIXTURES / "nvidia/nvidia-smi-errors", "syslog*")
-    return Target("kernel log", seeds, lambda d: scan_kernel_log(d.decode("utf-8", "replace")))
+    errors = FIXTURES / "nvidia/nvidia-smi-errors"
+    seeds = _files(errors, "*mesg*") + _files(errors, "syslog*") + _files(FIXTURES / "nvidia/kernel-logs")
+
+    def run(data: bytes) -> Any:
+        text = data.decode("utf-8", "replace")
+        groups = group(xid_events(text.splitlines()))
+        return scan_kernel_log(text), urgency(groups), [describe(item) for item in groups]
+
+    return Target("kernel log", seeds, run, captures=True)
+
+
+def _collect_env() -> Target:
+    from decode_doctor.checks.gpu.collect_env import parse_collect_env, torch_errors
+
+    def run(data: bytes) -> Any:
+        text = data.decode("utf-8", "replace")
+        return parse_collect_env(text), torch_errors(text.splitlines())
+
+    return Target("collect_env", _files(FIXTURES / "nvidia/collect-env"), run, captures=True)
 
 
 def _daemon_json(scratch: Scratch) -> Target:
