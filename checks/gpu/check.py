@@ -27,6 +27,7 @@ from decode_doctor.engine import (
 )
 from decode_doctor.engine.units import amount
 
+from .cudapaths import path_findings
 from .nvidia import DriverInfo, GpuDevice
 from .xid import URGENCY, XidEvent
 
@@ -188,6 +189,51 @@ GPU026 = Code(
     why="The serving engine falls back to the CPU or refuses to start; decode on the CPU is one to two orders of magnitude slower.",
     fix_by_hand="With no NVIDIA driver: install it (or, on an AMD GPU, a ROCm build of PyTorch). With a CPU-only PyTorch: install a CUDA "
     "build. With both present: check CUDA_VISIBLE_DEVICES, the container's --gpus flag and the kernel log for Xid errors.",
+)
+GPU027 = Code(
+    "GPU027",
+    "CUDA toolkits disagree: PATH, LD_LIBRARY_PATH and CUDA_HOME pick different ones",
+    Severity.WARNING,
+    what="Several CUDA toolkits are installed and the mechanisms that choose one do not agree: CUDA_HOME (or CUDA_PATH, what "
+    "PyTorch's extension builds use), the first nvcc on PATH, and the first libcudart on LD_LIBRARY_PATH; or CUDA_HOME names "
+    "a directory that is not there.",
+    why="An extension (flash-attn, a vLLM or llama.cpp build) compiles with one toolkit's headers and nvcc, links or loads "
+    'another\'s runtime, and fails with undefined symbols or "CUDA driver version is insufficient", or silently uses the old one.',
+    fix_by_hand="Pick one toolkit and point all three at it: export CUDA_HOME=/usr/local/cuda-X.Y, PATH=$CUDA_HOME/bin:$PATH, "
+    "LD_LIBRARY_PATH=$CUDA_HOME/lib64:$LD_LIBRARY_PATH (or point /usr/local/cuda at it and use that).",
+)
+GPU028 = Code(
+    "GPU028",
+    "A CUDA toolkit's libcuda stub is on the library path",
+    Severity.ERROR,
+    what="A toolkit's lib64/stubs directory (a libcuda.so for linking without a driver) is on LD_LIBRARY_PATH or in "
+    "/etc/ld.so.conf.d; with a libcuda.so.1 there it is loaded instead of the driver's.",
+    why='CUDA programs then fail at start with "CUDA driver is a stub library" (cudaErrorStubLibrary) or report no GPU, although '
+    "the driver works.",
+    fix_by_hand="Remove the stubs directory from LD_LIBRARY_PATH and ld.so.conf.d (then run ldconfig); link against stubs with "
+    "-L at build time only.",
+)
+GPU029 = Code(
+    "GPU029",
+    "The host compiler is newer than nvcc accepts",
+    Severity.ERROR,
+    what="The GCC that nvcc would call (NVCC_CCBIN, CUDAHOSTCXX or g++ on PATH) is newer than the toolkit's "
+    "include/crt/host_config.h allows.",
+    why='Every CUDA extension build (flash-attn, vLLM or llama.cpp from source) stops with "#error -- unsupported GNU '
+    'version!"; -allow-unsupported-compiler compiles at the risk of wrong code.',
+    fix_by_hand="Install a supported GCC beside it and point nvcc at it (export NVCC_CCBIN=g++-13, or CC/CXX for CMake), or use a "
+    "newer CUDA toolkit.",
+)
+GPU031 = Code(
+    "GPU031",
+    "PyTorch's CUDA build and the toolkit an extension build would use differ",
+    Severity.ERROR,
+    what="PyTorch was built with one CUDA version, and the toolkit torch.utils.cpp_extension would compile with (CUDA_HOME, "
+    "CUDA_PATH, nvcc on PATH, /usr/local/cuda) is another.",
+    why='A different major version makes the build stop with "The detected CUDA version mismatches the version that was used to '
+    'compile PyTorch"; a different minor version builds with a warning.',
+    fix_by_hand="Point CUDA_HOME at a toolkit with PyTorch's CUDA version (torch.version.cuda), or install the PyTorch build for the "
+    "toolkit you have.",
 )
 GPU030 = Code(
     "GPU030",
@@ -474,6 +520,10 @@ class GpuStack(Check):
         GPU024,
         GPU025,
         GPU026,
+        GPU027,
+        GPU028,
+        GPU029,
+        GPU031,
         GPU030,
     )
     needs = Needs(platforms=("linux",))
@@ -531,7 +581,7 @@ class GpuStack(Check):
         )
         ctx.publish(facts)
         findings.extend(self._software(facts, bool(facts.devices) or bool(pci) or bool(tegra)))
-        return findings
+        return findings + path_findings(self, ctx, facts.torch.cuda if facts.torch else None)
 
     @classmethod
     def analyze(cls, text: str, source: str) -> Analysis | None:
@@ -628,7 +678,7 @@ class GpuStack(Check):
                 needs.append(f"{label} needs driver ≥ {row[1]}" + (f" (≥ {floor} with minor-version compatibility)" if floor else ""))
         message = "No NVIDIA GPU here yet. " + ("; ".join(needs) + "." if needs else "The installed CUDA software is listed in the facts.")
         findings = [self.finding("GPU024", message, evidence={"needs": needs})]
-        return findings + self._software(facts, gpu_host=False)
+        return findings + self._software(facts, gpu_host=False) + path_findings(self, ctx, torch.cuda if torch else None)
 
     def _software(self, facts: GpuFacts, gpu_host: bool) -> list[Finding]:
         from .nvidia import compat_table, vkey
