@@ -152,6 +152,7 @@ def targets() -> list[Target]:
         _nvidia_table(),
         _kernel_log(),
         _collect_env(),
+        _accelerators(),
         _daemon_json(scratch),
         _docker_answers(),
         _referrers(),
@@ -222,6 +223,21 @@ def _collect_env() -> Target:
         return parse_collect_env(text), torch_errors(text.splitlines())
 
     return Target("collect_env", _files(FIXTURES / "nvidia/collect-env"), run, captures=True)
+
+
+def _accelerators() -> Target:
+    from decode_doctor.checks.accelerators import amd, jetson, rknpu
+
+    def run(data: bytes) -> Any:
+        text = data.decode("utf-8", "replace")
+        try:
+            gpus = [gpu.bandwidth_class for gpu in amd.parse(text)]
+        except ValueError:
+            gpus = []
+        return gpus, jetson.parse(text), rknpu.find_version(text)
+
+    seeds = [p.read_bytes() for p in sorted((FIXTURES / "accelerators").glob("*/*")) if p.is_file()]
+    return Target("amd-smi, rocm-smi, jetson_clocks, rknpu", seeds, run, json_seeds=True, captures=True)
 
 
 def _daemon_json(scratch: Scratch) -> Target:

@@ -1,0 +1,237 @@
+"""AMD GPUs, Jetson power modes and Rockchip NPU drivers: what is there, read-only, and what slows
+decode on it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from decode_doctor.engine import Analysis, Check, Code, Context, EnvRow, Facts, Finding, Needs, Severity, SkipCheck
+
+from .amd import AmdGpu
+from .jetson import JetsonPower
+
+TOOL_TIMEOUT_S = 20.0
+DRM = "/sys/class/drm"
+
+ACC001 = Code(
+    "ACC001",
+    "An AMD GPU without ROCm's kernel interface",
+    Severity.WARNING,
+    what="amdgpu's sysfs lists an AMD GPU, but /dev/kfd (the ROCm compute interface) is not there: the amdgpu driver runs "
+    "without compute support, or the container was started without --device /dev/kfd.",
+    why="ROCm, PyTorch's ROCm build, vLLM and llama.cpp's HIP backend see no GPU; inference falls back to the CPU or Vulkan.",
+    fix_by_hand="Load amdgpu with compute (a ROCm-supported kernel or amdgpu-dkms); in a container pass --device /dev/kfd "
+    "--device /dev/dri and add the render and video groups.",
+)
+ACC010 = Code(
+    "ACC010",
+    "Jetson is below its maximum power mode",
+    Severity.WARNING,
+    what="nvpmodel reports a power mode other than MAXN (or MAXN_SUPER): the mode caps the CPU cores online, the GPU clock and on "
+    "some modules the memory (EMC) clock.",
+    why="Decode on a Jetson is bound by memory bandwidth and the GPU clock: a 5 W, 15 W or 25 W mode gives a fraction of the "
+    "tokens/s the board can reach.",
+    fix_by_hand="sudo nvpmodel -q --verbose lists the modes; sudo nvpmodel -m <ID of MAXN or MAXN_SUPER> (persists across "
+    "reboots), within what the power supply and cooling allow.",
+)
+ACC011 = Code(
+    "ACC011",
+    "Jetson clocks are left to scale (jetson_clocks not applied)",
+    Severity.INFO,
+    what="jetson_clocks --show reports the GPU or the memory (EMC) clock below its maximum with no override: DVFS lowers them "
+    "between requests.",
+    why="The first tokens after an idle spell run at low clocks, and benchmarks read lower and noisier than the board delivers.",
+    fix_by_hand="sudo jetson_clocks pins CPU, GPU and EMC at the mode's maximum (sudo jetson_clocks --restore undoes it); keep the fan on.",
+)
+ACC020 = Code(
+    "ACC020",
+    "The Rockchip NPU driver is older than RKLLM needs",
+    Severity.WARNING,
+    what='The rknpu kernel driver is older than 0.9.7, the oldest RKLLM accepts (its runtime warns "Your rknpu driver version is '
+    'too low, please upgrade to 0.9.7"); or older than 0.9.8, the driver airockchip/rknn-llm ships for current releases.',
+    why="LLMs converted with current RKLLM fail to load or run on the NPU; decode falls back to the CPU.",
+    fix_by_hand="The driver is part of the board's kernel: install the vendor's or Armbian's newer kernel, or rebuild it with "
+    "rknpu_driver_0.9.8 from airockchip/rknn-llm.",
+)
+
+
+@dataclass(frozen=True)
+class AcceleratorFacts(Facts):
+    amd: list[AmdGpu] = field(default_factory=list)
+    amd_source: str | None = None
+    rocm: str | None = None
+    jetson: JetsonPower | None = None
+    rknpu: str | None = None
+    soc: str | None = None
+
+    def summary(self) -> list[str]:
+        lines = []
+        for gpu in self.amd:
+            memory = f"{gpu.memory_mib / 1024:.0f} GiB" if gpu.memory_mib else "memory unknown"
+            details = ", ".join(x for x in (gpu.gfx, f"amdgpu {gpu.driver}" if gpu.driver else None) if x)
+            lines.append(f"AMD GPU {gpu.index}: {gpu.name} ({memory}, {gpu.bandwidth_class}{', ' + details if details else ''})")
+        if self.rocm:
+            lines.append(f"ROCm {self.rocm}")
+        if self.jetson:
+            emc = f", EMC {self.jetson.emc.current // 1_000_000}/{self.jetson.emc.maximum // 1_000_000} MHz" if self.jetson.emc else ""
+            lines.append(f"Jetson power mode {self.jetson.mode or '?'}{emc}")
+        if self.rknpu:
+            lines.append(f"Rockchip NPU driver {self.rknpu}" + (f" on {self.soc}" if self.soc else ""))
+        return lines
+
+    def environment(self) -> list[EnvRow]:
+        rows = [EnvRow(f"AMD GPU {g.index}", f"{g.name} ({g.memory_mib or '?'} MiB)", ("ACC001",)) for g in self.amd]
+        if self.rocm:
+            rows.append(EnvRow("ROCm", self.rocm, ("ACC001",)))
+        if self.jetson:
+            rows.append(EnvRow("Jetson power mode", self.jetson.mode or "unknown", ("ACC010", "ACC011")))
+        if self.rknpu:
+            rows.append(EnvRow("RKNPU driver", self.rknpu, ("ACC020",)))
+        return rows
+
+
+def amd_from_sysfs(ctx: Context) -> list[AmdGpu]:
+    base = ctx.host_path(DRM)
+    if not base.is_dir():
+        return []
+    found = []
+    for card in sorted(base.iterdir())[:256]:
+        name = card.name
+        if not (name.startswith("card") and name[4:].isdigit()):
+            continue
+        device = f"{DRM}/{name}/device"
+        vendor = (ctx.read_text(f"{device}/vendor", limit=64) or "").strip()
+        klass = (ctx.read_text(f"{device}/class", limit=64) or "").strip()
+        if vendor != "0x1002" or not klass.startswith(("0x03", "0x12")):
+            continue
+        product = (ctx.read_text(f"{device}/product_name", limit=256) or "").strip()
+        ident = (ctx.read_text(f"{device}/device", limit=64) or "").strip()
+        total = (ctx.read_text(f"{device}/mem_info_vram_total", limit=64) or "").strip()
+        memory = int(total) >> 20 if total.isdigit() else None
+        found.append(AmdGpu(int(name[4:]), product or f"AMD GPU {ident or name}", memory))
+    return found
+
+
+def _tool_amd(ctx: Context) -> tuple[list[AmdGpu], str | None]:
+    from .amd import parse
+
+    for argv in (
+        ["amd-smi", "static", "--asic", "--vram", "--driver", "--bus", "--json"],
+        ["rocm-smi", "--showproductname", "--showmeminfo", "vram", "--showdriverversion", "--json"],
+    ):
+        if ctx.which(argv[0]):
+            record = ctx.run(argv, timeout_s=TOOL_TIMEOUT_S)
+            if record.ok:
+                try:
+                    return parse(record.stdout), argv[0]
+                except ValueError:
+                    continue
+    return [], None
+
+
+class Accelerators(Check):
+    name = "accelerators"
+    description = "AMD GPUs (amd-smi, rocm-smi, sysfs), Jetson power mode and clocks, Rockchip NPU driver"
+    codes = (ACC001, ACC010, ACC011, ACC020)
+    needs = Needs(platforms=("linux",))
+    timeout_s = 60.0
+    facts_type = AcceleratorFacts
+
+    def run(self, ctx: Context) -> list[Finding]:
+        from .amd import rocm_version
+        from .jetson import parse as parse_jetson
+        from .rknpu import find_version
+
+        findings: list[Finding] = []
+        sysfs = amd_from_sysfs(ctx)
+        tool, source = _tool_amd(ctx) if sysfs or ctx.which("amd-smi") or ctx.which("rocm-smi") else ([], None)
+        amd = tool or sysfs
+        if sysfs and not ctx.host_path("/dev/kfd").exists():
+            message = f"{len(sysfs)} AMD GPU(s) ({', '.join(g.name for g in sysfs)}) but no /dev/kfd: ROCm cannot use them."
+            findings.append(self.finding("ACC001", message, evidence={"gpus": [g.name for g in sysfs]}))
+        jetson = None
+        if ctx.read_text("/etc/nv_tegra_release", limit=4096) is not None:
+            outputs = []
+            for argv in (["nvpmodel", "-q"], ["jetson_clocks", "--show"]):
+                if ctx.which(argv[0]):
+                    record = ctx.run(argv, timeout_s=TOOL_TIMEOUT_S)
+                    outputs.append(record.stdout if record.ok else "")
+            jetson = parse_jetson("\n".join(outputs)) if any(outputs) else None
+            findings.extend(jetson_findings(self, jetson, "nvpmodel -q / jetson_clocks --show") if jetson else [])
+        rknpu = None
+        for path in ("/sys/kernel/debug/rknpu/version", "/sys/module/rknpu/version"):
+            text = ctx.read_text(path, limit=4096)
+            found = find_version(text or "") or (find_version(f"RKNPU driver: v{text.strip()}") if text and text.strip() else None)
+            if found:
+                rknpu = found[0]
+                findings.extend(rknpu_findings(self, rknpu, {"source": path, "text": found[2]}))
+                break
+        compatible = (ctx.read_text("/proc/device-tree/compatible", limit=4096) or "").split("\x00")
+        soc = next((c.split(",", 1)[1] for c in compatible if c.startswith("rockchip,rk")), None)
+        if not amd and jetson is None and rknpu is None:
+            raise SkipCheck("no AMD GPU, Jetson power tools or Rockchip NPU driver")
+        rocm = rocm_version(ctx.read_text("/opt/rocm/.info/version", limit=256))
+        ctx.publish(AcceleratorFacts(amd, source or ("sysfs" if amd else None), rocm, jetson, rknpu, soc))
+        return findings
+
+    @classmethod
+    def analyze(cls, text: str, source: str) -> Analysis | None:
+        from .amd import looks_like_amd, parse
+        from .jetson import looks_like_jetson
+        from .jetson import parse as parse_jetson
+        from .rknpu import find_version, looks_like_rknpu
+
+        check = cls()
+        if looks_like_amd(text):
+            try:
+                gpus = parse(text)
+            except ValueError:
+                return None
+            kind = "amd-smi" if "MARKET_NAME" in text[:8192] or '"market_name"' in text[:8192] else "rocm-smi"
+            return Analysis([], AcceleratorFacts(gpus, kind), kind)
+        if looks_like_jetson(text):
+            jetson = parse_jetson(text)
+            return Analysis(jetson_findings(check, jetson, source), AcceleratorFacts(jetson=jetson), "nvpmodel / jetson_clocks")
+        if looks_like_rknpu(text) and (found := find_version(text)):
+            version, number, line = found
+            cite = {"source": source, "line": number, "text": line[:300]}
+            return Analysis(rknpu_findings(check, version, cite), AcceleratorFacts(rknpu=version), "rknpu driver version")
+        return None
+
+
+def jetson_findings(check: Check, jetson: JetsonPower, source: str) -> list[Finding]:
+    findings = []
+    cite: dict[str, Any] = {"source": source, "mode": jetson.mode}
+    if jetson.mode_line:
+        cite["line"] = jetson.mode_line
+    if jetson.mode and not jetson.maximum_mode:
+        gpu = f"; the GPU is capped at {jetson.gpu.maximum / 1e6:.0f} MHz" if jetson.gpu else ""
+        cpus = f", CPUs online {jetson.online_cpus}" if jetson.online_cpus else ""
+        machine = f" on {jetson.machine}" if jetson.machine else ""
+        where = f" ({source}, line {jetson.mode_line})" if jetson.mode_line and "/" not in source else ""
+        message = f"Power mode {jetson.mode}{machine}{cpus}{gpu}: switch to MAXN (or MAXN_SUPER) for full decode speed.{where}"
+        findings.append(check.finding("ACC010", message, evidence=cite))
+    unlocked = []
+    if jetson.emc and jetson.emc.current < jetson.emc.maximum and not jetson.emc_locked:
+        unlocked.append(f"EMC (memory) at {jetson.emc.current / 1e6:.0f} of {jetson.emc.maximum / 1e6:.0f} MHz")
+    if jetson.gpu and jetson.gpu.minimum < jetson.gpu.maximum and jetson.gpu.current < jetson.gpu.maximum:
+        unlocked.append(f"GPU at {jetson.gpu.current / 1e6:.0f} of {jetson.gpu.maximum / 1e6:.0f} MHz")
+    if unlocked:
+        message = "Clocks scale with load (" + "; ".join(unlocked) + "): sudo jetson_clocks pins them for serving and benchmarks."
+        findings.append(check.finding("ACC011", message, evidence={**cite, "emc": str(jetson.emc), "gpu": str(jetson.gpu)}))
+    return findings
+
+
+def rknpu_findings(check: Check, version: str, cite: dict[str, Any]) -> list[Finding]:
+    from .rknpu import RKLLM_CURRENT, RKLLM_MINIMUM, version_key
+
+    key = version_key(version)
+    if key < RKLLM_MINIMUM:
+        where = f" ({cite['source']}, line {cite['line']})" if "line" in cite else ""
+        message = f"RKNPU driver {version} is older than 0.9.7, the oldest RKLLM accepts; current RKLLM ships driver 0.9.8.{where}"
+        return [check.finding("ACC020", message, evidence={**cite, "version": version})]
+    if key < RKLLM_CURRENT:
+        message = f"RKNPU driver {version}: RKLLM runs, but models converted with current RKLLM releases expect driver 0.9.8."
+        return [check.finding("ACC020", message, evidence={**cite, "version": version}, severity=Severity.INFO)]
+    return []
