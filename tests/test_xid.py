@@ -109,3 +109,18 @@ def test_the_live_check_counts_the_log_with_most_xids_once(tmp_path):
     finding = run.codes()["GPU018"]
     assert {x["xid"]: x["count"] for x in finding.evidence["xids"]} == {13: 3, 109: 1}
     assert finding.evidence["source"] == "/var/log/kern.log" and finding.severity.value == "error"
+
+
+def test_xids_beside_a_hung_nvidia_smi_are_reported(tmp_path):
+    """Issue 18: a GSP timeout (119) hangs nvidia-smi; the Xids in the kernel log say why."""
+    host = tmp_path / "host"
+    (host / "var/log").mkdir(parents=True)
+    log = (ERRORS / "dmesg-xid-119-gsp-timeout-535.txt").read_text()
+    log += (LOGS / "talos-kern-xid-154-gsp-reset-required.txt").read_text()
+    log += (LOGS / "kernel-xid-45-caused-by-149-145-8gpu.txt").read_text()
+    (host / "var/log/kern.log").write_text(log)
+    found = gpu_check(tmp_path, "sleep 30", root=host, options={"nvidia_smi_timeout": 1}).codes()
+    assert "GPU016" in found
+    xids = {x["xid"]: x["count"] for x in found["GPU018"].evidence["xids"]}
+    assert xids == {45: 7, 119: 3, 154: 1} and found["GPU018"].severity.value == "error"
+    assert "The driver now asks for: GPU Reset Required" in found["GPU018"].message
