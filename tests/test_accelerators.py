@@ -133,3 +133,9 @@ def test_nothing_there_is_skipped(tmp_path):
 
     with pytest.raises(SkipCheck):
         run_check("accelerators", host_tree(tmp_path), env=fake_tool(tmp_path / "bin", "dmesg", "exit 1"))
+
+
+def test_a_memory_figure_past_any_real_size_is_absent_not_an_overflow():
+    """Found by benchmarks/fuzz.py: a 400-digit VRAM size raised OverflowError."""
+    (gpu,) = amd.parse('{"card0": {"Card Series": "X", "VRAM Total Memory (B)": "' + "9" * 400 + '"}}')
+    assert gpu.memory_mib is None

@@ -133,3 +133,10 @@ def test_collect_env_and_torch_errors_give_their_codes_citing_lines(name, codes,
     lines = (ENVS / name).read_text().splitlines()
     for finding in report["findings"]:
         assert lines[finding["evidence"]["line"] - 1].strip().startswith(finding["evidence"]["text"][:40].strip())
+
+
+def test_a_gpu_line_without_a_colon_is_kept_not_a_crash():
+    """Found by benchmarks/fuzz.py: "GPU models and configuration: GPU 0" raised IndexError."""
+    from decode_doctor.checks.gpu.collect_env import parse_collect_env
+
+    assert parse_collect_env("GPU models and configuration: GPU 0\nGPU 1: NVIDIA A10\n").gpus == ["GPU 0", "NVIDIA A10"]

@@ -45,7 +45,7 @@ def _value(raw: Any) -> str | None:
 
 def _mib(value: Any, unit: str = "B") -> int | None:
     number = _value(value)
-    if number is None or not number.replace(".", "", 1).isdigit():
+    if number is None or not number.replace(".", "", 1).isdigit() or len(number) > 20:  # 20 digits: 100 EB
         return None
     scale = {"B": 1 / 1048576, "KB": 1 / 1024, "MB": 1, "MIB": 1, "GB": 1024, "GIB": 1024}.get(unit.upper())
     return int(float(number) * scale) if scale else None

@@ -319,7 +319,8 @@ class GpuFacts(Facts):
         lines = []
         if self.driver or self.devices:
             parts = [_device_text(d) for d in self.devices] or ["no GPU listed"]
-            head = f"Driver {self.driver or '?'} (CUDA ≤ {self.cuda or '?'}, via {self.source})"
+            cuda = f"CUDA ≤ {self.cuda}, " if self.cuda else ""
+            head = f"Driver {self.driver or '?'} ({cuda}via {self.source})"
             notes = f" ({'; '.join(self.notes)})" if self.notes else ""
             lines.append(f"{head}: " + "; ".join(parts) + notes)
         if self.board:

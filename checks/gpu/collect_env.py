@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 MAX_LINES = 20_000
 MAX_LINE = 4096
+MAX_GPUS = 1024
 ABSENT = frozenset({"", "n/a", "none", "could not collect", "no cuda", "not found", "unknown"})
 # the keys read; a value may continue on the lines below (the GPU list, cuDNN's candidates)
 KEYS = {
@@ -72,8 +73,8 @@ def parse_collect_env(text: str) -> CollectEnv:
         name = KEYS.get(" ".join(key.split()).lower()) if colon and not line.startswith((" ", "\t", "/")) else None
         if name is None:
             stripped = line.strip()
-            if continuing == "gpus" and stripped.startswith("GPU ") and ":" in stripped:
-                found.gpus.append(stripped.split(":", 1)[1].split("(UUID")[0].strip())
+            if continuing == "gpus" and stripped.startswith("GPU ") and ":" in stripped and len(found.gpus) < MAX_GPUS:
+                found.gpus.append(stripped.split(":", 1)[1].split("(UUID")[0].strip() or stripped)
                 continue
             if continuing == "cudnn" and "libcudnn.so." in stripped:
                 found.cudnn = found.cudnn or _cudnn_version(stripped)
@@ -88,7 +89,8 @@ def parse_collect_env(text: str) -> CollectEnv:
         if name == "cuda_available":
             found.cuda_available = value.lower() == "true"
         elif name == "gpus":
-            found.gpus.append(value.split(":", 1)[1].split("(UUID")[0].strip() if value.startswith("GPU ") else value)
+            name_part = value.split(":", 1)[1] if value.startswith("GPU ") and ":" in value else value
+            found.gpus.append(name_part.split("(UUID")[0].strip() or value)
         elif name == "cudnn":
             found.cudnn = _cudnn_version(value)
         elif name in ("torch", "python"):
