@@ -5,7 +5,8 @@
 Per target: inputs/s, exceptions outside the parser's documented refusals (goal 0, the first few
 printed with the input), the slowest input in ms per KB (goal: none above 100 ms/KB; inputs under
 1 KB count as 1 KB), and this process's peak memory after the target. Targets whose seeds are real
-captures also get each capture cut at every byte position (counted in 'inputs'). Each input runs under a 10 s
+captures also get each capture cut at every byte position (captures over 32 KB: every byte of their
+first and last 4 KB and every line end between; counted in 'inputs'). Each input runs under a 10 s
 alarm, so a hang is reported as one instead of stopping the run. Seeds run first, untimed (imports
 and the chardet models load there).
 """
