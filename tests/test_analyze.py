@@ -140,3 +140,4 @@ def test_a_gpu_line_without_a_colon_is_kept_not_a_crash():
     from decode_doctor.checks.gpu.collect_env import parse_collect_env
 
     assert parse_collect_env("GPU models and configuration: GPU 0\nGPU 1: NVIDIA A10\n").gpus == ["GPU 0", "NVIDIA A10"]
+    assert parse_collect_env("cuDNN version: /usr/lib/libcudnn.so.\n").cudnn is None  # a path cut after "so."

@@ -57,7 +57,7 @@ def _value(raw: str) -> str | None:
 def _cudnn_version(text: str) -> str | None:
     """ "8.9.7" from "/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.7", or a bare "8.9.2" / "90100"."""
     at = text.find("libcudnn.so.")
-    candidate = text[at + len("libcudnn.so.") :].split()[0] if at >= 0 else text.strip()
+    candidate = (text[at + len("libcudnn.so.") :].split() or [""])[0] if at >= 0 else text.strip()
     if candidate.isdigit() and len(candidate) == 5:  # torch.backends.cudnn.version(): 90100 is 9.1.0
         return f"{int(candidate) // 10000}.{int(candidate) // 100 % 100}.{int(candidate) % 100}"
     parts = candidate.split(".")
