@@ -141,3 +141,13 @@ def test_a_gpu_line_without_a_colon_is_kept_not_a_crash():
 
     assert parse_collect_env("GPU models and configuration: GPU 0\nGPU 1: NVIDIA A10\n").gpus == ["GPU 0", "NVIDIA A10"]
     assert parse_collect_env("cuDNN version: /usr/lib/libcudnn.so.\n").cudnn is None  # a path cut after "so."
+
+
+def test_every_check_that_reads_pasted_text_says_what_it_reads():
+    """The refusal lists what is read from the checks themselves; the CLI names no check."""
+    from decode_doctor.engine.check import Check
+    from decode_doctor.engine.registry import load
+
+    readers = [cls for cls in load().checks.values() if cls.analyze.__func__ is not Check.analyze.__func__]
+    assert {cls.name for cls in readers} >= {"gpu", "accelerators", "referrers"}
+    assert all(cls.reads for cls in readers)

@@ -11,7 +11,7 @@ from decode_doctor.engine import Analysis, Check, Code, Context, EnvRow, Facts, 
 from .amd import AmdGpu
 from .jetson import JetsonPower
 
-TOOL_TIMEOUT_S = 20.0
+TOOL_TIMEOUT_S = 10.0  # four tools at most: within the check's 60 s
 DRM = "/sys/class/drm"
 
 ACC001 = Code(
@@ -137,6 +137,7 @@ class Accelerators(Check):
     needs = Needs(platforms=("linux",))
     timeout_s = 60.0
     facts_type = AcceleratorFacts
+    reads = "amd-smi static, rocm-smi --json, nvpmodel -q, jetson_clocks --show, the rknpu driver version"
 
     def run(self, ctx: Context) -> list[Finding]:
         from .amd import rocm_version

@@ -273,6 +273,7 @@ class Referrers(Check):
     description = "probes registries and mirrors for the OCI referrers API containerd's pulls depend on"
     codes = (REF001, REF002, REF003, REF004, REF005, REF006, REF007, REF008, REF009)
     needs = Needs(after=("docker",))
+    reads = 'docker pull\'s "failed to decode referrers index" errors'
 
     @classmethod
     def requires(cls, options: Mapping[str, Any]) -> tuple[str, ...]:

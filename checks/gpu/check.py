@@ -539,6 +539,7 @@ class GpuStack(Check):
     )
     timeout_s = 45.0
     facts_type = GpuFacts
+    reads = "nvidia-smi's table, -q and -q -x and its errors, kernel logs (Xids), torch/vLLM collect_env, PyTorch's CUDA errors"
     retired = {"GPU001": "the GPUs and driver are now facts (check --verbose, JSON facts.gpu)"}
 
     def run(self, ctx: Context) -> list[Finding]:

@@ -26,8 +26,9 @@ MAX_INPUT = 16 << 20
 @click.option("--fail-on", type=click.Choice(FAIL_ON_LEVELS), default="error", show_default=True)
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 def analyze(files: tuple[str, ...], fmt: str, output: Path | None, fail_on: str, debug: bool) -> None:
-    """Judge pasted texts: nvidia-smi's table, -q or -q -x output and its error messages, dmesg or
-    journal excerpts. Use - for standard input. The kind of text is recognised by its content."""
+    """Judge pasted texts: nvidia-smi output and errors, dmesg or journal excerpts, collect_env,
+    amd-smi/rocm-smi/Jetson/RKNPU output, docker pull errors. Use - for standard input. The kind of
+    text is recognised by its content."""
     guarded(debug, lambda: _analyze(files, fmt, output, fail_on))
 
 
@@ -67,7 +68,8 @@ def _analyze(files: tuple[str, ...], fmt: str, output: Path | None, fail_on: str
             results.append(CheckResult(f"{cls.name} ({source})", state, 0.0, findings, reason=analysis.kind, facts=analysis.facts))
     unknown = [name for name in files if name not in recognised]
     if unknown:
-        raise click.UsageError(f"{', '.join(unknown)}: no check reads this kind of text (nvidia-smi output or errors, kernel logs)")
+        known = "; ".join(f"{cls.name}: {cls.reads}" for cls in registry.checks.values() if cls.reads)
+        raise click.UsageError(f"{', '.join(unknown)}: no check reads this kind of text (read: {known})")
     meta: dict[str, Any] = {
         "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "host": "analyze: " + ", ".join("stdin" if n == "-" else Path(n).name for n in files),

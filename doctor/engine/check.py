@@ -70,6 +70,7 @@ class Check:
     timeout_s: ClassVar[float] = 10.0
     facts_type: ClassVar[type[Facts] | None] = None  # what run() publishes with ctx.publish
     retired: ClassVar[dict[str, str]] = {}  # codes this check no longer emits → where they went
+    reads: ClassVar[str] = ""  # the pasted texts analyze() recognises, for `analyze`'s messages
 
     def run(self, ctx: Context) -> list[Finding]:
         raise NotImplementedError
