@@ -139,3 +139,14 @@ def test_a_memory_figure_past_any_real_size_is_absent_not_an_overflow():
     """Found by benchmarks/fuzz.py: a 400-digit VRAM size raised OverflowError."""
     (gpu,) = amd.parse('{"card0": {"Card Series": "X", "VRAM Total Memory (B)": "' + "9" * 400 + '"}}')
     assert gpu.memory_mib is None
+
+
+def test_a_hung_nvpmodel_is_named_in_the_skip_reason(tmp_path):
+    from decode_doctor.engine import SkipCheck
+
+    host = host_tree(tmp_path)
+    (host / "etc").mkdir()
+    (host / "etc/nv_tegra_release").write_text("# R36 (release), REVISION: 4.4\n")
+    env = fake_tool(tmp_path / "bin", "nvpmodel", "exit 3")
+    with pytest.raises(SkipCheck, match=r"Jetson: nvpmodel -q: exit 3"):
+        run_check("accelerators", host, env=env)

@@ -152,12 +152,15 @@ class Accelerators(Check):
             message = f"{len(sysfs)} AMD GPU(s) ({', '.join(g.name for g in sysfs)}) but no /dev/kfd: ROCm cannot use them."
             findings.append(self.finding("ACC001", message, evidence={"gpus": [g.name for g in sysfs]}))
         jetson = None
+        failed: list[str] = []  # the Jetson tools that hung or failed, for the skip reason
         if ctx.read_text("/etc/nv_tegra_release", limit=4096) is not None:
             outputs = []
             for argv in (["nvpmodel", "-q"], ["jetson_clocks", "--show"]):
                 if ctx.which(argv[0]):
                     record = ctx.run(argv, timeout_s=TOOL_TIMEOUT_S)
                     outputs.append(record.stdout if record.ok else "")
+                    if not record.ok:
+                        failed.append(f"{' '.join(argv)}: {record.error or f'exit {record.exit_code}'}")
             jetson = parse_jetson("\n".join(outputs)) if any(outputs) else None
             findings.extend(jetson_findings(self, jetson, "nvpmodel -q / jetson_clocks --show") if jetson else [])
         rknpu = None
@@ -171,7 +174,8 @@ class Accelerators(Check):
         compatible = (ctx.read_text("/proc/device-tree/compatible", limit=4096) or "").split("\x00")
         soc = next((c.split(",", 1)[1] for c in compatible if c.startswith("rockchip,rk")), None)
         if not amd and jetson is None and rknpu is None:
-            raise SkipCheck("no AMD GPU, Jetson power tools or Rockchip NPU driver")
+            tools = f" (Jetson: {'; '.join(failed)})" if failed else ""
+            raise SkipCheck(f"no AMD GPU, Jetson power tools or Rockchip NPU driver{tools}")
         rocm = rocm_version(ctx.read_text("/opt/rocm/.info/version", limit=256))
         ctx.publish(AcceleratorFacts(amd, source or ("sysfs" if amd else None), rocm, jetson, rknpu, soc))
         return findings
