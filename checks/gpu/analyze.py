@@ -77,8 +77,9 @@ def evidence(source: str, number: int, text: str) -> dict[str, Any]:
 
 def analyze(check: GpuStack, text: str, source: str) -> Analysis | None:
     """The findings and facts in one pasted text, each finding citing its line."""
-    from .check import GpuFacts, xid_finding
+    from .check import GpuFacts
     from .collect_env import looks_like_collect_env
+    from .xid import finding as xid_finding
     from .xid import parse_xid, xid_events
 
     found = driver_info(text)

@@ -29,7 +29,8 @@ from decode_doctor.engine.units import amount
 
 from .cudapaths import path_findings
 from .nvidia import DriverInfo, GpuDevice
-from .xid import URGENCY, XidEvent
+from .xid import XidEvent
+from .xid import finding as xid_gpu018
 
 SMI_TIMEOUT_S = 15.0
 KERNEL_LOGS = ("/var/log/kern.log", "/var/log/syslog", "/var/log/messages")
@@ -476,31 +477,6 @@ def kernel_xids(texts: list[tuple[str, str]]) -> tuple[str, list[XidEvent]]:
     return best
 
 
-def xid_finding(check: Check, events: list[XidEvent], where: str, cite: dict[str, Any]) -> Finding | None:
-    """GPU018 for every Xid but 79: per Xid its count, GPUs, first and last time, meaning and next step
-    from NVIDIA's catalog; an error when one asks for a GPU reset or a reboot."""
-    from .xid import caused_by, describe, group, summary, urgency
-
-    groups = [item for item in group(events) if item.number != 79]
-    if not groups:
-        return None
-    level = urgency(groups)
-    severity = {"gpu": Severity.ERROR, "report": Severity.WARNING, "application": Severity.WARNING}.get(level, Severity.INFO)
-    ranked = sorted(groups, key=lambda item: (-URGENCY[_level(item)], item.number))
-    causes = caused_by(event for event in events if event.number == 45)
-    shown = " ".join(summary(item, causes if item.number == 45 else None) for item in ranked[:6])
-    more = f" And {len(ranked) - 6} more Xid numbers (in the evidence)." if len(ranked) > 6 else ""
-    message = f"{where} holds NVIDIA Xid errors. {shown}{more}"
-    evidence = {**cite, "xids": [describe(item) for item in ranked[:32]]}
-    return check.finding("GPU018", message, evidence=evidence, severity=severity)
-
-
-def _level(item: Any) -> str:
-    from .xid import urgency
-
-    return urgency([item])
-
-
 class GpuStack(Check):
     name = "gpu"
     description = "NVIDIA driver, CUDA, toolkit, PyTorch and cuDNN versions and whether they work together"
@@ -627,7 +603,7 @@ class GpuStack(Check):
         off_bus = [text for kind, text in events if kind == "off-bus"] + [e.text for e in xid_list if e.number == 79]
         if off_bus:
             extra.append(self.finding("GPU014", f"The kernel log says: {off_bus[-1]}.", evidence={"kernel_log": off_bus[-5:]}))
-        xid = xid_finding(self, xid_list, f"The kernel log ({source})", {"source": source})
+        xid = xid_gpu018(self, xid_list, f"The kernel log ({source})", {"source": source})
         if xid:
             extra.append(xid)
         no_adapter = [text for kind, text in events if kind == "no-adapter"]

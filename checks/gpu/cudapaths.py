@@ -62,18 +62,20 @@ def resolve(ctx: Context, path: str) -> str:
     return str(done)
 
 
-def _is_file(ctx: Context, path: str) -> bool:
+def _mode(ctx: Context, path: str) -> int:
+    """The file type bits of a host path, its links resolved inside the root; 0 when it is not there."""
     try:
-        return stat.S_ISREG(os.stat(ctx.host_path(resolve(ctx, path))).st_mode)
+        return os.stat(ctx.host_path(resolve(ctx, path))).st_mode
     except (OSError, ValueError):
-        return False
+        return 0
+
+
+def _is_file(ctx: Context, path: str) -> bool:
+    return stat.S_ISREG(_mode(ctx, path))
 
 
 def _is_dir(ctx: Context, path: str) -> bool:
-    try:
-        return stat.S_ISDIR(os.stat(ctx.host_path(resolve(ctx, path))).st_mode)
-    except (OSError, ValueError):
-        return False
+    return stat.S_ISDIR(_mode(ctx, path))
 
 
 def gnu_limit(header: str) -> int | None:

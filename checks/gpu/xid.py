@@ -11,6 +11,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from decode_doctor.engine import Check, Finding, Severity
+
 MAX_LINE = 4096
 MAX_GROUPS = 256  # distinct Xid numbers kept; more is not a real log
 
@@ -195,18 +197,33 @@ def recovery_action(text: str) -> str | None:
     return tail[opened + 1 : closed].strip() or None if 0 <= opened < closed else None
 
 
+def level(item: XidGroup) -> str:
+    """How urgent the action this Xid asks for is; Xid 154 by the recovery action its line names."""
+    if item.number == 154 and item.last and (action := recovery_action(item.last.text)):
+        return "info" if action.lower() == "none" else "gpu"
+    entry = catalog().get(item.number)
+    return entry.urgency if entry else "report"
+
+
 def urgency(groups: Iterable[XidGroup]) -> str:
     """The most urgent action any of these Xids asks for."""
-    table = catalog()
-    worst = "info"
-    for item in groups:
-        entry = table.get(item.number)
-        level = entry.urgency if entry else "report"
-        if item.number == 154 and item.last and (action := recovery_action(item.last.text)):
-            level = "info" if action.lower() == "none" else "gpu"
-        if URGENCY[level] > URGENCY[worst]:
-            worst = level
-    return worst
+    return max((level(item) for item in groups), key=URGENCY.__getitem__, default="info")
+
+
+def finding(check: Check, events: list[XidEvent], where: str, cite: dict[str, Any]) -> Finding | None:
+    """GPU018 for every Xid but 79: per Xid its count, GPUs, first and last time, meaning and next step
+    from NVIDIA's catalog; an error when one asks for a GPU reset or a reboot."""
+    groups = [item for item in group(events) if item.number != 79]
+    if not groups:
+        return None
+    severity = {"gpu": Severity.ERROR, "report": Severity.WARNING, "application": Severity.WARNING}.get(urgency(groups), Severity.INFO)
+    ranked = sorted(groups, key=lambda item: (-URGENCY[level(item)], item.number))
+    causes = caused_by(event for event in events if event.number == 45)
+    shown = " ".join(summary(item, causes if item.number == 45 else None) for item in ranked[:6])
+    more = f" And {len(ranked) - 6} more Xid numbers (in the evidence)." if len(ranked) > 6 else ""
+    message = f"{where} holds NVIDIA Xid errors. {shown}{more}"
+    evidence = {**cite, "xids": [describe(item) for item in ranked[:32]]}
+    return check.finding("GPU018", message, evidence=evidence, severity=severity)
 
 
 def describe(item: XidGroup) -> dict[str, Any]:
