@@ -115,3 +115,16 @@ def test_torch_built_for_another_cuda_than_the_build_toolkit(tmp_path):
     assert major.severity.value == "error" and "refuses a different major version" in major.message
     minor = gpu_run(tmp_path, host, {"PATH": "/usr/local/cuda/bin"}, torch=("2.9.0+cu130", "13.1")).codes()["GPU031"]
     assert minor.severity.value == "info"
+
+
+def test_a_toolkit_link_is_followed_inside_the_root_only(tmp_path):
+    """/usr/local/cuda-x → an absolute path that exists on this machine but not in the root is not read."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.copy(CUDA / "version-json/cuda-13.3.1-version-bundled-driver-610.43.02.json", outside / "version.json")
+    host = host_with_two_toolkits(tmp_path)
+    os.symlink(str(outside), host / "usr/local/cuda-x")
+    from decode_doctor.checks.gpu.check import toolkits
+
+    versions = {t.version for t in toolkits(make_context(host, env={"PATH": "/nonexistent"}))}
+    assert "13.3.1" not in versions and "11.5.2" in versions

@@ -27,7 +27,7 @@ from decode_doctor.engine import (
 )
 from decode_doctor.engine.units import amount
 
-from .cudapaths import path_findings
+from .cudapaths import path_findings, resolve
 from .nvidia import DriverInfo, GpuDevice
 from .xid import XidEvent
 from .xid import finding as xid_gpu018
@@ -429,7 +429,9 @@ def toolkits(ctx: Context) -> list[Toolkit]:
     local = ctx.host_path("/usr/local")
     if local.is_dir():
         for directory in sorted(local.glob("cuda*")):
-            text = ctx.read_text(f"/usr/local/{directory.name}/version.json") if directory.is_dir() else None
+            # /usr/local/cuda is a link: followed inside --root, never to this machine's files
+            real = resolve(ctx, f"/usr/local/{directory.name}")
+            text = ctx.read_text(f"{real}/version.json") if ctx.host_path(real).is_dir() else None
             version = parse_version_json(text) if text else None
             if version and not any(t.version == version for t in found):
                 found.append(Toolkit(version, version, f"/usr/local/{directory.name}/version.json"))
