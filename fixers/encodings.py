@@ -6,31 +6,36 @@ import hashlib
 import os
 from pathlib import Path
 
+from decode_doctor.checks.encodings.codes import ENC001, ENC006, ConvertParams, DropBomParams
 from decode_doctor.checks.encodings.textenc import Verdict, converted_bytes, parses
 from decode_doctor.engine import Applicability, Context, Finding, Fixer
-from decode_doctor.fixes.actions import Plan, ReplaceFile
+from decode_doctor.fixes.actions import FixPlan, ReplaceFile
 
 
 class EncodingsFixer(Fixer):
     name = "encodings"
-    claims = {"ENC001": Applicability.SAFE, "ENC006": Applicability.SAFE}
+    claims = {ENC001: Applicability.SAFE, ENC006: Applicability.SAFE}
+    takes = (ConvertParams, DropBomParams)
 
-    def plan(self, finding: Finding, ctx: Context) -> Plan:
-        assert finding.fix is not None and finding.path is not None
+    def plan(self, finding: Finding, ctx: Context) -> FixPlan:
+        if finding.fix is None or finding.path is None:
+            raise ValueError(f"{finding.code} names no file to fix")
         params = finding.fix.params
         path = Path(finding.path)
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as handle:
             data = handle.read()
         sha = hashlib.sha256(data).hexdigest()
-        if sha != params["sha256"]:
+        if not isinstance(params, (ConvertParams, DropBomParams)):
+            raise TypeError(f"{finding.code} carries {type(params).__name__}")
+        if sha != params.sha256:
             raise ValueError(f"{path} changed since it was checked; run the check again")
-        if params.get("drop_bom"):
+        if isinstance(params, DropBomParams):
             if not data.startswith(b"\xef\xbb\xbf"):
                 raise ValueError(f"{path} no longer starts with a UTF-8 BOM")
             content, description = data[3:], "remove the UTF-8 byte-order mark"
         else:
-            encoding = params["encoding"]
+            encoding = params.encoding
             text = data.decode(encoding)  # strict: the check decided on exactly these bytes
             content = converted_bytes(Verdict("convert", encoding, text=text), keep_utf8_bom=False)
             if not parses(content.decode("utf-8"), path.suffix.lower()):
@@ -40,7 +45,7 @@ class EncodingsFixer(Fixer):
         notes = [f"same text, {len(data)} → {len(content)} bytes" + ("; CRLF line endings kept" if crlf else "")]
         within = _tree_of(path, ctx.models)
         action = ReplaceFile(path, content, expected_sha256=sha, label=str(path), within=within)
-        return Plan(finding, description, [action], notes)
+        return FixPlan(finding, description, [action], notes)
 
 
 def _tree_of(path: Path, trees: tuple[Path, ...]) -> Path | None:

@@ -3,38 +3,43 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from decode_doctor.engine import Applicability, Context, Finding, Fixer
-from decode_doctor.fixes.actions import MoveFile, Plan
+from decode_doctor.checks.images.codes import BROKEN, DAMAGED, IMG005, QuarantineParams, RenameParams
+from decode_doctor.engine import Applicability, Context, Finding, FixableCode, Fixer
+from decode_doctor.fixes.actions import FixPlan, MoveFile
 
 
 class ImagesFixer(Fixer):
     name = "images"
-    claims = dict.fromkeys(("IMG001", "IMG002", "IMG003", "IMG004", "IMG005", "IMG011", "IMG013"), Applicability.SAFE)
+    claims: dict[FixableCode[Any], Applicability] = dict.fromkeys((*BROKEN.values(), *DAMAGED.values(), IMG005), Applicability.SAFE)
+    takes = (QuarantineParams, RenameParams)
 
-    def plan(self, finding: Finding, ctx: Context) -> Plan:
-        assert finding.fix is not None and finding.path is not None
+    def plan(self, finding: Finding, ctx: Context) -> FixPlan:
+        if finding.fix is None or finding.path is None:
+            raise ValueError(f"{finding.code} names no file to move")
         params = finding.fix.params
-        source, destination = Path(finding.path), Path(params["destination"])
-        if params["action"] == "rename":
+        source = Path(finding.path)
+        within = next((Path(d) for d in ctx.images if Path(d) in source.parents), None)
+        if isinstance(params, RenameParams):
+            destination = Path(params.destination)
             if destination.exists():
                 raise ValueError(f"{destination} already exists; rename {source.name} by hand")
-            within = next((Path(d) for d in ctx.images if Path(d) in source.parents), None)
             move = MoveFile(
                 source,
                 destination,
                 reason="the extension did not match the image format",
-                expected_sha256=params.get("sha256"),
+                expected_sha256=params.sha256,
                 within=within,
             )
-            return Plan(finding, f"rename to {destination.name}", [move], ["update annotation files that name the old file"])
-        within = next((Path(d) for d in ctx.images if Path(d) in source.parents), None)
+            return FixPlan(finding, f"rename to {destination.name}", [move], ["update annotation files that name the old file"])
+        quarantine = self.params(finding, QuarantineParams)
         move = MoveFile(
             source,
-            destination,
-            reason=params["reason"],
-            manifest=Path(params["manifest"]),
-            expected_sha256=params.get("sha256"),
+            Path(quarantine.destination),
+            reason=quarantine.reason,
+            manifest=Path(quarantine.manifest),
+            expected_sha256=quarantine.sha256,
             within=within,
         )
-        return Plan(finding, "quarantine", [move])
+        return FixPlan(finding, "quarantine", [move])

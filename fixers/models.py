@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from decode_doctor.engine import Applicability, Context, Finding, Fixer
-from decode_doctor.fixes.actions import Plan, ShowCommands
+from decode_doctor.checks.models.codes import REDOWNLOADABLE
+from decode_doctor.engine import Applicability, CommandsParams, Context, Finding, Fixer
+from decode_doctor.fixes.actions import FixPlan, ShowCommands
 
 
 class RedownloadCommands(Fixer):
     name = "model-files"
-    claims = dict.fromkeys(("MDL001", "MDL002", "MDL005", "MDL006", "MDL007"), Applicability.DISPLAY_ONLY)
+    claims = dict.fromkeys(REDOWNLOADABLE, Applicability.DISPLAY_ONLY)
+    takes = (CommandsParams,)
 
-    def plan(self, finding: Finding, ctx: Context) -> Plan:
-        assert finding.fix is not None
-        commands = tuple(str(command) for command in finding.fix.params["commands"])
-        return Plan(finding, "download it again", [ShowCommands(commands)])
+    def plan(self, finding: Finding, ctx: Context) -> FixPlan:
+        params = self.params(finding, CommandsParams)
+        return FixPlan(finding, params.description, [ShowCommands(params.commands)])

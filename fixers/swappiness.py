@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from decode_doctor.checks.swappiness.codes import SWAP001, SWAP004, SwappinessParams
 from decode_doctor.checks.swappiness.sysctl import CONF_NAMES, SWAPPINESS, effective_conf_name
 from decode_doctor.engine import Applicability, Context, Finding, Fixer
-from decode_doctor.fixes.actions import Plan, ReplaceFile, WriteTunable
+from decode_doctor.fixes.actions import Action, FixPlan, ReplaceFile, WriteTunable
 
 CONF_NAME = CONF_NAMES[0]
 CONF_PATH = f"/etc/sysctl.d/{CONF_NAME}"
@@ -20,12 +21,13 @@ def conf_text(target: int) -> str:
 
 class SwappinessFixer(Fixer):
     name = "swappiness"
-    claims = {"SWAP001": Applicability.SAFE, "SWAP004": Applicability.SAFE}
+    claims = {SWAP001: Applicability.SAFE, SWAP004: Applicability.SAFE}
+    takes = (SwappinessParams,)
 
-    def plan(self, finding: Finding, ctx: Context) -> Plan:
-        target = int(finding.fix.params.get("target", 1)) if finding.fix else 1
+    def plan(self, finding: Finding, ctx: Context) -> FixPlan:
+        target = self.params(finding, SwappinessParams).target
         text = conf_text(target)
-        actions = []
+        actions: list[Action] = []
         current = (ctx.read_text(SWAPPINESS) or "").strip()
         if current != str(target):
             actions.append(WriteTunable(ctx.host_path(SWAPPINESS), str(target), label=SWAPPINESS))
@@ -34,4 +36,4 @@ class SwappinessFixer(Fixer):
         path = f"/etc/sysctl.d/{name}"
         actions.append(ReplaceFile(ctx.host_path(path), text.encode(), label=path))
         notes = ["a tuned profile (tuned-adm active) can set vm.swappiness again at boot"]
-        return Plan(finding, f"set vm.swappiness={target} now and at boot", actions, notes)
+        return FixPlan(finding, f"set vm.swappiness={target} now and at boot", actions, notes)

@@ -20,6 +20,13 @@ FIXTURES = REPO / "fixtures"
 PLUGINS = Path(__file__).resolve().parent / "plugins"
 # Tests about one check select it: the bandwidth probe would add a second of measuring to each run.
 SWAP_ONLY = ("--select", "swappiness")
+KILLHOOK = Path(__file__).resolve().parent / "support" / "killhook"
+
+
+def kill_at_step(step: int) -> dict[str, str]:
+    """The environment of a CLI run that SIGKILLs itself after journal step `step` (support/killhook)."""
+    path = os.pathsep.join(p for p in (str(KILLHOOK), os.environ.get("PYTHONPATH", "")) if p)
+    return {"PYTHONPATH": path, "DD_TEST_KILL_AT_STEP": str(step)}
 
 
 def sigint_default() -> None:

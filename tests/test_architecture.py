@@ -56,7 +56,12 @@ def _feature_of(module: str) -> str | None:
     return match.group(1) if match else None
 
 
-def test_no_module_outside_a_feature_imports_its_names():
+CONTRACT = "contract"  # the one public module of a feature that other features may import
+
+
+def test_features_meet_only_through_their_published_contracts():
+    """A feature reads another only through that feature's contract module; a contract imports nothing
+    of its feature but its codes; a fixer takes its own feature's public names."""
     offences = []
     for name, path in _modules():
         own = _feature_of(name)
@@ -65,14 +70,53 @@ def test_no_module_outside_a_feature_imports_its_names():
             target = _feature_of(module)
             if module == "decode_doctor.checks" and names:
                 target = names[0]
+            if name.endswith("." + CONTRACT) and own is not None and target == own and module.rsplit(".", 1)[-1] not in ("codes",):
+                offences.append(f"{name} (a contract) imports {module}: a contract holds types and imports only its codes")
             if target is None or target == own:
                 continue
+            if module == f"decode_doctor.checks.{target}.{CONTRACT}":
+                continue  # the typed joint: facts and value types of another feature
             if fixer_of == target:  # a feature's fixer takes its public names
                 private = [n for n in names if n.startswith("_")]
                 if private:
                     offences.append(f"{name} imports private names {private} from {module}")
                 continue
             offences.append(f"{name} imports {module}")
+    assert offences == []
+
+
+def _command_modules() -> set[str]:
+    """A feature's command modules: commands.py and the modules its commands import when they run (the
+    work behind a command, imported inside the command's function)."""
+    found = set()
+    for name, path in _modules():
+        if not (name.endswith(".commands") and _feature_of(name)):
+            continue
+        found.add(name)
+        package = name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef):
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.ImportFrom) and inner.level == 1 and inner.module:
+                        found.add(f"{package}.{inner.module}")
+    return found
+
+
+def test_checks_use_the_application_layer_and_nothing_above_it():
+    """Nothing under checks/ imports the CLI, the reports or the fix executor; only the modules behind a
+    feature's command use the application layer, and no check or fixer imports one of those."""
+    commands = _command_modules()
+    offences = []
+    for name, path in _modules():
+        if not name.startswith("decode_doctor.checks."):
+            continue
+        for module, _ in _imports(name, path):
+            if module.startswith(("decode_doctor.cli", "decode_doctor.reports", "decode_doctor.fixes")):
+                offences.append(f"{name} imports {module}")
+            if module.startswith("decode_doctor.app") and name not in commands:
+                offences.append(f"{name} imports {module}, but is no command module")
+            if module in commands and name not in commands:
+                offences.append(f"{name} imports the command module {module}")
     assert offences == []
 
 

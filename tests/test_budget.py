@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from decode_doctor.checks.models.budget import GB, GIB, Device, compute_budget, kv_bytes_per_token, tokens_per_second
-from decode_doctor.checks.models.modelfiles import ModelInfo
+from decode_doctor.checks.models.contract import ModelInfo
 
 MIB = 1 << 20
 

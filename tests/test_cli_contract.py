@@ -155,12 +155,12 @@ def _state(pid: int) -> str:
 
 def test_after_the_fix_counts_what_was_resolved_and_names_each_fix_that_failed():
     from decode_doctor.app.fixing import _say_rechecked
-    from decode_doctor.fixes.actions import Plan
+    from decode_doctor.fixes.actions import FixPlan
 
     from .support.harness import Recorder
 
-    def plan(code: str, path: str) -> Plan:
-        return Plan(Finding(code, "images", Severity.ERROR, "t", "m", path=path), "quarantine", [])
+    def plan(code: str, path: str) -> FixPlan:
+        return FixPlan(Finding(code, "images", Severity.ERROR, "t", "m", path=path), "quarantine", [])
 
     plans = [plan("IMG001", f"/d/{i}.jpg") for i in range(278)] + [plan("SWAP004", "/etc/sysctl.d/99-tuning.conf")]
     dialogue, summary = Recorder(), {}
@@ -194,15 +194,21 @@ def test_empty_targets_are_reported_not_passed(tmp_path):
 
 
 def test_a_selection_pulls_in_the_checks_it_cannot_judge_without(tmp_path, monkeypatch):
+    from decode_doctor.app.requests import RunRequest
     from decode_doctor.app.service import with_requirements
     from decode_doctor.engine.registry import load
 
     registry = load()
     names = lambda classes: {cls.name for cls in classes}  # noqa: E731
     budget = [registry.checks["decode-budget"]]
-    assert names(with_requirements(registry, budget, {})) == {"decode-budget", "bandwidth", "gpu", "model-artifacts"}
-    assert "bandwidth" not in names(with_requirements(registry, budget, {"bandwidth": 900.0}))  # given: nothing to measure
-    assert names(with_requirements(registry, [registry.checks["referrers"]], {})) == {"referrers", "docker"}
+    asked = RunRequest(models=(Path("/m"),))
+    assert names(with_requirements(registry, budget, asked)) == {"decode-budget", "bandwidth", "gpu", "model-artifacts"}
+    given = RunRequest(models=(Path("/m"),), options={"bandwidth": 900.0})
+    assert "bandwidth" not in names(with_requirements(registry, budget, given))  # given: nothing to measure
+    assert names(with_requirements(registry, [registry.checks["referrers"]], RunRequest())) == {"referrers", "docker"}
+    serving = [registry.checks["serving"]]
+    assert names(with_requirements(registry, serving, RunRequest())) == {"serving"}  # no model files: no ceiling to compute
+    assert "decode-budget" in names(with_requirements(registry, serving, asked))
 
 
 def test_markdown_groups_findings_host_first_and_folds_per_file_lists(tmp_path):
@@ -343,8 +349,8 @@ def test_hostile_host_files_and_answers_are_read_or_refused(tmp_path):
 
     from decode_doctor.checks.docker.engine import engine_answers, mirrors
     from decode_doctor.checks.docker.referrers import Answer, judge_referrers
-    from decode_doctor.checks.gpu.check import _last_json_object
     from decode_doctor.checks.gpu.nvidia import judge, parse_torch_version_py, parse_version_json
+    from decode_doctor.checks.gpu.torchprobe import _last_json_object
 
     from .support.harness import run_check
 
@@ -356,7 +362,7 @@ def test_hostile_host_files_and_answers_are_read_or_refused(tmp_path):
     _version, info = engine_answers({"Platform": "x"}, {"Runtimes": ["runc", "nvidia"], "RegistryConfig": []})
     assert sorted(info["Runtimes"]) == ["nvidia", "runc"] and "RegistryConfig" not in info
     assert mirrors({}, {"registry-mirrors": [5, "https://m.example/"]}) == ["https://m.example"]
-    assert judge_referrers(Answer(200, "application/json", b"[" * 100_000))[0] == "REF003"
+    assert judge_referrers(Answer(200, "application/json", b"[" * 100_000))[0].code == "REF003"
     for name, text in (("runtimes", '{"runtimes": 5}'), ("deep", "[" * 100_000 + "]" * 100_000)):
         root = tmp_path / name
         (root / "etc/docker").mkdir(parents=True)

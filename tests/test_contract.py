@@ -4,28 +4,48 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
-from decode_doctor.engine import Applicability, Check, Code, Fixer, FixRef, Option, Severity
+from decode_doctor.engine import Applicability, Check, Code, Facts, FixableCode, Fixer, FixParams, FixRef, Needs, Option, Reads, Severity
 from decode_doctor.engine.registry import Registry, _add_checks, _add_fixers
 
 from .conftest import PLUGINS, run_dd
 
 
-def code(name: str, fix: bool = True) -> Code:
-    return Code(name, "t", Severity.WARNING, "w", "y", "f", fix_safety="Safe: test." if fix else "")
+@dataclass(frozen=True)
+class Tune(FixParams):
+    value: int
+
+
+@dataclass(frozen=True)
+class Other(FixParams):
+    path: str
+
+
+def code(name: str) -> Code:
+    return Code(name, "t", Severity.WARNING, "w", "y", "f")
+
+
+def fixable(name: str, params: type[FixParams] = Tune, safety: str = "Safe: test.") -> FixableCode[Any]:
+    return FixableCode(name, "t", Severity.WARNING, "w", "y", "f", params=params, fix_safety=safety)
+
+
+ALP001 = fixable("ALP001")
+ALP002 = code("ALP002")
 
 
 class Alpha(Check):
     name = "alpha"
-    codes = (code("ALP001"), code("ALP002", fix=False))
+    codes = (ALP001, ALP002)
     options = (Option("--alpha-level", "h"),)
 
 
 class Beta(Check):
     name = "beta"
-    codes = (code("BET001"),)
+    codes = (fixable("BET001"),)
     options = (Option("--alpha-level", "the same flag as alpha's"),)
 
 
@@ -36,42 +56,94 @@ def make(*fixers: type[Fixer], checks: tuple[type[Check], ...] = (Alpha,)) -> Re
     return registry
 
 
-def fixer(name: str, **claims: Applicability) -> type[Fixer]:
-    return type(name.title(), (Fixer,), {"name": name, "claims": claims})
+def fixer(name: str, claims: dict[Any, Applicability], takes: tuple[type[FixParams], ...] = (Tune,)) -> type[Fixer]:
+    return type(name.title(), (Fixer,), {"name": name, "claims": claims, "takes": takes})
 
 
 def test_every_declared_fix_is_claimed_by_exactly_one_fixer():
-    registry = make(fixer("alpha", ALP001=Applicability.SAFE))
+    registry = make(fixer("alpha", {ALP001: Applicability.SAFE}))
     assert registry.errors == [] and registry.fixable("ALP001") is Applicability.SAFE
     unclaimed = make()
     assert unclaimed.errors == ["check 'alpha': ALP001 declares a fix, but no fixer claims it"]
-    twice = make(fixer("one", ALP001=Applicability.SAFE), fixer("two", ALP001=Applicability.UNSAFE))
+    twice = make(fixer("one", {ALP001: Applicability.SAFE}), fixer("two", {ALP001: Applicability.UNSAFE}))
     assert "fixer 'two' (test) not loaded: claims ALP001, already claimed by fixer 'one'" in twice.errors
     assert twice.fixable("ALP001") is Applicability.SAFE
 
 
-def test_a_fixer_claiming_a_misspelled_or_fixless_code_does_not_load():
-    registry = make(fixer("alpha", ALP01=Applicability.SAFE, ALP002=Applicability.SAFE))
+def test_a_fixer_claiming_an_undeclared_or_fixless_code_does_not_load():
+    registry = make(fixer("alpha", {fixable("ALP01"): Applicability.SAFE, ALP002: Applicability.SAFE}))
     (problem, unclaimed) = registry.errors
     assert "claims ALP01, which no check declares" in problem and "claims ALP002, which declares no fix" in problem
     assert "alpha" not in registry.fixers and unclaimed.endswith("ALP001 declares a fix, but no fixer claims it")
 
 
+def test_a_fixer_must_take_the_params_type_its_codes_declare():
+    wrong = make(fixer("alpha", {ALP001: Applicability.SAFE}, takes=(Other,)))
+    assert "fixer 'alpha' (test) not loaded: claims ALP001, whose fix takes Tune, which it does not take" in wrong.errors[0]
+    idle = make(fixer("alpha", {ALP001: Applicability.SAFE}, takes=(Tune, Other)))
+    assert idle.errors == ["fixer 'alpha' (test) not loaded: takes Other, which no code it claims offers", idle.errors[1]]
+
+
+def test_a_code_that_offers_a_fix_without_saying_how_safe_is_refused_when_the_registry_loads():
+    class Careless(Check):
+        name = "careless"
+        codes = (fixable("CAR001", safety=""),)
+
+    registry = make(checks=(Careless,))
+    assert "careless" not in registry.checks
+    assert registry.errors == ["check 'careless' (test) not loaded: CAR001 offers a fix but declares no fix_safety"]
+
+
 def test_the_fix_is_bound_to_the_claiming_fixer_and_dropped_without_one():
-    registry = make(fixer("alpha", ALP001=Applicability.DISPLAY_ONLY))
-    finding = Alpha().finding("ALP001", "m", fix=FixRef("do it", {"x": 1}))
+    registry = make(fixer("alpha", {ALP001: Applicability.DISPLAY_ONLY}))
+    finding = Alpha().finding(ALP001, "m", fix=FixRef("do it", Tune(1)))
     bound = registry.resolve(finding)
-    assert (bound.fix.fixer, bound.fix.applicability, bound.fix.params) == ("alpha", Applicability.DISPLAY_ONLY, {"x": 1})
+    assert bound.fix is not None
+    assert (bound.fix.fixer, bound.fix.applicability, bound.fix.params) == ("alpha", Applicability.DISPLAY_ONLY, Tune(1))
+    assert bound.to_dict()["fix"]["params"] == {"value": 1}
     assert make().resolve(finding).fix is None
 
 
-def test_a_fix_on_a_code_that_declares_none_is_a_bug_in_the_check():
-    with pytest.raises(ValueError, match="ALP002 offers a fix but declares no fix_safety"):
-        Alpha().finding("ALP002", "m", fix=FixRef("nope"))
+def test_a_fix_of_the_wrong_kind_is_a_type_error_the_type_checker_reports():
+    """mypy rejects both calls (tests/test_typecheck.py runs it over the package); at run time they raise."""
+    with pytest.raises(TypeError, match="ALP002 takes no fix"):
+        Alpha().finding(ALP002, "m", fix=FixRef("nope", Tune(1)))  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="ALP001 takes no fix of Other"):
+        Alpha().finding(ALP001, "m", fix=FixRef("nope", Other("x")))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class AlphaFacts(Facts):
+    level: int
+
+
+class Publisher(Check):
+    name = "publisher"
+    facts_type = AlphaFacts
+
+
+class Reader(Check):
+    name = "reader"
+    needs = Needs(reads=(Reads(AlphaFacts),))
+
+
+def test_facts_are_read_by_type_from_the_one_check_that_publishes_them():
+    registry = make(checks=(Publisher, Reader))
+    assert registry.errors == [] and registry.publisher(AlphaFacts) is Publisher
+
+    class Second(Check):
+        name = "second"
+        facts_type = AlphaFacts
+
+    clash = make(checks=(Publisher, Second))
+    assert clash.errors == ["check 'second' (test) not loaded: its facts AlphaFacts are already published by 'publisher'"]
+    orphan = make(checks=(Reader,))
+    assert orphan.errors == ["check 'reader' not loaded: it reads AlphaFacts, which no check publishes"]
+    assert "reader" not in orphan.checks
 
 
 def test_option_flags_are_one_namespace():
-    registry = make(fixer("alpha", ALP001=Applicability.SAFE), checks=(Alpha, Beta))
+    registry = make(fixer("alpha", {ALP001: Applicability.SAFE}), checks=(Alpha, Beta))
     assert "beta" not in registry.checks
     assert "check 'beta' (test) not loaded: option --alpha-level already belongs to 'alpha'" in registry.errors
 
@@ -84,7 +156,7 @@ def test_an_option_that_takes_a_core_flag_is_left_out(monkeypatch):
         name = "rooted"
         options = (Option("--root", "takes the core flag"),)
 
-    loaded = make(fixer("alpha", ALP001=Applicability.SAFE), checks=(Alpha, Rooted))
+    loaded = make(fixer("alpha", {ALP001: Applicability.SAFE}), checks=(Alpha, Rooted))
     monkeypatch.setattr(module, "_loaded", loaded)
     common._check_options(lambda **kw: None)
     assert "check 'rooted': option --root is one of decode-doctor's own; left out" in loaded.errors

@@ -55,7 +55,7 @@ def test_a_busy_host_is_said(monkeypatch):
 
 def test_budget_reads_the_bandwidth_facts(tmp_path):
     model = qwen2_7b(tmp_path / "Qwen2-7B", shards=2)
-    run = run_check("decode-budget", RHEL_HOST, models=(model,), facts={"bandwidth": bandwidth_facts(21.5)})
+    run = run_check("decode-budget", RHEL_HOST, models=(model,), facts=[bandwidth_facts(21.5)])
     (entry,) = run.facts.models
     cpu = entry.budgets[-1]
     assert cpu.device == "cpu" and cpu.bandwidth_source == "measured" and cpu.bandwidth_gbps == 21.5

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from decode_doctor.checks.docker.codes import ClassicStoreParams
 from decode_doctor.checks.docker.engine import api_version, image_store, mirrors, referrers_exposed
-from decode_doctor.checks.docker.referrers import INDEX_TYPE, Answer, judge_referrers, parse_reference
-from decode_doctor.cli.check import KILL_AT_ENV
+from decode_doctor.checks.docker.referrers import INDEX_TYPE, OK_404, Answer, judge_referrers, parse_reference
 
-from .conftest import FIXTURES, python_for, run_dd
+from .conftest import FIXTURES, kill_at_step, python_for, run_dd
 from .support.harness import cli
 from .support.services import http_server, json_body, unix_http_server
 
@@ -219,7 +219,7 @@ def test_parse_reference_defaults():
     assert parse_reference("ghcr.io/org/img") == ("ghcr.io", "org/img", "latest")
     assert parse_reference("127.0.0.1:5000/tiny:1") == ("127.0.0.1:5000", "tiny", "1")
     assert parse_reference("user/app@sha256:abc") == ("docker.io", "user/app", "sha256:abc")
-    assert judge_referrers(Answer(404, "", b""))[0] == "OK-404"
+    assert judge_referrers(Answer(404, "", b""))[0] == OK_404
 
 
 # --- the fix: a broken mirror removed from daemon.json, undone byte for byte ---------------------------
@@ -248,7 +248,7 @@ def test_remove_a_broken_mirror_and_undo(docker_host, tmp_path):
             "--yes",
             "--state-dir",
             str(tmp_path / "killed"),
-            env={"DOCKER_HOST": docker_host, KILL_AT_ENV: "3"},
+            env={"DOCKER_HOST": docker_host, **kill_at_step(3)},
         )
         assert killed.returncode == -9  # the CLI sample of a kill mid-fix: after the backup, before the write
         assert run_dd("undo", "--state-dir", str(tmp_path / "killed")).returncode == 0
@@ -284,7 +284,7 @@ def test_classic_store_fix_keeps_every_other_key(tmp_path):
     (root / "etc/docker").mkdir(parents=True)
     shutil.copy(FIXTURES / "daemon-json/containerd-snapshotter-true-compact-log-local.json", root / "etc/docker/daemon.json")
     before = json.loads((root / "etc/docker/daemon.json").read_text())
-    finding = Finding("DKR020", "docker", Severity.INFO, "t", "m", fix=FixRef("s", {"action": "classic-store"}))
+    finding = Finding("DKR020", "docker", Severity.INFO, "t", "m", fix=FixRef("s", ClassicStoreParams()))
     plan = DockerDaemonFixer().plan(finding, Context(root=root))
     (action,) = plan.actions
     after = json.loads(action.content)

@@ -13,10 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from decode_doctor.checks.encodings.textenc import decide
-from decode_doctor.cli.check import KILL_AT_ENV
 from decode_doctor.fixes.journal import UndoError, undo_run
 
-from .conftest import python_for, run_dd, tree_digest
+from .conftest import kill_at_step, python_for, run_dd, tree_digest
 from .support.harness import cli, fix_killed_at
 from .support.textcorpus import CS, HU, JA, KO_LONG, LATIN, PL, RU, TR, ZH, ZH_TW, corpus, write_corpus
 
@@ -268,7 +267,7 @@ def test_sigkill_from_the_cli_mid_conversion(tmp_path):
     original = json.dumps({"d": ZH}, ensure_ascii=False).encode("gbk")
     (root / "config.json").write_bytes(original)
     state = tmp_path / "state"
-    proc = run_dd("check", *ENC, "--model", str(root), "--fix", "--yes", "--state-dir", str(state), env={KILL_AT_ENV: "3"})
+    proc = run_dd("check", *ENC, "--model", str(root), "--fix", "--yes", "--state-dir", str(state), env=kill_at_step(3))
     assert proc.returncode == -9
     assert run_dd("undo", "--state-dir", str(state)).returncode == 0
     assert (root / "config.json").read_bytes() == original

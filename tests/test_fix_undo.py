@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from decode_doctor.cli.check import KILL_AT_ENV
 from decode_doctor.fixes.journal import LockBusy, UndoError, state_lock, undo_run
 
-from .conftest import REPO, SWAP_ONLY, python_for, run_dd, tree_digest
+from .conftest import REPO, SWAP_ONLY, kill_at_step, python_for, run_dd, tree_digest
 from .support.harness import Recorder, cli, fix_killed_at, run_fix
 
 CONF = "etc/sysctl.d/90-decode-doctor.conf"
@@ -140,7 +139,7 @@ def test_a_failed_move_rolls_back_only_what_its_own_run_moved(tmp_path):
     """Two runs (separate state dirs) quarantine the same file; B moves it while A is between its
     journal record and its move. A's rollback must not put back B's quarantined file."""
     from decode_doctor.engine.findings import Finding, Severity
-    from decode_doctor.fixes.actions import MoveFile, Plan
+    from decode_doctor.fixes.actions import FixPlan, MoveFile
     from decode_doctor.fixes.journal import apply_plans, run_info
 
     data = tmp_path / "data"
@@ -150,8 +149,8 @@ def test_a_failed_move_rolls_back_only_what_its_own_run_moved(tmp_path):
     quarantine = tmp_path / "data.quarantine"
     finding = Finding("IMG001", "images", Severity.ERROR, "t", "m", path=str(broken))
 
-    def plan() -> Plan:
-        return Plan(finding, "quarantine", [MoveFile(broken, quarantine / "broken.jpg", manifest=quarantine / "manifest.jsonl")])
+    def plan() -> FixPlan:
+        return FixPlan(finding, "quarantine", [MoveFile(broken, quarantine / "broken.jpg", manifest=quarantine / "manifest.jsonl")])
 
     b_result = None
 
@@ -224,7 +223,7 @@ def test_sigkill_from_the_cli_then_undo(host, state_dir):
     """The CLI sample of the kill loop above: the real process, killed after the backup of the first action."""
     root = host("swap60-rhel7")
     before = tree_digest(root)
-    proc = run_dd("check", *SWAP_ONLY, "--root", str(root), "--fix", "--yes", "--state-dir", str(state_dir), env={KILL_AT_ENV: "3"})
+    proc = run_dd("check", *SWAP_ONLY, "--root", str(root), "--fix", "--yes", "--state-dir", str(state_dir), env=kill_at_step(3))
     assert proc.returncode == -9
     assert run_dd("undo", "--state-dir", str(state_dir)).returncode == 0
     assert tree_digest(root) == before

@@ -329,11 +329,11 @@ def test_container_toolkit_missing_means_gpus_flag_fails(tmp_path):
     found = {f.code: f for f in outcome.report.findings}
     assert 'could not select device driver "" with capabilities: [[gpu]]' in found["CTK001"].message
     assert found["CTK001"].fix.applicability.value == "display-only"
-    assert found["CTK002"].fix.params["commands"] == [
+    assert found["CTK002"].fix.params.commands == (
         "sudo apt-get install -y nvidia-container-toolkit",
         "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
-    ]
-    assert found["CTK003"].fix.params["commands"] == ["sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker"]
+    )
+    assert found["CTK003"].fix.params.commands == ("sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",)
 
 
 def test_display_only_fixes_are_shown_never_applied(tmp_path):
@@ -371,7 +371,7 @@ def test_budget_uses_the_driver_inventory_when_nothing_measured_the_gpu(tmp_path
 
     model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)
     gpu = gpu_check(tmp_path, printing(NV / "nvidia-smi-q-x/rtx3090-driver-590.44.01-v13.xml"))
-    run = run_check("decode-budget", models=(model,), options={"bandwidth": 936}, facts={"gpu": gpu.facts})
+    run = run_check("decode-budget", models=(model,), options={"bandwidth": 936}, facts=[gpu.facts])
     budgets = {b.device: b for b in run.facts.models[0].budgets}
     assert budgets["cuda:0"].capacity_bytes == 24576 << 20
     assert budgets["cuda:0"].fit == "fits" and budgets["cuda:0"].bandwidth_source == "given"

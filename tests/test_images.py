@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from decode_doctor.cli.check import KILL_AT_ENV
+from decode_doctor.checks.images.codes import QuarantineParams, RenameParams
 from decode_doctor.fixes.journal import UndoError, undo_run
 
-from .conftest import run_dd, tree_digest
+from .conftest import kill_at_step, run_dd, tree_digest
 from .support.harness import cli, fix_killed_at, run_check
 from .support.imagegen import encode, picture, png_chunks, png_of_zeros, samples, write_dataset
 
@@ -56,7 +56,7 @@ def test_every_file_gets_one_finding_with_the_right_verdict(dataset):
             assert finding.severity.value == "error" and finding.fix is not None
         elif finding.code in WARNING_CODES:
             assert finding.severity.value == "warning"
-            assert finding.fix is None or finding.fix.params["action"] == "rename"
+            assert finding.fix is None or isinstance(finding.fix.params, RenameParams)
     assert run.facts.datasets[0].images > 0
 
 
@@ -154,7 +154,7 @@ def test_sigkill_from_the_cli_mid_quarantine(tmp_path):
     root = tmp_path / "ds"
     _broken_dataset(root, broken)
     state = tmp_path / "state"
-    proc = run_dd("check", "--select", "images", "--images", str(root), "--fix", "--yes", "--state-dir", str(state), env={KILL_AT_ENV: "4"})
+    proc = run_dd("check", "--select", "images", "--images", str(root), "--fix", "--yes", "--state-dir", str(state), env=kill_at_step(4))
     assert proc.returncode == -9
     assert run_dd("undo", "--state-dir", str(state)).returncode == 0
     assert {p.name: p.read_bytes() for p in root.iterdir()} == broken
@@ -224,9 +224,9 @@ def test_damaged_files_are_quarantined_only_when_asked(tmp_path):
     damaged = {str(root / i.rel) for i in write if i.expect in ("IMG013", "IMG003")}
     broken = {str(root / i.rel) for i in write if i.expect in QUARANTINE_CODES}
     default = run_check("images", images=(root,))
-    assert {f.path for f in default.findings if f.fix and f.fix.params["action"] == "quarantine"} == broken
+    assert {f.path for f in default.findings if f.fix and isinstance(f.fix.params, QuarantineParams)} == broken
     asked = run_check("images", images=(root,), options={"quarantine": "damaged"})
-    assert {f.path for f in asked.findings if f.fix and f.fix.params["action"] == "quarantine"} == broken | damaged
+    assert {f.path for f in asked.findings if f.fix and isinstance(f.fix.params, QuarantineParams)} == broken | damaged
 
 
 def test_two_faults_in_one_file_are_one_finding_and_one_move(tmp_path):

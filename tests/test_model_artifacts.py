@@ -113,9 +113,9 @@ def test_a_hugging_face_cache_with_a_truncated_shard_a_missing_blob_and_an_unfin
     assert codes(run) == ["MDL002", "MDL005", "MDL006"]
     by_code = {f.code: f for f in run.findings}
     assert by_code["MDL006"].path == str(snapshot / "model-00002-of-00002.safetensors")
-    assert by_code["MDL002"].fix.params["commands"] == [
-        f"huggingface-cli download org/Qwen2-7B-Instruct model-00001-of-00002.safetensors --revision {snapshot.name}"
-    ]
+    assert by_code["MDL002"].fix.params.commands == (
+        f"huggingface-cli download org/Qwen2-7B-Instruct model-00001-of-00002.safetensors --revision {snapshot.name}",
+    )
     assert run.facts.damaged == [str(repo)]
     # the snapshot directory itself is the same model
     assert codes(artifacts(snapshot)) == ["MDL002", "MDL005", "MDL006"]

@@ -88,21 +88,21 @@ def test_histogram_quantiles_follow_prometheus():
 )
 def test_the_diagnosis_of_each_recorded_server(fixture, expected, flag):
     verdicts = diagnosis.diagnose(capture(fixture))
-    assert [v.code for v in verdicts] == expected
+    assert [v.code.code for v in verdicts] == expected
     assert not flag or any(flag in v.message for v in verdicts)  # the engine's flag that helps
 
 
 def test_around_a_run_counters_count_what_the_run_added():
     before = capture("vllm-v0-qwen25-coder-1.5b-idle.prom")
     after = capture("vllm-v0-qwen25-coder-1.5b-derived-kv-full.prom")
-    during = {v.code: v for v in diagnosis.diagnose(after, before, peak_kv=0.5, peak_waiting=0)}
+    during = {v.code.code: v for v in diagnosis.diagnose(after, before, peak_kv=0.5, peak_waiting=0)}
     assert during["SRV002"].evidence["preemptions"] == 12.0 and "during the run" in during["SRV002"].message
     again = diagnosis.diagnose(after, after)  # nothing preempted between two equal readings
-    assert "SRV002" not in [v.code for v in again]
+    assert "SRV002" not in [v.code.code for v in again]
     slots = engines.slots_from(json.loads((SERVING / "llamacpp-np2-slots-under-load.json").read_text()))
     llama = capture("llamacpp-np2-after-load.prom").with_slots(slots)
     (short,) = diagnosis.diagnose(llama, llama, planned_tokens=1100)
-    assert short.code == "SRV007" and "1,024 tokens" in short.message
+    assert short.code.code == "SRV007" and "1,024 tokens" in short.message
 
 
 def test_hostile_metrics_text_is_bounded(monkeypatch):
@@ -186,17 +186,17 @@ def bench_of(levels, output_tokens=16) -> BenchRun:
 def test_decode_is_judged_against_the_ceiling_and_refused_above_it():
     bench = bench_of([level(1, [0.02] * 12)])  # 50 tok/s
     ceiling = Ceiling(200.0, "cpu", 50.0, "measured", 4096, "m")
-    (low,) = [v for v in judge(bench, ceiling) if v.code in ("LIV001", "LIV008")]
-    assert low.code == "LIV001" and "25 % of this host's ceiling" in low.message
-    assert not [v for v in judge(bench, Ceiling(80.0, "cpu", 50.0, "measured", 4096, "m")) if v.code in ("LIV001", "LIV008")]
-    (refused,) = [v for v in judge(bench, Ceiling(20.0, "cpu", 50.0, "measured", 4096, "m")) if v.code == "LIV008"]
+    (low,) = [v for v in judge(bench, ceiling) if v.code.code in ("LIV001", "LIV008")]
+    assert low.code.code == "LIV001" and "25 % of this host's ceiling" in low.message
+    assert not [v for v in judge(bench, Ceiling(80.0, "cpu", 50.0, "measured", 4096, "m")) if v.code.code in ("LIV001", "LIV008")]
+    (refused,) = [v for v in judge(bench, Ceiling(20.0, "cpu", 50.0, "measured", 4096, "m")) if v.code.code == "LIV008"]
     assert "no judgement is made" in refused.message
 
 
 def test_swings_and_tails_need_enough_requests():
     swinging = level(4, [0.015] * 10 + [0.085] * 2)
-    assert "LIV002" in [v.code for v in judge(bench_of([swinging]), None)]
-    assert "LIV002" not in [v.code for v in judge(bench_of([level(4, [0.015] * 4 + [0.085])]), None)]
+    assert "LIV002" in [v.code.code for v in judge(bench_of([swinging]), None)]
+    assert "LIV002" not in [v.code.code for v in judge(bench_of([level(4, [0.015] * 4 + [0.085])]), None)]
 
 
 # --- the client against a server that misbehaves on cue -------------------------------------------

@@ -6,54 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from decode_doctor.engine import Analysis, Check, Code, Context, EnvRow, Facts, Finding, Needs, Severity, SkipCheck
+from decode_doctor.engine import Analysis, Check, Context, EnvRow, Facts, Finding, Needs, Severity, SkipCheck
 
 from .amd import AmdGpu
+from .codes import ACC001, ACC010, ACC011, ACC020, CODES
 from .jetson import JetsonPower
 
 TOOL_TIMEOUT_S = 10.0  # four tools at most: within the check's 60 s
 DRM = "/sys/class/drm"
-
-ACC001 = Code(
-    "ACC001",
-    "An AMD GPU without ROCm's kernel interface",
-    Severity.WARNING,
-    what="amdgpu's sysfs lists an AMD GPU, but /dev/kfd (the ROCm compute interface) is not there: the amdgpu driver runs "
-    "without compute support, or the container was started without --device /dev/kfd.",
-    why="ROCm, PyTorch's ROCm build, vLLM and llama.cpp's HIP backend see no GPU; inference falls back to the CPU or Vulkan.",
-    fix_by_hand="Load amdgpu with compute (a ROCm-supported kernel or amdgpu-dkms); in a container pass --device /dev/kfd "
-    "--device /dev/dri and add the render and video groups.",
-)
-ACC010 = Code(
-    "ACC010",
-    "Jetson is below its maximum power mode",
-    Severity.WARNING,
-    what="nvpmodel reports a power mode other than MAXN (or MAXN_SUPER): the mode caps the CPU cores online, the GPU clock and on "
-    "some modules the memory (EMC) clock.",
-    why="Decode on a Jetson is bound by memory bandwidth and the GPU clock: a 5 W, 15 W or 25 W mode gives a fraction of the "
-    "tokens/s the board can reach.",
-    fix_by_hand="sudo nvpmodel -q --verbose lists the modes; sudo nvpmodel -m <ID of MAXN or MAXN_SUPER> (persists across "
-    "reboots), within what the power supply and cooling allow.",
-)
-ACC011 = Code(
-    "ACC011",
-    "Jetson clocks are left to scale (jetson_clocks not applied)",
-    Severity.INFO,
-    what="jetson_clocks --show reports the GPU or the memory (EMC) clock below its maximum with no override: DVFS lowers them "
-    "between requests.",
-    why="The first tokens after an idle spell run at low clocks, and benchmarks read lower and noisier than the board delivers.",
-    fix_by_hand="sudo jetson_clocks pins CPU, GPU and EMC at the mode's maximum (sudo jetson_clocks --restore undoes it); keep the fan on.",
-)
-ACC020 = Code(
-    "ACC020",
-    "The Rockchip NPU driver is older than RKLLM needs",
-    Severity.WARNING,
-    what='The rknpu kernel driver is older than 0.9.7, the oldest RKLLM accepts (its runtime warns "Your rknpu driver version is '
-    'too low, please upgrade to 0.9.7"); or older than 0.9.8, the driver airockchip/rknn-llm ships for current releases.',
-    why="LLMs converted with current RKLLM fail to load or run on the NPU; decode falls back to the CPU.",
-    fix_by_hand="The driver is part of the board's kernel: install the vendor's or Armbian's newer kernel, or rebuild it with "
-    "rknpu_driver_0.9.8 from airockchip/rknn-llm.",
-)
 
 
 @dataclass(frozen=True)
@@ -81,13 +41,13 @@ class AcceleratorFacts(Facts):
         return lines
 
     def environment(self) -> list[EnvRow]:
-        rows = [EnvRow(f"AMD GPU {g.index}", f"{g.name} ({g.memory_mib or '?'} MiB)", ("ACC001",)) for g in self.amd]
+        rows = [EnvRow(f"AMD GPU {g.index}", f"{g.name} ({g.memory_mib or '?'} MiB)", (ACC001,)) for g in self.amd]
         if self.rocm:
-            rows.append(EnvRow("ROCm", self.rocm, ("ACC001",)))
+            rows.append(EnvRow("ROCm", self.rocm, (ACC001,)))
         if self.jetson:
-            rows.append(EnvRow("Jetson power mode", self.jetson.mode or "unknown", ("ACC010", "ACC011")))
+            rows.append(EnvRow("Jetson power mode", self.jetson.mode or "unknown", (ACC010, ACC011)))
         if self.rknpu:
-            rows.append(EnvRow("RKNPU driver", self.rknpu, ("ACC020",)))
+            rows.append(EnvRow("RKNPU driver", self.rknpu, (ACC020,)))
         return rows
 
 
@@ -133,7 +93,7 @@ def _tool_amd(ctx: Context) -> tuple[list[AmdGpu], str | None]:
 class Accelerators(Check):
     name = "accelerators"
     description = "AMD GPUs (amd-smi, rocm-smi, sysfs), Jetson power mode and clocks, Rockchip NPU driver"
-    codes = (ACC001, ACC010, ACC011, ACC020)
+    codes = CODES
     needs = Needs(platforms=("linux",))
     timeout_s = 60.0
     facts_type = AcceleratorFacts
@@ -150,7 +110,7 @@ class Accelerators(Check):
         amd = tool or sysfs
         if sysfs and not ctx.host_path("/dev/kfd").exists():
             message = f"{len(sysfs)} AMD GPU(s) ({', '.join(g.name for g in sysfs)}) but no /dev/kfd: ROCm cannot use them."
-            findings.append(self.finding("ACC001", message, evidence={"gpus": [g.name for g in sysfs]}))
+            findings.append(self.finding(ACC001, message, evidence={"gpus": [g.name for g in sysfs]}))
         jetson = None
         failed: list[str] = []  # the Jetson tools that hung or failed, for the skip reason
         if ctx.read_text("/etc/nv_tegra_release", limit=4096) is not None:
@@ -216,7 +176,7 @@ def jetson_findings(check: Check, jetson: JetsonPower, source: str) -> list[Find
         machine = f" on {jetson.machine}" if jetson.machine else ""
         where = f" ({source}, line {jetson.mode_line})" if jetson.mode_line and "/" not in source else ""
         message = f"Power mode {jetson.mode}{machine}{cpus}{gpu}: switch to MAXN (or MAXN_SUPER) for full decode speed.{where}"
-        findings.append(check.finding("ACC010", message, evidence=cite))
+        findings.append(check.finding(ACC010, message, evidence=cite))
     unlocked = []
     if jetson.emc and jetson.emc.current < jetson.emc.maximum and not jetson.emc_locked:
         unlocked.append(f"EMC (memory) at {jetson.emc.current / 1e6:.0f} of {jetson.emc.maximum / 1e6:.0f} MHz")
@@ -224,7 +184,7 @@ def jetson_findings(check: Check, jetson: JetsonPower, source: str) -> list[Find
         unlocked.append(f"GPU at {jetson.gpu.current / 1e6:.0f} of {jetson.gpu.maximum / 1e6:.0f} MHz")
     if unlocked:
         message = "Clocks scale with load (" + "; ".join(unlocked) + "): sudo jetson_clocks pins them for serving and benchmarks."
-        findings.append(check.finding("ACC011", message, evidence={**cite, "emc": str(jetson.emc), "gpu": str(jetson.gpu)}))
+        findings.append(check.finding(ACC011, message, evidence={**cite, "emc": str(jetson.emc), "gpu": str(jetson.gpu)}))
     return findings
 
 
@@ -235,8 +195,8 @@ def rknpu_findings(check: Check, version: str, cite: dict[str, Any]) -> list[Fin
     if key < RKLLM_MINIMUM:
         where = f" ({cite['source']}, line {cite['line']})" if "line" in cite else ""
         message = f"RKNPU driver {version} is older than 0.9.7, the oldest RKLLM accepts; current RKLLM ships driver 0.9.8.{where}"
-        return [check.finding("ACC020", message, evidence={**cite, "version": version})]
+        return [check.finding(ACC020, message, evidence={**cite, "version": version})]
     if key < RKLLM_CURRENT:
         message = f"RKNPU driver {version}: RKLLM runs, but models converted with current RKLLM releases expect driver 0.9.8."
-        return [check.finding("ACC020", message, evidence={**cite, "version": version}, severity=Severity.INFO)]
+        return [check.finding(ACC020, message, evidence={**cite, "version": version}, severity=Severity.INFO)]
     return []

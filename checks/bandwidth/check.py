@@ -3,125 +3,18 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
-from decode_doctor.engine import Check, Code, Context, EnvRow, Facts, Finding, Metric, Needs, Option, Sample, Severity
+from decode_doctor.engine import Check, Context, Finding, Needs, Option
 from decode_doctor.engine.units import whole
 
-from .membw import CpuBandwidth, GpuBandwidth, MemorySpec
+from .codes import BW002, BW003, BW005, RETIRED
+from .contract import MEASURED_ELSEWHERE, BandwidthFacts, CpuMemory, MemorySpec, of_peak
 
 LOW_RATIO = 0.5  # measured / spec below this: something leaves bandwidth on the table
 GPU_LOW_RATIO = 0.6
 BUSY = 0.15  # other processes used more than this share of the CPUs while we measured
 PER_CORE_GBPS = 12.0  # roughly what one server core can pull; used only to explain a low ratio
-
-BW002 = Code(
-    code="BW002",
-    title="Measured memory bandwidth is far below the memory's specification",
-    severity=Severity.WARNING,
-    what="The measured read bandwidth is less than half of what the installed DIMMs can deliver "
-    "(configured speed × populated channels × 8 bytes, from dmidecode).",
-    why="Decode tokens/s scales with the bandwidth actually reached. Common causes: channels left "
-    "unpopulated (16 DIMMs in 48 slots), memory running below its rated speed, NUMA (threads reading "
-    "the other socket's memory), power-saving governors, or too few cores to saturate many channels.",
-    fix_by_hand="Populate every memory channel evenly; set the BIOS to the DIMMs' rated speed; pin the "
-    "inference server to one NUMA node (numactl --cpunodebind=0 --membind=0) or interleave; use the "
-    "performance governor (cpupower frequency-set -g performance).",
-)
-BW003 = Code(
-    code="BW003",
-    title="The host was busy while bandwidth was measured",
-    severity=Severity.WARNING,
-    what="Other processes used a noticeable share of the CPUs during the measurement.",
-    why="The figures understate what the memory can do; budgets computed from them are pessimistic.",
-    fix_by_hand="Measure again when the host is idle (decode-doctor check --select bandwidth --thorough).",
-)
-BW005 = Code(
-    code="BW005",
-    title="GPU memory bandwidth is far below its theoretical peak",
-    severity=Severity.WARNING,
-    what="The measured copy bandwidth is below 60 % of NVML's theoretical peak for the card.",
-    why="Decode runs at the bandwidth actually reached: a throttled or misconfigured card loses tokens/s one for one.",
-    fix_by_hand="Check `nvidia-smi -q -d PERFORMANCE,CLOCK` for clock-event reasons (power, thermal), "
-    "that no other process uses the GPU, and that application clocks are not locked low.",
-)
-
-
-MEASURED_ELSEWHERE = "the machine running decode-doctor, not the --root host"
-
-
-@dataclass(frozen=True)
-class CpuMemory:
-    """The CPU measurement with what explains it: caches, NUMA, governor, and the DIMMs' rating."""
-
-    measured: CpuBandwidth
-    llc_bytes: int | None
-    numa_nodes: int
-    governor: str | None
-    measured_on: str  # "this host", or MEASURED_ELSEWHERE under --root
-    spec: MemorySpec | None = None
-    spec_gbps: float | None = None
-    spec_unavailable: str | None = None
-
-    @property
-    def reached(self) -> float | None:
-        return round(self.measured.read_gbps / self.spec_gbps, 3) if self.spec_gbps else None
-
-
-@dataclass(frozen=True)
-class BandwidthFacts(Facts):
-    cpu: CpuMemory
-    gpus: list[GpuBandwidth] = field(default_factory=list)
-
-    @property
-    def cpu_read_gbps(self) -> float:
-        return self.cpu.measured.read_gbps
-
-    def gpu(self, index: int) -> GpuBandwidth | None:
-        return next((gpu for gpu in self.gpus if gpu.index == index), None)
-
-    def summary(self) -> list[str]:
-        measured = self.cpu.measured
-        line = (
-            f"Memory read {measured.read_gbps:.1f} GB/s, copy {measured.copy_gbps:.1f} GB/s "
-            f"({measured.threads} threads over {measured.buffer_bytes >> 20} MiB, spread {measured.read_spread:.0%})"
-        )
-        if self.cpu.spec_gbps:
-            line += f"; spec {self.cpu.spec_gbps:.0f} GB/s ({self.cpu.reached:.0%} reached)"
-        else:
-            line += f"; spec unknown: {self.cpu.spec_unavailable}"
-        return [line] + [f"GPU {g.index} ({g.name}): copy {g.copy_gbps:.0f} GB/s{_of_peak(g)}" for g in self.gpus]
-
-    def environment(self) -> list[EnvRow]:
-        measured = self.cpu.measured
-        rows = [
-            EnvRow("memory bandwidth", f"read {measured.read_gbps} GB/s, copy {measured.copy_gbps} GB/s (measured)", ("BW002", "BW003"))
-        ]
-        rows += [EnvRow(f"GPU {g.index} bandwidth", f"copy {g.copy_gbps} GB/s{_of_peak(g)}", ("BW005",)) for g in self.gpus]
-        return rows
-
-    def metrics(self) -> list[Metric]:
-        measured = self.cpu.measured
-        samples = [
-            Sample({"device": "cpu", "kind": "read"}, measured.read_gbps),
-            Sample({"device": "cpu", "kind": "copy"}, measured.copy_gbps),
-        ]
-        samples += [Sample({"device": f"cuda:{g.index}", "kind": "copy"}, g.copy_gbps) for g in self.gpus]
-        return [Metric("decode_doctor_memory_bandwidth_gbps", "Measured memory bandwidth in GB/s.", tuple(samples))]
-
-    def compared(self) -> dict[str, str | float]:
-        values: dict[str, str | float] = {
-            "CPU read bandwidth (GB/s)": self.cpu.measured.read_gbps,
-            "CPU copy bandwidth (GB/s)": self.cpu.measured.copy_gbps,
-        }
-        values.update({f"GPU {g.index} copy bandwidth (GB/s)": g.copy_gbps for g in self.gpus})
-        return values
-
-
-def _of_peak(gpu: GpuBandwidth) -> str:
-    if not gpu.theoretical_gbps:
-        return ""
-    return f" of {gpu.theoretical_gbps:.0f} GB/s theoretical ({gpu.copy_gbps / gpu.theoretical_gbps:.0%})"
 
 
 def _governor(ctx: Context) -> str | None:
@@ -175,10 +68,7 @@ class Bandwidth(Check):
     )
     timeout_s = 60.0
     facts_type = BandwidthFacts
-    retired = {
-        "BW001": "the measured CPU bandwidth is now a fact (check --verbose, JSON facts.bandwidth)",
-        "BW004": "the measured GPU bandwidth is now a fact (check --verbose, JSON facts.bandwidth)",
-    }
+    retired = RETIRED
 
     def run(self, ctx: Context) -> list[Finding]:
         from .membw import buffer_size, llc_bytes, measure_cpu, measure_gpus, nvml_theoretical
@@ -212,16 +102,16 @@ class Bandwidth(Check):
         evidence = facts.to_dict()
         findings = []
         if cpu.reached is not None and cpu.reached < LOW_RATIO:
-            findings.append(self.finding("BW002", self._low_ratio_message(cpu), evidence=evidence["cpu"]))
+            findings.append(self.finding(BW002, self._low_ratio_message(cpu), evidence=evidence["cpu"]))
         if measured.other_load > BUSY:
             message = (
                 f"Other processes used {measured.other_load:.0%} of the CPUs during the measurement; the figures understate the memory."
             )
-            findings.append(self.finding("BW003", message, evidence={"other_load": measured.other_load}))
+            findings.append(self.finding(BW003, message, evidence={"other_load": measured.other_load}))
         for gpu in gpus:
             if gpu.theoretical_gbps and gpu.copy_gbps / gpu.theoretical_gbps < GPU_LOW_RATIO:
-                message = f"GPU {gpu.index} ({gpu.name}): copy {gpu.copy_gbps:.0f} GB/s{_of_peak(gpu)}."
-                findings.append(self.finding("BW005", message, evidence=vars(gpu)))
+                message = f"GPU {gpu.index} ({gpu.name}): copy {gpu.copy_gbps:.0f} GB/s{of_peak(gpu)}."
+                findings.append(self.finding(BW005, message, evidence=vars(gpu)))
         return findings
 
     @staticmethod

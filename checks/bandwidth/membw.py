@@ -12,27 +12,14 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from decode_doctor.engine.workers import usable_cpus
 
-GB = 1e9
+from .contract import GB, CpuBandwidth, GpuBandwidth, MemorySpec
+
 MIN_BUFFER = 256 << 20
 MAX_BUFFER = 2 << 30
-
-
-@dataclass(frozen=True)
-class CpuBandwidth:
-    read_gbps: float
-    copy_gbps: float
-    read_spread: float  # (max - min) / max over the passes, 0 = perfectly steady
-    copy_spread: float
-    threads: int
-    buffer_bytes: int
-    passes: int
-    wall_s: float
-    other_load: float  # fraction of the host's CPU time used by other processes meanwhile
 
 
 def llc_bytes(read_text: Any) -> int | None:
@@ -128,23 +115,6 @@ def _spread(times: list[float]) -> float:
     return (max(times) - min(times)) / max(times) if times else 0.0
 
 
-@dataclass(frozen=True)
-class MemorySpec:
-    """The CPU memory system as dmidecode (SMBIOS type 17) describes it."""
-
-    populated: int
-    slots: int
-    channels: int
-    speed_mts: int | None
-    memory_type: str | None
-    total_gib: float
-
-    @property
-    def peak_gbps(self) -> float | None:
-        # Each DDR channel moves 8 bytes per transfer (DDR5's two 32-bit subchannels together).
-        return self.speed_mts * 1e6 * 8 * self.channels / GB if self.speed_mts else None
-
-
 _DIMM_SUFFIX = re.compile(r"[_\s-]*dimm\s*\d+\s*$", re.I)
 
 
@@ -196,16 +166,6 @@ def parse_dmidecode_memory(text: str) -> MemorySpec | None:
 def theoretical_gpu_gbps(max_mem_clock_mhz: float, bus_width_bits: int) -> float:
     """NVML's figures: 2 transfers per clock × clock × bus width / 8 bytes."""
     return 2 * max_mem_clock_mhz * 1e6 * bus_width_bits / 8 / GB
-
-
-@dataclass(frozen=True)
-class GpuBandwidth:
-    index: int
-    name: str
-    memory_bytes: int
-    copy_gbps: float
-    spread: float
-    theoretical_gbps: float | None = None
 
 
 def measure_gpus(budget_s: float = 1.0) -> list[GpuBandwidth]:

@@ -8,67 +8,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from decode_doctor.engine import Check, Code, Context, EnvRow, Facts, Finding, FixRef, Metric, Sample, Severity
+from decode_doctor.engine import Check, Context, EnvRow, Facts, Finding, FixRef, Metric, Sample
 
+from .codes import CODES_ENGINE, DKR003, DKR004, DKR005, DKR010, DKR020, MIN_API, RETIRED, ClassicStoreParams
 from .daemon_json import read_daemon_json
 
-MIN_API = "1.24"  # the docker SDK's floor
 REFERRERS_FROM = (29, 1)  # Engine version whose containerd store queries the referrers API
 LOW_DISK_BYTES = 50 * 10**9
-
-DKR003 = Code(
-    "DKR003",
-    "The Docker daemon is not running",
-    Severity.ERROR,
-    what="Docker is installed but nothing answers on the Engine socket (no socket file, or a stale one: connection refused).",
-    why='docker pull and docker run fail with "Cannot connect to the Docker daemon".',
-    fix_by_hand="sudo systemctl start docker (and enable it: sudo systemctl enable --now docker); check journalctl -u docker for why it "
-    "stopped.",
-)
-DKR004 = Code(
-    "DKR004",
-    "Permission denied on the Docker socket",
-    Severity.ERROR,
-    what="The Engine's socket exists, but this user may not connect to it.",
-    why='Every docker command fails for this user with "permission denied while trying to connect to the Docker daemon socket".',
-    fix_by_hand="sudo usermod -aG docker $USER, then log out and in (members of the docker group are root-equivalent); or use rootless "
-    "Docker.",
-)
-DKR005 = Code(
-    "DKR005",
-    "The Docker Engine's API version is too old",
-    Severity.ERROR,
-    what=f"The Engine speaks an API older than {MIN_API}, the oldest the Docker SDK and current CLIs support.",
-    why="Current clients and tools (compose, the SDK, GPU tooling) refuse to talk to it.",
-    fix_by_hand="Upgrade Docker Engine.",
-)
-DKR010 = Code(
-    "DKR010",
-    "Little free space for Docker images",
-    Severity.WARNING,
-    what="The filesystem holding Docker's root directory has less than 50 GB free.",
-    why='Inference images (CUDA + PyTorch + engine) are 10–25 GB each, and pulls unpack a second copy; pulls fail with "no space left on '
-    'device" half-way.',
-    fix_by_hand="docker system prune (removes unused images and build cache), or move data-root to a larger disk in daemon.json.",
-)
-DKR020 = Code(
-    "DKR020",
-    "Pulls use containerd's referrers API (containerd image store, Engine ≥ 29.1)",
-    Severity.INFO,
-    what="With the containerd image store, Engine 29.1 and later ask the registry — or the configured mirror — for GET "
-    "/v2/<repo>/referrers/<digest> whenever a pulled index carries attestations, and decode any 2xx body as an OCI image index.",
-    why="A mirror or proxy that answers that request with 200 and an HTML page, an empty body or other JSON breaks every such pull with "
-    '"failed to decode referrers index: invalid character \'<\' looking for beginning of value" (or ": EOF"). It is not an old '
-    "client: upgrading does not help.",
-    fix_by_hand="Probe the mirrors (decode-doctor check --select referrers); fix or remove a broken mirror (it must answer 404, or a "
-    "valid index "
-    'with "manifests": []), or switch to the classic store with "features": {"containerd-snapshotter": false} in daemon.json and '
-    "restart dockerd — images pulled into the containerd store then disappear from `docker images`.",
-    fix_safety="Unsafe (needs --unsafe-fixes): sets features.containerd-snapshotter to false in daemon.json, keeping every other key; "
-    "journaled "
-    "and undoable. decode-doctor never restarts dockerd: it prints the command, and images in the containerd store are hidden until "
-    "you switch back.",
-)
 
 
 @dataclass(frozen=True)
@@ -209,13 +155,10 @@ def classify_connection_error(text: str) -> str:
 class DockerEngine(Check):
     name = "docker"
     description = "Docker Engine reachability, versions, image store, mirrors, disk space and the referrers exposure"
-    codes = (DKR003, DKR004, DKR005, DKR010, DKR020)
+    codes = CODES_ENGINE
     timeout_s = 20.0
     facts_type = DockerFacts
-    retired = {
-        "DKR001": "the Engine's versions and settings are now facts (check --verbose, JSON facts.docker)",
-        "DKR002": "Docker not being installed is now a fact (the environment table's Docker Engine row)",
-    }
+    retired = RETIRED
 
     def run(self, ctx: Context) -> list[Finding]:
         import docker
@@ -240,14 +183,12 @@ class DockerEngine(Check):
             evidence["error"] = str(exc)[:400]
             if kind == "permission":
                 message = f"Permission denied on {socket_path or url}: this user is not allowed to use the Docker Engine."
-                return [self.finding("DKR004", message, evidence=evidence)]
+                return [self.finding(DKR004, message, evidence=evidence)]
             if kind == "api":
-                return [
-                    self.finding("DKR005", f"The Engine at {url} refuses this client's API version: {str(exc)[:160]}", evidence=evidence)
-                ]
+                return [self.finding(DKR005, f"The Engine at {url} refuses this client's API version: {str(exc)[:160]}", evidence=evidence)]
             state = "no socket" if socket_path and not os.path.exists(socket_path) else "connection refused"
             where = f"{socket_path}: {state}" if socket_path else url
-            return [self.finding("DKR003", f"The Docker daemon is not running ({where}).", evidence=evidence)]
+            return [self.finding(DKR003, f"The Docker daemon is not running ({where}).", evidence=evidence)]
         facts = self._facts(ctx, base, *engine_answers(version, info))
         ctx.publish(facts)
         return self._judge(facts, version, evidence)
@@ -285,13 +226,13 @@ class DockerEngine(Check):
         api = facts.api_version
         if api and version_tuple(api) < version_tuple(MIN_API):
             message = f"Engine {facts.version} speaks API {api}, older than {MIN_API}."
-            findings.append(self.finding("DKR005", message, evidence=evidence))
+            findings.append(self.finding(DKR005, message, evidence=evidence))
         free = facts.docker_root_free_bytes
         if free is not None and free < LOW_DISK_BYTES:
             message = f"{facts.docker_root_dir} has {free / 1e9:.1f} GB free; inference images need 10–25 GB each, twice while pulling."
-            findings.append(self.finding("DKR010", message, evidence={"docker_root_dir": facts.docker_root_dir, "free_bytes": free}))
+            findings.append(self.finding(DKR010, message, evidence={"docker_root_dir": facts.docker_root_dir, "free_bytes": free}))
         if facts.image_store == "containerd":
-            fix = FixRef("switch dockerd to the classic image store", {"action": "classic-store"})
+            fix = FixRef("switch dockerd to the classic image store", ClassicStoreParams())
             if facts.referrers_exposed:
                 note = "this Engine queries the referrers API on pulls"
             else:
@@ -300,5 +241,5 @@ class DockerEngine(Check):
                 f"containerd image store: {note}; a mirror or proxy that answers it with HTML or an empty 200 "
                 'breaks pulls ("failed to decode referrers index").'
             )
-            findings.append(self.finding("DKR020", message, evidence=evidence, fix=fix if facts.referrers_exposed else None))
+            findings.append(self.finding(DKR020, message, evidence=evidence, fix=fix if facts.referrers_exposed else None))
         return findings

@@ -10,15 +10,30 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from decode_doctor.engine import Analysis, Check, Code, Context, Finding, FixRef, Needs, Option, Severity, SkipCheck
+from decode_doctor.engine import Analysis, Check, Code, Context, Finding, FixRef, Needs, Option, Reads, Severity, SkipCheck
 
+from .codes import (
+    BREAKS_PULLS,
+    CODES_REFERRERS,
+    FIX,
+    INDEX_TYPE,
+    MAX_INDEX_BYTES,
+    REF001,
+    REF002,
+    REF003,
+    REF004,
+    REF005,
+    REF006,
+    REF007,
+    REF008,
+    REF009,
+    RemoveMirrorParams,
+)
 from .engine import DockerFacts
 
-INDEX_TYPE = "application/vnd.oci.image.index.v1+json"
 MANIFEST_TYPES = ", ".join(
     (
         INDEX_TYPE,
@@ -27,94 +42,8 @@ MANIFEST_TYPES = ", ".join(
         "application/vnd.docker.distribution.manifest.v2+json",
     )
 )
-MAX_INDEX_BYTES = 4 * 1048 * 1048  # containerd's limit on a referrers body
 TIMEOUT_S = 10.0
 PROBE_DIGEST = "sha256:" + hashlib.sha256(b"decode-doctor referrers probe").hexdigest()
-FIX = (
-    'fix or remove the mirror (it must answer 404, or a valid index with "manifests": []), or set '
-    '"features": {"containerd-snapshotter": false} in daemon.json; upgrading Docker does not help'
-)
-
-
-REMOVE_MIRROR = (
-    "Unsafe (needs --unsafe-fixes), offered for a mirror configured in daemon.json: removes it from "
-    "registry-mirrors, keeping every other key and the file's indentation; journaled and undoable. "
-    "decode-doctor never restarts dockerd: it prints the command."
-)
-
-
-def _code(code: str, title: str, what: str, severity: Severity = Severity.ERROR, fix_safety: str = REMOVE_MIRROR) -> Code:
-    return Code(
-        code,
-        title,
-        severity,
-        what=what,
-        fix_safety=fix_safety,
-        why="containerd (Docker Engine ≥ 29.1 with the containerd image store) decodes any 2xx answer as an OCI image index, "
-        'whatever its Content-Type; this answer makes every pull of an image with attestations fail with "failed to decode referrers '
-        'index". '
-        "An old Docker client is not the cause, and upgrading does not help.",
-        fix_by_hand=f"The registry or mirror must answer GET /v2/<repo>/referrers/<digest> with 404 or a valid OCI index; meanwhile {FIX}.",
-    )
-
-
-REF001 = _code(
-    "REF001",
-    "Referrers endpoint answers 200 with HTML",
-    "The mirror or proxy answers the referrers request with an HTML page (a login, error or captive portal page): containerd fails with "
-    "\"invalid character '<' looking for beginning of value\".",
-)
-REF002 = _code(
-    "REF002",
-    "Referrers endpoint answers 200 with an empty body",
-    'An empty 2xx body: containerd fails with "failed to decode referrers index: EOF".',
-)
-REF003 = _code(
-    "REF003",
-    "Referrers endpoint answers JSON that is not an OCI index",
-    'The body is JSON, but not an image index with schemaVersion 2 and a manifests array of descriptors (a JSON array, an {"errors": …} '
-    "document sent with 200, a null manifests list…).",
-)
-REF004 = _code(
-    "REF004",
-    "Referrers endpoint answers more than one JSON value",
-    "Data follows the JSON object (a second object, HTML after JSON): containerd rejects trailing data.",
-)
-REF005 = _code(
-    "REF005",
-    "Referrers endpoint answers an oversized body",
-    f"The body exceeds {MAX_INDEX_BYTES:,} bytes, containerd's limit for a referrers index.",
-)
-REF006 = _code(
-    "REF006",
-    "Referrers index served with the wrong Content-Type",
-    f"The index is valid but not served as {INDEX_TYPE}, as the distribution spec requires; containerd ignores it today, other clients "
-    f"may not.",
-    Severity.WARNING,
-    fix_safety="",
-)
-REF007 = _code(
-    "REF007",
-    "Referrers endpoint answers with a server error",
-    "The registry or mirror answers 5xx: pulls that need referrers fail or retry.",
-)
-REF008 = Code(
-    "REF008",
-    "Registry answers the referrers API correctly",
-    Severity.INFO,
-    what="404 (then the sha256-<hex> tag fallback) or a valid OCI index: pulls through it are safe.",
-    why="Evidence that the mirror is not the problem.",
-    fix_by_hand="Nothing to fix.",
-)
-REF009 = Code(
-    "REF009",
-    "Registry could not be probed",
-    Severity.WARNING,
-    what="The registry or mirror did not answer (DNS, TLS, connection), refused anonymous access, or the image's manifest could not be "
-    "resolved.",
-    why="decode-doctor cannot vouch for it; the Engine may fail to pull through it for the same reason.",
-    fix_by_hand="Check the URL, the network path (proxy, firewall) and credentials; pass --image with an image that exists there.",
-)
 
 
 @dataclass
@@ -214,21 +143,26 @@ class Session:
         return token if isinstance(token, str) else None
 
 
-def judge_referrers(answer: Answer) -> tuple[str, str]:
-    """(code, what came back) for one answer of the referrers endpoint (or its tag fallback)."""
+OK_404 = "404"  # no referrers here: the tag fallback decides
+OK_INDEX = "index"  # a valid index, served as one
+
+
+def judge_referrers(answer: Answer) -> tuple[Code | str, str]:
+    """(the code, or OK_404 / OK_INDEX, and what came back) for one answer of the referrers endpoint
+    (or its tag fallback)."""
     head = answer.body[:80].decode("utf-8", errors="replace")
     if answer.status is not None and answer.status >= 500:
-        return "REF007", f"HTTP {answer.status}: {head!r}"
+        return REF007, f"HTTP {answer.status}: {head!r}"
     if answer.status is None or not 200 <= answer.status < 300:
-        return "OK-404" if answer.status == 404 else "REF009", f"HTTP {answer.status or answer.error}"
+        return OK_404 if answer.status == 404 else REF009, f"HTTP {answer.status or answer.error}"
     if len(answer.body) > MAX_INDEX_BYTES:
-        return "REF005", f"HTTP {answer.status} with more than {MAX_INDEX_BYTES:,} bytes"
+        return REF005, f"HTTP {answer.status} with more than {MAX_INDEX_BYTES:,} bytes"
     text = answer.body.decode("utf-8", errors="replace")
     if not text.strip():
-        return "REF002", f"HTTP {answer.status} with an empty body (containerd: failed to decode referrers index: EOF)"
+        return REF002, f"HTTP {answer.status} with an empty body (containerd: failed to decode referrers index: EOF)"
     if text.lstrip().startswith("<"):
         return (
-            "REF001",
+            REF001,
             f"HTTP {answer.status}, {answer.content_type or 'no Content-Type'}: {head!r} (containerd: invalid character '<' looking for "
             f"beginning of value)",
         )
@@ -236,17 +170,17 @@ def judge_referrers(answer: Answer) -> tuple[str, str]:
     try:
         value, end = decoder.raw_decode(text.lstrip())
     except json.JSONDecodeError as exc:
-        return "REF003", f"HTTP {answer.status}: not JSON ({exc.msg}): {head!r}"
+        return REF003, f"HTTP {answer.status}: not JSON ({exc.msg}): {head!r}"
     except (ValueError, RecursionError):
-        return "REF003", f"HTTP {answer.status}: JSON nested too deeply (or a number too long) to be an index: {head!r}"
+        return REF003, f"HTTP {answer.status}: JSON nested too deeply (or a number too long) to be an index: {head!r}"
     if text.lstrip()[end:].strip():
-        return "REF004", f"HTTP {answer.status}: data after the JSON value: {text.lstrip()[end : end + 40]!r}"
+        return REF004, f"HTTP {answer.status}: data after the JSON value: {text.lstrip()[end : end + 40]!r}"
     problem = index_problem(value)
     if problem:
-        return "REF003", f"HTTP {answer.status}: {problem}: {head!r}"
+        return REF003, f"HTTP {answer.status}: {problem}: {head!r}"
     if answer.content_type.split(";")[0].strip() != INDEX_TYPE:
-        return "REF006", f"HTTP {answer.status}: a valid index served as {answer.content_type or 'no Content-Type'}"
-    return "OK-INDEX", f"HTTP {answer.status}: a valid index with {len(value['manifests'])} referrer(s)"
+        return REF006, f"HTTP {answer.status}: a valid index served as {answer.content_type or 'no Content-Type'}"
+    return OK_INDEX, f"HTTP {answer.status}: a valid index with {len(value['manifests'])} referrer(s)"
 
 
 def index_problem(value: Any) -> str | None:
@@ -271,13 +205,9 @@ PULL_ERROR = "failed to decode referrers index"
 class Referrers(Check):
     name = "referrers"
     description = "probes registries and mirrors for the OCI referrers API containerd's pulls depend on"
-    codes = (REF001, REF002, REF003, REF004, REF005, REF006, REF007, REF008, REF009)
-    needs = Needs(after=("docker",))
+    codes = CODES_REFERRERS
+    needs = Needs(reads=(Reads(DockerFacts),))  # the Engine's image store decides how much a broken mirror matters
     reads = 'docker pull\'s "failed to decode referrers index" errors'
-
-    @classmethod
-    def requires(cls, options: Mapping[str, Any]) -> tuple[str, ...]:
-        return ("docker",)  # the Engine's image store decides how much a broken mirror matters
 
     @classmethod
     def analyze(cls, text: str, source: str) -> Analysis | None:
@@ -289,7 +219,7 @@ class Referrers(Check):
             if at < 0:
                 continue
             rest = line[at + len(PULL_ERROR) :][:200]
-            code = "REF001" if "invalid character '<'" in rest else "REF002" if rest.strip(" :").startswith("EOF") else "REF003"
+            code = REF001 if "invalid character '<'" in rest else REF002 if rest.strip(" :").startswith("EOF") else REF003
             message = (
                 f"docker pull failed with {PULL_ERROR}{rest} ({source}, line {number}): a registry or mirror answers the OCI "
                 "referrers API with something that is not an index; `decode-doctor check --select docker,referrers` finds which."
@@ -308,14 +238,14 @@ class Referrers(Check):
     def run(self, ctx: Context) -> list[Finding]:
         if ctx.options.get("no_network"):
             raise SkipCheck("--no-network")
-        engine = ctx.facts.get("docker")
-        configured = list(engine.mirrors) if isinstance(engine, DockerFacts) else []
+        engine = ctx.facts.get(DockerFacts)
+        configured = list(engine.mirrors) if engine is not None else []
         registries = list(ctx.options.get("registry") or []) + [m for m in configured if m not in (ctx.options.get("registry") or [])]
         images = list(ctx.options.get("image") or [])
         if not registries and not images:
             raise SkipCheck("no registry to probe (no mirrors configured; pass --registry URL or --image REF)")
         # a broken mirror is an error where pulls go through the referrers client, or where that is unknown
-        exposed = engine.referrers_exposed if isinstance(engine, DockerFacts) and engine.reachable else None
+        exposed = engine.referrers_exposed if engine is not None and engine.reachable else None
         severity = None if exposed in (True, None) else Severity.WARNING
         session = Session()
         findings = []
@@ -350,7 +280,7 @@ class Referrers(Check):
                 evidence["manifest_status"] = answer.status
                 if answer.status != 200:
                     return self.finding(
-                        "REF009", f"{base}: cannot resolve {repo}:{ref} (HTTP {answer.status or answer.error}).", evidence=evidence
+                        REF009, f"{base}: cannot resolve {repo}:{ref} (HTTP {answer.status or answer.error}).", evidence=evidence
                     )
                 digest = "sha256:" + hashlib.sha256(answer.body).hexdigest()
         evidence["digest"] = digest
@@ -364,23 +294,23 @@ class Referrers(Check):
             error=answer.error,
         )
         code, what = judge_referrers(answer)
-        if code == "OK-404":
+        if code == OK_404:
             fallback = session.get(f"{base}/v2/{repo}/manifests/sha256-{digest.split(':', 1)[1]}{ns}", f"{INDEX_TYPE}, */*", scope)
             evidence.update(fallback_status=fallback.status, fallback_content_type=fallback.content_type)
             if fallback.status == 404:
-                return self.finding("REF008", f"{base}: referrers 404, tag fallback 404: no referrers, pulls are safe.", evidence=evidence)
+                return self.finding(REF008, f"{base}: referrers 404, tag fallback 404: no referrers, pulls are safe.", evidence=evidence)
             code, what = judge_referrers(fallback)
             url = fallback.url
-            if code in ("OK-INDEX", "OK-404"):
-                return self.finding("REF008", f"{base}: referrers 404, tag fallback {what}.", evidence=evidence)
-        if code == "OK-INDEX":
-            return self.finding("REF008", f"{base}: {what}.", evidence=evidence)
-        if code == "REF009":
-            return self.finding("REF009", f"{base}: the referrers probe got {what}.", evidence=evidence)
-        fix = None
+            if code in (OK_INDEX, OK_404):
+                return self.finding(REF008, f"{base}: referrers 404, tag fallback {what}.", evidence=evidence)
+        if not isinstance(code, Code):  # OK_INDEX
+            return self.finding(REF008, f"{base}: {what}.", evidence=evidence)
+        if code is REF009:
+            return self.finding(REF009, f"{base}: the referrers probe got {what}.", evidence=evidence)
+        message = f"{url} → {what}. Fix: {FIX}."
+        breaking = BREAKS_PULLS.get(code.code)
+        if breaking is None:  # REF006: a valid index with the wrong media type
+            return self.finding(code, message, evidence=evidence)
         in_config = [m for m in configured if m.rstrip("/") == base.rstrip("/")]
-        if in_config and self.code(code).declares_fix:
-            fix = FixRef(f"remove the mirror {base} from registry-mirrors", {"action": "remove-mirror", "mirror": in_config[0]})
-        return self.finding(
-            code, f"{url} → {what}. Fix: {FIX}.", evidence=evidence, fix=fix, severity=severity if code != "REF006" else None
-        )
+        fix = FixRef(f"remove the mirror {base} from registry-mirrors", RemoveMirrorParams(in_config[0])) if in_config else None
+        return self.finding(breaking, message, evidence=evidence, fix=fix, severity=severity)

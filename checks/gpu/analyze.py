@@ -4,29 +4,21 @@ its error messages, and kernel logs. Every finding cites the line it came from."
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from decode_doctor.engine import Analysis, Finding
+from decode_doctor.engine import Analysis, Check, Code, Finding
 
-from .nvidia import KERNEL_PATTERNS, SMI_FAILURES, DriverInfo, parse_smi_text, parse_smi_xml, scan_kernel_log
+from .codes import GPU021, GPU022, GPU023, GPU025, GPU026
+from .collect_env import looks_like_collect_env, parse_collect_env, torch_errors
+from .contract import DriverInfo, GpuDevice, GpuFacts, Toolkit, TorchBuild
+from .kernellog import KERNEL_EVENTS, XID_OFF_BUS, event_finding
+from .nvidia import KERNEL_PATTERNS, SMI_FAILURES, min_driver, parse_smi_text, parse_smi_xml, scan_kernel_log
+from .smi import SMI_FAILURE_CODES
+from .software import judge_software
 from .table import looks_like_table, parse_smi_table
+from .xid import finding as xid_finding
+from .xid import parse_xid, xid_events
 
-if TYPE_CHECKING:
-    from .check import GpuStack
-
-# nvidia-smi failure kind → (code, message), as the live check words them
-SMI_FAILURE_CODES = {
-    "no-driver": ("GPU010", "nvidia-smi cannot communicate with the NVIDIA driver: the kernel module is not loaded."),
-    "version-mismatch": (
-        "GPU011",
-        "Driver/library version mismatch: the driver was upgraded but the old kernel module is still loaded; reboot or reload it.",
-    ),
-    "no-devices": ("GPU012", "The NVIDIA driver is loaded but finds no GPU."),
-    "unknown-error": ("GPU013", "nvidia-smi cannot get a handle for a GPU (Unknown Error): the driver lost it."),
-    "fallen-off": ("GPU014", "nvidia-smi says a GPU is lost (fallen off the bus): it is gone until a reset or reboot."),
-    "missing": ("GPU015", "nvidia-smi is not installed: the NVIDIA driver is missing."),
-}
-KERNEL_CODES = {"off-bus": "GPU014", "api-mismatch": "GPU011", "no-adapter": "GPU012"}
 MAX_LINES = 200_000
 
 
@@ -75,13 +67,8 @@ def evidence(source: str, number: int, text: str) -> dict[str, Any]:
     return {"source": source, "line": number, "text": text[:300]}
 
 
-def analyze(check: GpuStack, text: str, source: str) -> Analysis | None:
+def analyze(check: Check, text: str, source: str) -> Analysis | None:
     """The findings and facts in one pasted text, each finding citing its line."""
-    from .check import GpuFacts
-    from .collect_env import looks_like_collect_env
-    from .xid import finding as xid_finding
-    from .xid import parse_xid, xid_events
-
     found = driver_info(text)
     facts = None
     kinds = []
@@ -98,20 +85,24 @@ def analyze(check: GpuStack, text: str, source: str) -> Analysis | None:
     lines = text.splitlines()[:MAX_LINES]
     for number, kind, line in line_events(lines):
         family, _, name = kind.partition(":")
+        if family == "kernel" and name == "xid":
+            if (parse_xid(line) or ("", 0, 0))[1] != XID_OFF_BUS:
+                continue  # the other Xids are read below, one finding for all of them
+            name = "off-bus"
+        code: Code | None = None
         if family == "smi" and name in SMI_FAILURE_CODES:
             code, message = SMI_FAILURE_CODES[name]
-        elif family == "kernel" and name == "xid" and (parse_xid(line) or ("", 0, 0))[1] == 79:
-            code, message = "GPU014", f"The kernel log says: {line.rstrip('.')}."
-        elif family == "kernel" and name == "xid":
-            continue  # the other Xids are read below, one finding for all of them
-        elif family == "kernel":
-            code, message = KERNEL_CODES[name], f"The kernel log says: {line}."
+        elif family == "kernel" and name in KERNEL_EVENTS:
+            code = KERNEL_EVENTS[name][0]
+        if code is None or code.code in seen:  # one finding per code, citing its first line
+            continue
+        seen.add(code.code)
+        suffix = f" ({source}, line {number})"
+        if family == "smi":
+            findings.append(check.finding(code, message + suffix, evidence=evidence(source, number, line)))
         else:
-            continue
-        if code in seen:  # one finding per code, citing its first line
-            continue
-        seen.add(code)
-        findings.append(check.finding(code, f"{message} ({source}, line {number})", evidence=evidence(source, number, line)))
+            cited = event_finding(check, name, line, suffix, evidence(source, number, line))
+            findings.extend([cited] if cited else [])
     xids = xid_events(lines)
     first = next((event for event in xids if event.number != 79), None)
     if first:
@@ -128,12 +119,8 @@ def analyze(check: GpuStack, text: str, source: str) -> Analysis | None:
     return Analysis(findings, facts, " and ".join(kinds))
 
 
-def collect_env_findings(check: GpuStack, text: str, source: str) -> tuple[Any, list[Finding]]:
+def collect_env_findings(check: Check, text: str, source: str) -> tuple[GpuFacts, list[Finding]]:
     """Facts from torch's or vLLM's collect_env, judged like the live check judges the host."""
-    from .check import GpuFacts, Toolkit, TorchBuild
-    from .collect_env import parse_collect_env
-    from .nvidia import GpuDevice
-
     env = parse_collect_env(text)
     cuda_build = env.cuda_build if env.cuda_build and env.cuda_build[:1].isdigit() else None
     torch = TorchBuild(env.torch, cuda_build, env.rocm_build, env.cudnn, env.python or "?", "") if env.torch else None
@@ -143,11 +130,11 @@ def collect_env_findings(check: GpuStack, text: str, source: str) -> tuple[Any, 
     devices = [GpuDevice(index, name) for index, name in enumerate(env.gpus) if env.driver]
     notes = [f"vLLM {env.vllm}"] if env.vllm else []
     facts = GpuFacts(env.driver, None, "collect_env", len(devices) or None, devices, notes, toolkits=toolkits, torch=torch)
-    judged = check._software(facts, gpu_host=bool(env.driver))
+    judged = judge_software(check, facts, gpu_host=bool(env.driver))
     lines = text.splitlines()
     cited = []
     for finding in judged:
-        field = "torch" if finding.code in ("GPU021", "GPU022", "GPU023") else "cuda_runtime"
+        field = "torch" if finding.code in (GPU021.code, GPU022.code, GPU023.code) else "cuda_runtime"
         number = env.lines.get(field) or env.lines.get("torch") or 1
         line = lines[number - 1] if number <= len(lines) else ""
         message = f"{finding.message} ({source}, line {number})"
@@ -162,16 +149,13 @@ def collect_env_findings(check: GpuStack, text: str, source: str) -> tuple[Any, 
         else:
             why = "the driver is there, so look at CUDA_VISIBLE_DEVICES, the container's GPU access and the kernel log"
         message = f"PyTorch reports CUDA unavailable: {why}. ({source}, line {number})"
-        cited.append(check.finding("GPU026", message, evidence=evidence(source, number, lines[number - 1])))
+        cited.append(check.finding(GPU026, message, evidence=evidence(source, number, lines[number - 1])))
     return facts, cited
 
 
-def torch_error_findings(check: GpuStack, lines: list[str], source: str, cuda_build: str | None) -> list[Finding]:
+def torch_error_findings(check: Check, lines: list[str], source: str, cuda_build: str | None) -> list[Finding]:
     """PyTorch's own CUDA errors: a driver too old for the wheel (GPU021), a wheel without the GPU's
     architecture (GPU025)."""
-    from .collect_env import torch_errors
-    from .nvidia import min_driver
-
     findings = []
     errors = torch_errors(lines)
     firsts = [next((e for e in errors if e.kind == kind), None) for kind in ("driver-too-old", "arch-missing")]
@@ -186,12 +170,12 @@ def torch_error_findings(check: GpuStack, lines: list[str], source: str, cuda_bu
                 f"{advice}, or install a PyTorch built for CUDA ≤ {error.driver_cuda or 'what the driver supports'}. "
                 f"({source}, line {error.line})"
             )
-            findings.append(check.finding("GPU021", message, evidence={**cite, "driver_cuda": error.driver_cuda}))
+            findings.append(check.finding(GPU021, message, evidence={**cite, "driver_cuda": error.driver_cuda}))
         elif error.kind == "arch-missing":
             supported = f" (it has {' '.join(error.supported)})" if error.supported else ""
             message = (
                 f"This PyTorch has no kernels for the GPU's CUDA capability {error.capability}{supported}: "
                 f"install a build for a newer CUDA. ({source}, line {error.line})"
             )
-            findings.append(check.finding("GPU025", message, evidence={**cite, "capability": error.capability}))
+            findings.append(check.finding(GPU025, message, evidence={**cite, "capability": error.capability}))
     return findings

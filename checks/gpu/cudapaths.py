@@ -12,6 +12,8 @@ from pathlib import PurePosixPath
 
 from decode_doctor.engine import Check, Context, Finding, Severity
 
+from .codes import GPU027, GPU028, GPU029, GPU031
+
 TOOLKIT_PARENTS = ("/usr/local", "/opt")
 MAX_ENTRIES = 64  # PATH / LD_LIBRARY_PATH entries looked at
 MAX_HOPS = 16
@@ -213,12 +215,12 @@ def path_findings(check: Check, ctx: Context, torch_cuda: str | None) -> list[Fi
         missing = f"{chosen.missing_home} names a directory that is not there. " if chosen.missing_home else ""
         message = f"{missing}Installed: {', '.join(label(t.root) for t in toolkits) or 'none'}; " + "; ".join(parts) + "."
         evidence = {"installed": {t.root: t.version for t in toolkits}, **{k: v for k, v in named.items() if v}}
-        findings.append(check.finding("GPU027", message, evidence=evidence))
+        findings.append(check.finding(GPU027, message, evidence=evidence))
     for where, directory, shadows in stub_dirs(ctx):
         what = "libcuda.so.1 there shadows the driver's" if shadows else "its libcuda.so can be picked up instead of the driver's"
         message = f"{directory} (a toolkit's link-time stubs) is on the loader path via {where}: {what}."
         severity = None if shadows else Severity.WARNING
-        findings.append(check.finding("GPU028", message, evidence={"where": where, "directory": directory}, severity=severity))
+        findings.append(check.finding(GPU028, message, evidence={"where": where, "directory": directory}, severity=severity))
     build = next((t for t in toolkits if t.root == chosen.build), None)
     if build and build.gnu_max is not None and (compiler := compiler_major(ctx)) and compiler[1] > build.gnu_max:
         message = (
@@ -226,7 +228,7 @@ def path_findings(check: Check, ctx: Context, torch_cuda: str | None) -> list[Fi
             f'(its include/crt/host_config.h): every CUDA extension build stops with "unsupported GNU version".'
         )
         evidence = {"compiler": compiler[0], "gcc_major": compiler[1], "toolkit": build.root, "gnu_max": build.gnu_max}
-        findings.append(check.finding("GPU029", message, evidence=evidence))
+        findings.append(check.finding(GPU029, message, evidence=evidence))
     if build and build.version and torch_cuda:
         built, have = torch_cuda.split(".")[:2], build.version.split(".")[:2]
         if built != have:
@@ -241,5 +243,5 @@ def path_findings(check: Check, ctx: Context, torch_cuda: str | None) -> list[Fi
                 )
             )
             evidence = {"torch_cuda": torch_cuda, "toolkit": build.root, "toolkit_version": build.version, "from": chosen.build_from}
-            findings.append(check.finding("GPU031", message, evidence=evidence, severity=None if major else Severity.INFO))
+            findings.append(check.finding(GPU031, message, evidence=evidence, severity=None if major else Severity.INFO))
     return findings

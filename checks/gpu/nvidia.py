@@ -6,40 +6,14 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
+from .contract import DriverInfo, GpuDevice
+
 PYTORCH_CUDA_BUILDS = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0")
-
-
-@dataclass
-class GpuDevice:
-    index: int
-    name: str
-    memory_mib: int | None = None
-    architecture: str | None = None
-    mig_mode: str | None = None
-    bus_id: str | None = None
-    uuid: str | None = None
-    max_mem_clock_mhz: int | None = None
-    bus_width_bits: int | None = None
-    theoretical_gbps: float | None = None  # NVML's figure: 2 transfers per clock × clock × bus width / 8
-
-    def __post_init__(self) -> None:
-        if self.theoretical_gbps is None and self.max_mem_clock_mhz and self.bus_width_bits:
-            self.theoretical_gbps = round(2 * self.max_mem_clock_mhz * 1e6 * self.bus_width_bits / 8 / 1e9, 1)
-
-
-@dataclass
-class DriverInfo:
-    driver_version: str | None
-    cuda_version: str | None  # the highest CUDA the driver supports
-    devices: list[GpuDevice] = field(default_factory=list)
-    attached: int | None = None
-    source: str = ""
-    notes: list[str] = field(default_factory=list)
 
 
 def _text(node: ET.Element | None, path: str) -> str | None:

@@ -4,7 +4,7 @@ backtracks, whatever a line holds."""
 
 from __future__ import annotations
 
-from .nvidia import DriverInfo, GpuDevice
+from .contract import DriverInfo, GpuDevice
 
 HEADER_FIELDS = (("KMD Version:", "driver"), ("Driver Version:", "driver"), ("CUDA UMD Version:", "cuda"), ("CUDA Version:", "cuda"))
 MAX_TABLE = 4 << 20

@@ -13,6 +13,8 @@ from typing import Any
 
 from decode_doctor.engine import Check, Finding, Severity
 
+from .codes import GPU018
+
 MAX_LINE = 4096
 MAX_GROUPS = 256  # distinct Xid numbers kept; more is not a real log
 
@@ -223,7 +225,7 @@ def finding(check: Check, events: list[XidEvent], where: str, cite: dict[str, An
     more = f" And {len(ranked) - 6} more Xid numbers (in the evidence)." if len(ranked) > 6 else ""
     message = f"{where} holds NVIDIA Xid errors. {shown}{more}"
     evidence = {**cite, "xids": [describe(item) for item in ranked[:32]]}
-    return check.finding("GPU018", message, evidence=evidence, severity=severity)
+    return check.finding(GPU018, message, evidence=evidence, severity=severity)
 
 
 def describe(item: XidGroup) -> dict[str, Any]:

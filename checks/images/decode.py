@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import loaders
+from .codes import IMG001, IMG002, IMG003, IMG004, IMG005, IMG007, IMG008, IMG012, IMG013, IMG014
 from .headers import Header, read_header, sniff
 
 SUFFIX_FORMATS = {
@@ -90,8 +91,8 @@ class Scan:
     mode: str | None = None
     problems: list[Problem] = field(default_factory=list)
 
-    def add(self, code: str, damage: str, message: str, loader: str | None = None) -> None:
-        self.problems.append(Problem(code, damage, message, self.format, loader))
+    def add(self, code: str, damage: str, message: str, loader: str | None = None, image_format: str | None = None) -> None:
+        self.problems.append(Problem(code, damage, message, image_format or self.format, loader))
 
 
 def describe_non_image(head: bytes) -> str:
@@ -122,13 +123,13 @@ def inspect_file(path: str, settings: Settings) -> dict[str, Any]:
         with open(p, "rb") as handle:
             data = handle.read(MAX_READ + 1)
     except OSError as exc:
-        return {"path": path, "problems": [Problem("IMG012", "unreadable", exc.strerror or str(exc)).__dict__]}
+        return {"path": path, "problems": [Problem(IMG012.code, "unreadable", exc.strerror or str(exc)).__dict__]}
     scan = Scan(path, data, SUFFIX_FORMATS.get(p.suffix.lower()))
     if not data:
         scan.format = scan.claimed
-        scan.add("IMG001", "empty", "zero-byte file: every loader fails on it", loaders.version("pillow"))
+        scan.add(IMG001.code, "empty", "zero-byte file: every loader fails on it", loaders.version("pillow"))
     elif len(data) > MAX_READ:
-        scan.add("IMG008", "over the memory budget", f"larger than {MAX_READ >> 20} MiB: not decoded here")
+        scan.add(IMG008.code, "over the memory budget", f"larger than {MAX_READ >> 20} MiB: not decoded here")
     else:
         _inspect(scan, settings)
     return _result(scan)
@@ -142,7 +143,7 @@ def _inspect(scan: Scan, settings: Settings) -> None:
     if pixels > 2 * settings.max_pixels:
         size = f"{scan.header.width}×{scan.header.height}" if scan.header else "?"
         scan.add(
-            "IMG004",
+            IMG004.code,
             "bomb",
             f"{scan.format} declares {size} = {pixels:,} pixels, over twice the loader's limit of {settings.max_pixels:,} "
             "(Pillow raises DecompressionBombError); found from the header, nothing decoded",
@@ -150,7 +151,7 @@ def _inspect(scan: Scan, settings: Settings) -> None:
         return
     if pixels > settings.max_pixels:
         scan.add(
-            "IMG014",
+            IMG014.code,
             "bomb warning",
             f"{pixels:,} pixels, over the loader's warning limit of {settings.max_pixels:,}: Pillow warns (DecompressionBombWarning) "
             "and loads it",
@@ -162,21 +163,21 @@ def _inspect(scan: Scan, settings: Settings) -> None:
         damage = _damage(scan)
         cut = next((p for p in damage if p.damage == "truncated"), None)
         if cut:  # the loader stops where the data does, whatever the size: no need to decode to know
-            scan.add("IMG001", "breaks the loader", f"{cut.message}: Pillow raises when its data runs out (not decoded: {over})")
+            scan.add(IMG001.code, "breaks the loader", f"{cut.message}: Pillow raises when its data runs out (not decoded: {over})")
             scan.problems += damage
         else:
             scan.problems += damage
-            scan.add("IMG008", "over the memory budget", f"{over}: pixels not checked")
+            scan.add(IMG008.code, "over the memory budget", f"{over}: pixels not checked")
         return
     damage = _damage(scan)
     verdict = _jpeg_verdict(scan, settings, damage) if scan.format == "JPEG" else loaders.pillow(scan.path, settings.max_pixels)
     _judge(scan, verdict, damage)
     scan.data = b""  # not needed past this point; the extra loaders read the file themselves
-    if not any(p.code in ("IMG001", "IMG002", "IMG004") for p in scan.problems):
+    if not any(p.code in (IMG001.code, IMG002.code, IMG004.code) for p in scan.problems):
         for name in settings.extra_loaders:
             extra = loaders.extra(name, scan.path)
             if extra.error:
-                scan.add("IMG001", "breaks the loader", f"{extra.loader}: {extra.error}", extra.loader)
+                scan.add(IMG001.code, "breaks the loader", f"{extra.loader}: {extra.error}", extra.loader)
 
 
 def _damage(scan: Scan) -> list[Problem]:
@@ -187,11 +188,12 @@ def _damage(scan: Scan) -> list[Problem]:
     elif scan.format == "WEBP":
         declared = int.from_bytes(scan.data[4:8], "little") + 8
         if declared not in (len(scan.data), len(scan.data) + len(scan.data) % 2):
-            found = [Problem("IMG013", "bad RIFF size", f"the WebP RIFF header says {declared:,} bytes, the file has {len(scan.data):,}")]
+            said = f"the WebP RIFF header says {declared:,} bytes, the file has {len(scan.data):,}"
+            found = [Problem(IMG013.code, "bad RIFF size", said)]
     if scan.header and scan.header.damage:
-        found += [Problem("IMG013", "impossible header", f"{scan.format} header declares {what}") for what in scan.header.damage]
+        found += [Problem(IMG013.code, "impossible header", f"{scan.format} header declares {what}") for what in scan.header.damage]
     if scan.header and scan.header.truncated:
-        found.append(Problem("IMG013", "truncated", scan.header.truncated))
+        found.append(Problem(IMG013.code, "truncated", scan.header.truncated))
     for problem in found:
         problem.format = scan.format
     return found
@@ -221,11 +223,11 @@ def _jpeg_verdict(scan: Scan, settings: Settings, damage: list[Problem]) -> load
     if "Premature end of JPEG file" in strict_error and not scan.data.rstrip(b"\x00").endswith(b"\xff\xd9"):
         try:  # complete but for the marker, or cut off?
             simplejpeg.decode_jpeg(scan.data + b"\xff\xd9", colorspace=out, strict=True, fastdct=True, min_width=1, min_height=1)
-            damage.append(Problem("IMG003", "no end marker", "the JPEG has no EOI marker (its image data is complete)", "JPEG"))
+            damage.append(Problem(IMG003.code, "no end marker", "the JPEG has no EOI marker (its image data is complete)", "JPEG"))
         except ValueError:
-            damage.append(Problem("IMG013", "truncated", "the JPEG is cut off: libjpeg reports a premature end of the file", "JPEG"))
+            damage.append(Problem(IMG013.code, "truncated", "the JPEG is cut off: libjpeg reports a premature end of the file", "JPEG"))
     else:
-        damage.append(Problem("IMG013", "corrupt data", f"libjpeg in strict mode: {strict_error}", "JPEG"))
+        damage.append(Problem(IMG013.code, "corrupt data", f"libjpeg in strict mode: {strict_error}", "JPEG"))
     return verdict
 
 
@@ -233,7 +235,7 @@ def _jpeg_trailing(scan: Scan, damage: list[Problem]) -> None:
     end = scan.data.rfind(b"\xff\xd9")
     trailing = len(scan.data) - (end + 2) if end >= 0 else 0
     if trailing > 0 and scan.data[end + 2 :].strip(b"\x00"):
-        damage.append(Problem("IMG007", "trailing data", f"{trailing:,} bytes after the JPEG EOI marker", "JPEG"))
+        damage.append(Problem(IMG007.code, "trailing data", f"{trailing:,} bytes after the JPEG EOI marker", "JPEG"))
 
 
 def _judge(scan: Scan, verdict: loaders.Verdict, damage: list[Problem]) -> None:
@@ -245,24 +247,25 @@ def _judge(scan: Scan, verdict: loaders.Verdict, damage: list[Problem]) -> None:
         scan.problems += damage
         for warning in verdict.warnings:
             if "DecompressionBombWarning" not in warning:  # already said, from the header
-                scan.add("IMG014", "loader warning", f"{verdict.loader} warns: {warning}", verdict.loader)
+                scan.add(IMG014.code, "loader warning", f"{verdict.loader} warns: {warning}", verdict.loader)
         if scan.claimed and verdict.format and SAME_FORMAT.get(verdict.format, verdict.format) != scan.claimed:
             ext = Path(scan.path).suffix
-            scan.add("IMG005", "extension lies", f"{SAME_FORMAT.get(verdict.format, verdict.format)} data named {ext}")
+            real = SAME_FORMAT.get(verdict.format, verdict.format)
+            scan.add(IMG005.code, "extension lies", f"{real} data named {ext}", image_format=real)
         return
     if verdict.bomb:
-        scan.add("IMG004", "bomb", f"{verdict.loader}: {verdict.error}", verdict.loader)
+        scan.add(IMG004.code, "bomb", f"{verdict.loader}: {verdict.error}", verdict.loader)
         return
     if scan.format is None:
         what = describe_non_image(scan.data[:512]) if scan.data else "not an image"
-        scan.add("IMG002", "not an image", f"{what}, not an image: {verdict.loader} cannot identify it", verdict.loader)
+        scan.add(IMG002.code, "not an image", f"{what}, not an image: {verdict.loader} cannot identify it", verdict.loader)
         return
     unchecked = _missing_decoder(scan)
     if unchecked:
-        scan.add("IMG008", "no decoder", f"{unchecked}; {verdict.loader}: {verdict.error}", verdict.loader)
+        scan.add(IMG008.code, "no decoder", f"{unchecked}; {verdict.loader}: {verdict.error}", verdict.loader)
         return
-    scan.add("IMG001", "breaks the loader", f"{verdict.loader}: {verdict.error}", verdict.loader)
-    scan.problems += [Problem(p.code, p.damage, p.message, p.format, "also") for p in damage if p.code != "IMG007"]
+    scan.add(IMG001.code, "breaks the loader", f"{verdict.loader}: {verdict.error}", verdict.loader)
+    scan.problems += [Problem(p.code, p.damage, p.message, p.format, "also") for p in damage if p.code != IMG007.code]
 
 
 def _missing_decoder(scan: Scan) -> str | None:
@@ -321,14 +324,14 @@ def _png_structure(data: bytes) -> list[Problem]:
         end = pos + 12 + length
         name = ctype.decode("latin-1")
         if end > len(data):
-            return [*problems, Problem("IMG013", "truncated", f"the PNG is cut off inside its {name} chunk")]
+            return [*problems, Problem(IMG013.code, "truncated", f"the PNG is cut off inside its {name} chunk")]
         body = data[pos + 8 : pos + 8 + length]
         if zlib.crc32(ctype + body) & 0xFFFFFFFF != struct.unpack(">I", data[end - 4 : end])[0]:
-            problems.append(Problem("IMG013", "bad CRC", f"the PNG {name} chunk at byte {pos:,} has a bad CRC"))
+            problems.append(Problem(IMG013.code, "bad CRC", f"the PNG {name} chunk at byte {pos:,} has a bad CRC"))
         if first:
             first = False
             if ctype != b"IHDR" or length != 13:
-                return [Problem("IMG013", "bad header", "the PNG does not start with an IHDR chunk")]
+                return [Problem(IMG013.code, "bad header", "the PNG does not start with an IHDR chunk")]
         if ctype == b"IDAT" and not zlib_broken:
             try:
                 inflated += len(inflater.decompress(body, INFLATE_STEP))
@@ -339,13 +342,13 @@ def _png_structure(data: bytes) -> list[Problem]:
                         f"the PNG image data inflates to more than {needed:,} bytes, all its "
                         f"{'×'.join(map(str, _png_size(data)))} pixels need; the rest is a decompression bomb"
                     )
-                    problems.append(Problem("IMG013", "zlib", message))
+                    problems.append(Problem(IMG013.code, "zlib", message))
                     zlib_broken = True
             except zlib.error as exc:
-                problems.append(Problem("IMG013", "zlib", f"the PNG image data is not a valid zlib stream: {exc}"))
+                problems.append(Problem(IMG013.code, "zlib", f"the PNG image data is not a valid zlib stream: {exc}"))
                 zlib_broken = True
             if inflater.unused_data and not zlib_broken:
-                problems.append(Problem("IMG013", "zlib", "the PNG image data goes on after its zlib stream ends"))
+                problems.append(Problem(IMG013.code, "zlib", "the PNG image data goes on after its zlib stream ends"))
                 zlib_broken = True
         pos = end
         if ctype == b"IEND":
@@ -353,13 +356,13 @@ def _png_structure(data: bytes) -> list[Problem]:
             break
     if not seen_iend:
         if inflater.eof:
-            problems.append(Problem("IMG003", "no end marker", "the PNG has no IEND chunk (its image data is complete)"))
+            problems.append(Problem(IMG003.code, "no end marker", "the PNG has no IEND chunk (its image data is complete)"))
         elif not zlib_broken:
-            problems.append(Problem("IMG013", "truncated", "the PNG ends before its image data is complete"))
+            problems.append(Problem(IMG013.code, "truncated", "the PNG ends before its image data is complete"))
     elif not inflater.eof and not zlib_broken:
-        problems.append(Problem("IMG013", "zlib", "the PNG image data ends before its zlib stream does"))
+        problems.append(Problem(IMG013.code, "zlib", "the PNG image data ends before its zlib stream does"))
     if seen_iend and pos < len(data):
-        problems.append(Problem("IMG007", "trailing data", f"{len(data) - pos:,} bytes after IEND"))
+        problems.append(Problem(IMG007.code, "trailing data", f"{len(data) - pos:,} bytes after IEND"))
     return problems
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from decode_doctor.engine.workers import Child, wait_ready
 
 from . import loaders
+from .codes import IMG001, IMG011
 from .decode import Problem, Settings, inspect_file
 from .walk import iter_images
 
@@ -37,11 +38,11 @@ def _on_alarm(signum: int, frame: Any) -> None:
 
 
 def _timed_out(path: str, limit: float) -> Result:
-    return {"path": path, "problems": [Problem("IMG011", "timed out", f"decoding took longer than {limit:g} s").__dict__]}
+    return {"path": path, "problems": [Problem(IMG011.code, "timed out", f"decoding took longer than {limit:g} s").__dict__]}
 
 
 def _crashed(path: str, why: str) -> Result:
-    return {"path": path, "problems": [Problem("IMG001", "decoder crash", why).__dict__]}
+    return {"path": path, "problems": [Problem(IMG001.code, "decoder crash", why).__dict__]}
 
 
 def _worker(conn: Connection, settings: Settings, file_timeout: float) -> None:

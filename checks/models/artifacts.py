@@ -9,8 +9,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from decode_doctor.engine import Check, Code, Context, EnvRow, Facts, Finding, FixRef, Needs, Option, Severity
+from decode_doctor.engine import Check, Code, CommandsParams, Context, EnvRow, Facts, Finding, FixableCode, FixRef, Needs, Option
 
+from .codes import (
+    ARTIFACT_CODES,
+    DAMAGING,
+    MDL001,
+    MDL002,
+    MDL003,
+    MDL004,
+    MDL005,
+    MDL006,
+    MDL007,
+    MDL010,
+    MDL011,
+    MDL012,
+    MDL013,
+    MDL020,
+    MDL021,
+    MDL022,
+    MDL030,
+    MDL031,
+    MDL032,
+    MDL033,
+    MDL034,
+    MDL035,
+    MDL040,
+)
 from .layout import HashProgress, ModelPlace, dangling_links, digest, incomplete_files, known_hashes, locate
 from .modelfiles import (
     EMBEDDING,
@@ -24,209 +49,9 @@ from .modelfiles import (
 )
 from .tokens import Generation, Tokenizer, looks_like_chat, read_generation, read_tokenizer
 
-REDOWNLOAD = (
-    "Display-only: for a model in the Hugging Face cache decode-doctor prints the huggingface-cli command that "
-    "downloads the file again (it never downloads for you)."
-)
-DOWNLOAD_WHY = "Loaders fail on it, after minutes of loading the other shards, or worse, load garbage weights."
 ROPE_TYPES = {"default", "linear", "dynamic", "yarn", "longrope", "su", "llama3", "mrope"}
 FLOAT_DTYPES = ("BF16", "F16", "F32")
 DEFAULT_ROPE_THETA = 10000.0  # transformers' default when config.json has no rope_theta
-
-MDL001 = Code(
-    "MDL001",
-    "A shard the index names is missing",
-    Severity.ERROR,
-    what="model.safetensors.index.json maps tensors to a shard file that is not there.",
-    why=DOWNLOAD_WHY,
-    fix_by_hand="Download the named shard again (huggingface-cli download ORG/NAME FILE), and compare the file count with the hub's.",
-    fix_safety=REDOWNLOAD,
-)
-MDL002 = Code(
-    "MDL002",
-    "A safetensors file is truncated",
-    Severity.ERROR,
-    what="The file is shorter than its own header says: its last tensor ends past the end of the file.",
-    why=DOWNLOAD_WHY,
-    fix_by_hand="Download the file again and compare its size and sha256 with the hub's (decode-doctor check --verify-hashes).",
-    fix_safety=REDOWNLOAD,
-)
-MDL003 = Code(
-    "MDL003",
-    "A model file is malformed",
-    Severity.ERROR,
-    what="A safetensors header that is not valid JSON or whose tensors overlap or leave gaps, bytes after the last tensor, "
-    "or a config, index or tokenizer config that does not parse.",
-    why='The safetensors library and transformers refuse such files ("InvalidOffset", "MetadataIncompleteBuffer", JSON errors).',
-    fix_by_hand="Download the file again; if it was edited by hand, restore the original.",
-)
-MDL004 = Code(
-    "MDL004",
-    "A GGUF file is truncated or malformed",
-    Severity.ERROR,
-    what="The GGUF header is damaged, or the tensor data it describes runs past the end of the file.",
-    why='llama.cpp fails to load it ("tensor data is not within file bounds"), usually after a cut download.',
-    fix_by_hand="Download the file again and compare its size with the source's.",
-)
-MDL005 = Code(
-    "MDL005",
-    "An unfinished download",
-    Severity.ERROR,
-    what="A *.incomplete file: the Hugging Face hub client writes downloads under that name and renames them when complete.",
-    why="The file the model needs is not complete; loading fails or, with the partial file renamed by hand, reads garbage.",
-    fix_by_hand="Run the download again: the hub client resumes it.",
-    fix_safety=REDOWNLOAD,
-)
-MDL006 = Code(
-    "MDL006",
-    "A cache snapshot links to a missing blob",
-    Severity.ERROR,
-    what="In the Hugging Face cache, snapshots/<revision>/<file> is a link to blobs/<hash>, and that blob is gone "
-    "(deleted, or never finished).",
-    why="The file looks present in the snapshot, but every read of it fails.",
-    fix_by_hand="Download the file again (huggingface-cli download ORG/NAME FILE --revision REVISION).",
-    fix_safety=REDOWNLOAD,
-)
-MDL007 = Code(
-    "MDL007",
-    "A file's content does not match its hash",
-    Severity.ERROR,
-    what="--verify-hashes read the file whole: its sha256 (or git blob sha1) differs from the one the hub gave "
-    "(the cache's blob name, or the download metadata).",
-    why="The weights are corrupted: a flipped byte in a tensor silently changes the model's outputs.",
-    fix_by_hand="Delete the file and download it again.",
-    fix_safety=REDOWNLOAD,
-)
-MDL010 = Code(
-    "MDL010",
-    "The served context is beyond what the model was trained for",
-    Severity.ERROR,
-    what="--context is larger than max_position_embeddings (or the GGUF's context_length), and no rope_scaling in "
-    "the config stretches the positions that far.",
-    why="Positions past the trained window are out of distribution: output degrades into repetition and "
-    "gibberish, and vLLM refuses a max_model_len above it unless forced (VLLM_ALLOW_LONG_MAX_MODEL_LEN).",
-    fix_by_hand="Serve at most the trained context, or add the rope_scaling the model card describes (for Qwen2.5: "
-    '{"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}).',
-)
-MDL011 = Code(
-    "MDL011",
-    "rope_scaling is inconsistent",
-    Severity.WARNING,
-    what="rope_scaling names no type or one engines do not know, two different types, a factor that is not a "
-    "number above 1, or an original_max_position_embeddings above max_position_embeddings.",
-    why="Engines either refuse the config or compute the wrong rotary frequencies: long prompts then decode into noise.",
-    fix_by_hand="Restore rope_scaling from the model's original config.json.",
-)
-MDL012 = Code(
-    "MDL012",
-    "rope_theta differs between config.json and the GGUF",
-    Severity.WARNING,
-    what="The RoPE base in config.json (transformers' default 10000 where it has none) is not the GGUF's "
-    "<arch>.rope.freq_base for the same model.",
-    why="One of the two was converted with the wrong base: the same prompt decodes differently in vLLM and llama.cpp.",
-    fix_by_hand="Reconvert the GGUF from the original checkpoint, or restore rope_theta in config.json.",
-)
-MDL013 = Code(
-    "MDL013",
-    "The sliding window is larger than the model's context",
-    Severity.WARNING,
-    what="sliding_window exceeds max_position_embeddings while sliding-window attention is on.",
-    why="The window can never slide: every layer attends to the whole context, and a KV budget that counts the window is wrong.",
-    fix_by_hand="Restore sliding_window (and use_sliding_window) from the model's original config.json.",
-)
-MDL020 = Code(
-    "MDL020",
-    "The declared precision does not match the stored weights",
-    Severity.WARNING,
-    what="torch_dtype says float16 while the weights are stored in bfloat16 (or the other way round), or "
-    "quantization_config names a method whose tensors the files do not hold (or the files hold quantized "
-    "tensors with no quantization_config).",
-    why="bfloat16 weights cast to float16 can overflow to inf (8 exponent bits down to 5); a wrong "
-    "quantization_config makes loaders read packed integers as weights, or fail.",
-    fix_by_hand="Set torch_dtype to the stored type, and restore quantization_config from the checkpoint's original config.json.",
-)
-MDL021 = Code(
-    "MDL021",
-    "The KV-cache type is not one the serving engine has",
-    Severity.WARNING,
-    what="--kv-dtype asks for a KV cache that the engine this model format is served with does not offer: "
-    "llama.cpp (GGUF) has no fp8 cache, vLLM (safetensors) no int8 or int4 cache.",
-    why="The budget assumes a cache that cannot be configured; the real one is twice the size or more.",
-    fix_by_hand="GGUF: --kv-dtype int8 budgets llama.cpp's q8_0 (-ctk q8_0 -ctv q8_0); safetensors: --kv-dtype fp8 "
-    "budgets vLLM's --kv-cache-dtype fp8.",
-)
-MDL022 = Code(
-    "MDL022",
-    "The shards store different dtypes",
-    Severity.WARNING,
-    what="Some shards hold their weights in one floating-point type and others in another.",
-    why="A checkpoint merged from different sources: engines cast silently, and the parts disagree in precision.",
-    fix_by_hand="Re-export the checkpoint in one dtype, or download it again from a single source.",
-)
-MDL030 = Code(
-    "MDL030",
-    "Generation has no end-of-sequence token the tokenizer knows",
-    Severity.ERROR,
-    what="generation_config.json (or config.json) names an eos_token_id the tokenizer does not define, or there is no "
-    "end-of-sequence token at all.",
-    why="Generation then stops only at max_tokens: every request runs to its limit, decode time and cost "
-    "multiply, and answers end in garbage.",
-    fix_by_hand="Set eos_token_id in generation_config.json to the tokenizer's end-of-sequence (and end-of-turn) token ids.",
-)
-MDL031 = Code(
-    "MDL031",
-    "A bos or pad token id the tokenizer does not define",
-    Severity.WARNING,
-    what="generation_config.json (or config.json) gives a bos_token_id or pad_token_id that is not a token of the tokenizer.",
-    why="Prompts start with, or batches are padded with, an id that is no token: engines that prepend it feed the "
-    "model a row it never saw, and one past the embedding table fails the request.",
-    fix_by_hand="Set bos_token_id and pad_token_id to ids the tokenizer defines (its tokenizer_config.json names the tokens).",
-)
-MDL032 = Code(
-    "MDL032",
-    "A chat model without a chat template",
-    Severity.WARNING,
-    what="The model is instruction-tuned (by its name, or because it stops at an end-of-turn token), but neither "
-    "tokenizer_config.json nor chat_template.jinja carries a chat template.",
-    why='Chat-completion endpoints refuse the request (transformers: "Cannot use chat template functions '
-    'because tokenizer.chat_template is not set") or format it in a way the model was not trained on.',
-    fix_by_hand="Copy chat_template (or chat_template.jinja) from the original repository, or pass --chat-template to the server.",
-)
-MDL033 = Code(
-    "MDL033",
-    "vocab_size disagrees with the weights or the tokenizer",
-    Severity.ERROR,
-    what="config.json's vocab_size is not the number of rows of the embedding (or output) matrix, or the tokenizer "
-    "defines ids at or beyond vocab_size.",
-    why='Loading fails ("size mismatch for model.embed_tokens.weight"), or a token id past the table crashes '
-    "the server mid-request (CUDA device-side assert, index out of range).",
-    fix_by_hand="Restore the original config.json and tokenizer files; after adding tokens, resize the embeddings and save again.",
-)
-MDL034 = Code(
-    "MDL034",
-    "tokenizer.json does not parse",
-    Severity.ERROR,
-    what="tokenizer.json is not valid JSON (cut off, edited, or another file saved under its name).",
-    why="The fast tokenizer cannot load; servers fail at start.",
-    fix_by_hand="Download tokenizer.json again.",
-)
-MDL035 = Code(
-    "MDL035",
-    "The tokenizer's end-of-turn token does not stop generation",
-    Severity.WARNING,
-    what="tokenizer_config.json's eos_token is not among the eos_token_id values of generation_config.json.",
-    why="The chat template ends each turn with that token, but generation stops only at the others: answers run on "
-    "into a fabricated next turn until max_tokens (the early Llama 3 Instruct release did this).",
-    fix_by_hand="Add the token's id to eos_token_id in generation_config.json.",
-)
-MDL040 = Code(
-    "MDL040",
-    "The model path has spaces or non-ASCII characters",
-    Severity.WARNING,
-    what="The model's path contains whitespace or characters outside ASCII.",
-    why="Shell scripts that do not quote it, some Docker volume specs and older loaders break on such paths.",
-    fix_by_hand="Move or link the model to a path of plain ASCII letters, digits, dots, dashes and underscores.",
-)
 
 
 @dataclass(frozen=True)
@@ -315,13 +140,17 @@ class _Review:
         self.config: dict[str, Any] = {}
         self.damaged = False
 
-    def add(self, code: str, message: str, path: Path | None = None, fix: FixRef | None = None, **evidence: Any) -> None:
+    def add(self, code: Code, message: str, path: Path | None = None, fix: FixRef[CommandsParams] | None = None, **evidence: Any) -> None:
         where = str(path) if path else str(self.place.given)
-        self.findings.append(self.check.finding(code, message, evidence={"model": str(self.place.given), **evidence}, path=where, fix=fix))
-        if code in ("MDL001", "MDL002", "MDL003", "MDL004", "MDL005", "MDL006", "MDL007"):
+        evidence = {"model": str(self.place.given), **evidence}
+        if fix is not None and isinstance(code, FixableCode):
+            self.findings.append(self.check.finding(code, message, evidence=evidence, path=where, fix=fix))
+        else:
+            self.findings.append(self.check.finding(code, message, evidence=evidence, path=where))
+        if code in DAMAGING:
             self.damaged = True
 
-    def redownload(self, path: Path | None) -> FixRef | None:
+    def redownload(self, path: Path | None) -> FixRef[CommandsParams] | None:
         place = self.place
         if place.repo is None:
             return None
@@ -333,30 +162,30 @@ class _Review:
                 pass
         if place.revision:
             command += f" --revision {place.revision}"
-        return FixRef(f"download it again: {command}", {"commands": [command]})
+        return FixRef(f"download it again: {command}", CommandsParams("download it again", (command,)))
 
     # --- the checks, in order ---
 
     def paths(self) -> None:
         text = str(self.place.given)
         if any(ch.isspace() for ch in text) or not text.isascii():
-            self.add("MDL040", f"{text}: the path has spaces or non-ASCII characters; unquoted scripts and some loaders break on it.")
+            self.add(MDL040, f"{text}: the path has spaces or non-ASCII characters; unquoted scripts and some loaders break on it.")
 
     def integrity(self) -> None:
         place = self.place
         for path in incomplete_files(place):
             size = path.stat().st_size if path.exists() else 0
-            self.add("MDL005", f"{path}: an unfinished download ({size:,} bytes so far).", path, self.redownload(None), size=size)
+            self.add(MDL005, f"{path}: an unfinished download ({size:,} bytes so far).", path, self.redownload(None), size=size)
         dangling = {link for link, _ in dangling_links(place)}
         for link, target in dangling_links(place):
-            self.add("MDL006", f"{link} links to {target}, which is missing.", link, self.redownload(link), target=target)
+            self.add(MDL006, f"{link} links to {target}, which is missing.", link, self.redownload(link), target=target)
         for shard in self._shards(dangling):
             self._safetensors(shard)
         for gguf in self._ggufs():
             try:
                 header = read_gguf_header(gguf)
             except ModelFormatError as exc:
-                self.add("MDL004", str(exc), gguf, kind=exc.kind)
+                self.add(MDL004, str(exc), gguf, kind=exc.kind)
                 continue
             self.gguf = self.gguf or header
 
@@ -372,7 +201,7 @@ class _Review:
             if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
                 raise ModelFormatError(f"{index.name} has no weight_map of tensor names to file names", index)
         except ModelFormatError as exc:
-            self.add("MDL003", str(exc), index)
+            self.add(MDL003, str(exc), index)
             return sorted(p for p in root.glob("*.safetensors") if p not in dangling)
         shards = []
         for name in sorted(set(weight_map.values())):
@@ -380,7 +209,7 @@ class _Review:
             if shard in dangling:
                 continue
             if not shard.exists():
-                self.add("MDL001", f"{index.name} names {name}, which is missing.", shard, self.redownload(shard), shard=name)
+                self.add(MDL001, f"{index.name} names {name}, which is missing.", shard, self.redownload(shard), shard=name)
                 continue
             shards.append(shard)
         return shards
@@ -389,8 +218,8 @@ class _Review:
         try:
             self.headers[shard] = read_safetensors_header(shard)
         except ModelFormatError as exc:
-            code = "MDL002" if exc.kind == "truncated" else "MDL003"
-            fix = self.redownload(shard) if code == "MDL002" else None
+            code = MDL002 if exc.kind == "truncated" else MDL003
+            fix = self.redownload(shard) if code is MDL002 else None
             self.add(code, str(exc), shard, fix, size=shard.stat().st_size)
 
     def _ggufs(self) -> list[Path]:
@@ -406,7 +235,7 @@ class _Review:
             return _text_config(read_model_config(path))
         except ModelFormatError as exc:
             if exc.kind != "encoding":  # not UTF-8: the encodings check finds it, and converts it
-                self.add("MDL003", str(exc), path)
+                self.add(MDL003, str(exc), path)
             return {}
 
     def context(self) -> tuple[int | None, int | None]:
@@ -426,17 +255,17 @@ class _Review:
                 f"{self.place.given.name}: --context {served:,} is beyond the {trained:,} tokens of its {source}{stretched}; "
                 f"serve at most {limit:,}."
             )
-            self.add("MDL010", message, served=served, trained=trained, limit=limit)
+            self.add(MDL010, message, served=served, trained=trained, limit=limit)
         theta = _number(text.get("rope_theta"))
         gguf_theta = _number(meta.get(f"{arch}.rope.freq_base"))
         if text and gguf_theta is not None and (theta or DEFAULT_ROPE_THETA) != gguf_theta:
             said = f"rope_theta {theta:g}" if theta else f"no rope_theta (transformers' default {DEFAULT_ROPE_THETA:g})"
             message = f"{self.place.given.name}: config.json has {said}, the GGUF's {arch}.rope.freq_base is {gguf_theta:g}."
-            self.add("MDL012", message, config_rope_theta=theta, gguf_freq_base=gguf_theta)
+            self.add(MDL012, message, config_rope_theta=theta, gguf_freq_base=gguf_theta)
         window = _count(text.get("sliding_window"))
         if window and trained and window > trained and text.get("use_sliding_window") is not False:
             message = f"{self.place.given.name}: sliding_window {window:,} is larger than max_position_embeddings {trained:,}."
-            self.add("MDL013", message, sliding_window=window, max_position_embeddings=trained)
+            self.add(MDL013, message, sliding_window=window, max_position_embeddings=trained)
         return trained, limit
 
     def _rope_scaling(self, text: dict[str, Any]) -> None:
@@ -445,7 +274,7 @@ class _Review:
             return
         name = self.place.given.name
         if not isinstance(scaling, dict):
-            self.add("MDL011", f"{name}: rope_scaling is {type(scaling).__name__}, not an object.", rope_scaling=str(scaling)[:200])
+            self.add(MDL011, f"{name}: rope_scaling is {type(scaling).__name__}, not an object.", rope_scaling=str(scaling)[:200])
             return
         kinds = {k for k in (scaling.get("rope_type"), scaling.get("type")) if k is not None}
         problems = []
@@ -464,7 +293,7 @@ class _Review:
         if original and trained and original > trained:
             problems.append(f"original_max_position_embeddings {original:,} is above max_position_embeddings {trained:,}")
         if problems:
-            self.add("MDL011", f"{name}: rope_scaling is inconsistent: {'; '.join(problems)}.", rope_scaling=scaling)
+            self.add(MDL011, f"{name}: rope_scaling is inconsistent: {'; '.join(problems)}.", rope_scaling=scaling)
 
     def precision(self) -> None:
         name = self.place.given.name
@@ -472,13 +301,13 @@ class _Review:
             self._quantization(name)
         kv = self.ctx.options.get("kv_dtype")
         if self.gguf is not None and not self.headers and kv == "fp8":
-            self.add("MDL021", f"{name}: a GGUF model is served by llama.cpp, which has no fp8 KV cache; budget q8_0 with --kv-dtype int8.")
+            self.add(MDL021, f"{name}: a GGUF model is served by llama.cpp, which has no fp8 KV cache; budget q8_0 with --kv-dtype int8.")
         elif self.headers and kv in ("int8", "int4"):
             message = (
                 f"{name}: safetensors models are served by vLLM or TGI, whose KV caches are fp16/bf16 or fp8; "
                 f"--kv-dtype {kv} budgets a cache they do not have."
             )
-            self.add("MDL021", message, kv_dtype=kv)
+            self.add(MDL021, message, kv_dtype=kv)
 
     def _quantization(self, name: str) -> None:
         entries = [entry for header in self.headers.values() for key, entry in header.items() if key != "__metadata__"]
@@ -497,30 +326,30 @@ class _Review:
         if method in expects and not expects[method]():
             stored = "/".join(sorted(dtypes & set(FLOAT_DTYPES))) or "unquantized"
             message = f"{name}: quantization_config says {method}, but the weights are stored {stored}, with none of its tensors."
-            self.add("MDL020", message, quant_method=method, stored=sorted(dtypes))
+            self.add(MDL020, message, quant_method=method, stored=sorted(dtypes))
         elif packed and not method:
-            self.add("MDL020", f"{name}: the weights hold quantized tensors, but config.json has no quantization_config.")
+            self.add(MDL020, f"{name}: the weights hold quantized tensors, but config.json has no quantization_config.")
         if packed or method:
             return
         dominant = {shard: _dominant(header) for shard, header in self.headers.items()}
         kinds = {d for d in dominant.values() if d}
         if len(kinds) > 1:
             listing = ", ".join(f"{shard.name} {kind}" for shard, kind in sorted(dominant.items()) if kind)
-            self.add("MDL022", f"{name}: the shards store different dtypes: {listing}.", dtypes={s.name: d for s, d in dominant.items()})
+            self.add(MDL022, f"{name}: the shards store different dtypes: {listing}.", dtypes={s.name: d for s, d in dominant.items()})
             return
         stored = next(iter(kinds), None)
         declared = self.config.get("torch_dtype") or self.config.get("dtype")
         if (declared, stored) in (("float16", "BF16"), ("bfloat16", "F16")):
             risk = "can overflow to inf (8 exponent bits down to 5)" if stored == "BF16" else "lose mantissa bits (10 down to 7)"
             message = f"{name}: torch_dtype is {declared}, but the weights are stored {stored}: cast at load, they {risk}."
-            self.add("MDL020", message, torch_dtype=declared, stored=stored)
+            self.add(MDL020, message, torch_dtype=declared, stored=stored)
 
     def tokens(self) -> tuple[Tokenizer, Generation]:
         root = self.place.root if self.place.layout != "file" else self.place.root.parent
         tokenizer, broken = (Tokenizer(), []) if self.place.layout == "file" else read_tokenizer(root)
         for path, error in broken:
             if error.kind != "encoding":
-                self.add("MDL034" if path.name == "tokenizer.json" else "MDL003", str(error), path)
+                self.add(MDL034 if path.name == "tokenizer.json" else MDL003, str(error), path)
         generation = read_generation(root, self.config) if self.place.layout != "file" else Generation([], [], None)
         name = self.place.given.name
         if self.gguf is not None and not self.config:
@@ -529,30 +358,30 @@ class _Review:
         if not self.config:
             return tokenizer, generation
         if not generation.eos_ids and tokenizer.eos is None:
-            self.add("MDL030", f"{name}: neither generation_config.json, config.json nor the tokenizer names an end-of-sequence token.")
+            self.add(MDL030, f"{name}: neither generation_config.json, config.json nor the tokenizer names an end-of-sequence token.")
         undefined = [i for i in generation.eos_ids if not tokenizer.defines(i)]
         if undefined and tokenizer.has_json:
             message = (
                 f"{name}: {generation.source} stops at {', '.join(map(str, undefined))}, which the tokenizer "
                 f"({tokenizer.size:,} ids) does not define."
             )
-            self.add("MDL030", message, eos_token_id=generation.eos_ids, tokenizer_size=tokenizer.size)
+            self.add(MDL030, message, eos_token_id=generation.eos_ids, tokenizer_size=tokenizer.size)
         for what, ids in (("bos_token_id", generation.bos_ids), ("pad_token_id", generation.pad_ids)):
             unknown = [i for i in ids if not tokenizer.defines(i)]
             if unknown and tokenizer.has_json:
                 message = f"{name}: {what} {', '.join(map(str, unknown))} is not a token of the tokenizer ({tokenizer.size:,} ids)."
-                self.add("MDL031", message, **{what: ids})
+                self.add(MDL031, message, **{what: ids})
         turn = tokenizer.id_of(tokenizer.eos)
         if turn is not None and generation.eos_ids and turn not in generation.eos_ids:
             message = (
                 f"{name}: the tokenizer's eos_token {tokenizer.eos} ({turn}) is not among {generation.source}'s eos_token_id "
                 f"{generation.eos_ids}: generation runs past the end of a turn."
             )
-            self.add("MDL035", message, eos_token=tokenizer.eos, eos_token_id=generation.eos_ids)
+            self.add(MDL035, message, eos_token=tokenizer.eos, eos_token_id=generation.eos_ids)
         if set(generation.pad_ids) & set(generation.eos_ids):
             self.notes.append("pad_token_id is an eos id (fine for serving; batched training must mask it)")
         if looks_like_chat(name, tokenizer, generation) and not tokenizer.chat_template:
-            self.add("MDL032", f"{name}: an instruction-tuned model, but no chat template in tokenizer_config.json or chat_template.jinja.")
+            self.add(MDL032, f"{name}: an instruction-tuned model, but no chat template in tokenizer_config.json or chat_template.jinja.")
         self._vocab(name, tokenizer)
         return tokenizer, generation
 
@@ -561,12 +390,12 @@ class _Review:
         count = _count(meta.get("tokenizer.ggml.tokens"))
         eos = meta.get("tokenizer.ggml.eos_token_id")
         if eos is None:
-            self.add("MDL030", f"{name}: the GGUF names no tokenizer.ggml.eos_token_id.")
+            self.add(MDL030, f"{name}: the GGUF names no tokenizer.ggml.eos_token_id.")
         elif count and isinstance(eos, int) and eos >= count:
-            self.add("MDL030", f"{name}: tokenizer.ggml.eos_token_id {eos} is beyond its {count:,} tokens.", eos_token_id=eos)
+            self.add(MDL030, f"{name}: tokenizer.ggml.eos_token_id {eos} is beyond its {count:,} tokens.", eos_token_id=eos)
         chat = "instruct" in name.lower() or "chat" in name.lower()
         if chat and not meta.get("tokenizer.chat_template"):
-            self.add("MDL032", f"{name}: an instruction-tuned model, but the GGUF has no tokenizer.chat_template.")
+            self.add(MDL032, f"{name}: an instruction-tuned model, but the GGUF has no tokenizer.chat_template.")
 
     def _vocab(self, name: str, tokenizer: Tokenizer) -> None:
         vocab = _count(self.config.get("vocab_size"))
@@ -584,11 +413,11 @@ class _Review:
             )
             if rows is not None and rows != vocab:
                 message = f"{name}: config.json's vocab_size is {vocab:,}, the {what} matrix has {rows:,} rows."
-                self.add("MDL033", message, vocab_size=vocab, rows=rows)
+                self.add(MDL033, message, vocab_size=vocab, rows=rows)
                 return
         if tokenizer.size and tokenizer.size > vocab:
             message = f"{name}: the tokenizer defines ids up to {tokenizer.size - 1:,}, beyond config.json's vocab_size {vocab:,}."
-            self.add("MDL033", message, vocab_size=vocab, tokenizer_size=tokenizer.size)
+            self.add(MDL033, message, vocab_size=vocab, tokenizer_size=tokenizer.size)
 
     def verify(self) -> tuple[int, float | None]:
         known = [k for k in known_hashes(self.place) if k.path.exists()]
@@ -600,7 +429,7 @@ class _Review:
             actual = digest(item.path, item.algorithm, progress)
             if actual != item.expected:
                 message = f"{item.path}: {item.algorithm} is {actual}, but {item.source} says {item.expected}."
-                self.add("MDL007", message, item.path, self.redownload(item.path), expected=item.expected, actual=actual)
+                self.add(MDL007, message, item.path, self.redownload(item.path), expected=item.expected, actual=actual)
         return len(known), round(progress.mbps, 1)
 
     def summary(
@@ -641,29 +470,7 @@ def _dominant(header: dict[str, Any]) -> str | None:
 class ModelArtifacts(Check):
     name = "model-artifacts"
     description = "each --model's files are complete and its config, context, precision and tokenizer agree"
-    codes = (
-        MDL001,
-        MDL002,
-        MDL003,
-        MDL004,
-        MDL005,
-        MDL006,
-        MDL007,
-        MDL010,
-        MDL011,
-        MDL012,
-        MDL013,
-        MDL020,
-        MDL021,
-        MDL022,
-        MDL030,
-        MDL031,
-        MDL032,
-        MDL033,
-        MDL034,
-        MDL035,
-        MDL040,
-    )
+    codes = ARTIFACT_CODES
     needs = Needs(inputs=("models",))
     options = (Option("--verify-hashes", "Read every model file whole and check it against the hash the hub gave (slow).", is_flag=True),)
     timeout_s = 6 * 3600.0  # --verify-hashes reads hundreds of GB; without it the check takes milliseconds

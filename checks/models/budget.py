@@ -3,15 +3,14 @@ context sweep at the given concurrency, in the shape the decode-budget check rep
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
+from .contract import Budget, ModelInfo
 from .dtypes import KV_DTYPE_BYTES
 from .hardware import Hardware
-from .modelfiles import ModelInfo
 from .plan import GIB, make_plan, sizing
 
-__all__ = ["GB", "GIB", "Budget", "Device", "compute_budget", "human_binary", "human_bytes", "kv_bytes_per_token", "sequences"]
+__all__ = ["GB", "GIB", "Budget", "Device", "compute_budget", "kv_bytes_per_token"]
 
 GB = 1e9
 BUDGET_CONTEXTS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
@@ -40,37 +39,6 @@ class Device:
     def hardware(self) -> Hardware:
         kind = "cpu" if self.name == "cpu" else "gpu"
         return Hardware(self.name, self.label, self.memory_bytes, self.bandwidth_gbps, self.bandwidth_source, kind=kind)
-
-
-@dataclass
-class Budget:
-    model: str
-    device: str
-    context: int
-    concurrency: int
-    kv_dtype: str
-    weights_bytes: float | None
-    weights_source: str
-    read_bytes_per_step: float
-    kv_bytes_per_token: float
-    kv_bytes_total: float
-    overhead_bytes: float | None
-    need_bytes: float | None
-    capacity_bytes: int | None
-    fit: str  # "fits", "tight", "does not fit", "unknown"
-    bandwidth_gbps: float | None
-    bandwidth_source: str
-    ms_per_token: float | None
-    tps_per_sequence: float | None
-    tps_aggregate: float | None
-    max_context: int | None = None  # at this concurrency
-    max_concurrency: int | None = None  # at this context
-    knobs: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    sweep: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(self).items()}
 
 
 def compute_budget(
@@ -126,23 +94,3 @@ def compute_budget(
         notes=[*size.notes, *plan.notes],
         sweep=sweep,
     )
-
-
-def human_bytes(value: float | None) -> str:
-    if value is None:
-        return "?"
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if abs(value) >= size:
-            return f"{value / size:.1f} {unit}"
-    return f"{value:.0f} B"
-
-
-def human_binary(value: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(value) >= size:
-            return f"{value / size:g} {unit}" if (value / size).is_integer() else f"{value / size:.1f} {unit}"
-    return f"{value:.0f} B"
-
-
-def sequences(count: int) -> str:
-    return f"{count:,} sequence{'s' if count != 1 else ''}"

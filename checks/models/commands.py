@@ -65,11 +65,15 @@ def _units(parse: Any, name: str) -> Any:
     help="Where bandwidth measurements are kept [default: $XDG_STATE_HOME/decode-doctor].",
 )
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+@click.option(
+    "--timeout", type=click.FloatRange(min=1), default=300, show_default=True, help="Seconds the plan (and any measurement) may take."
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 def estimate(**params: Any) -> None:
     """Plan a model's serving: memory, limits, decode speed (a roofline) and the engine command lines.
 
     Exits 1 when it does not fit (or its size is unknown) or cannot reach --target-tps, 2 when the model
-    cannot be read or the device is not there.
+    cannot be read, the device is not there or the plan runs past --timeout.
     """
     from .estimate import run
 

@@ -1,34 +1,53 @@
-"""`decode-doctor estimate`, the work behind the command (commands.py keeps --help light)."""
+"""`decode-doctor estimate`, the work behind the command (commands.py keeps --help light).
+
+The plan is made in a child with a deadline (app.deadline): a model file whose header claims
+millions of layers, or a probe that hangs, ends in a one-line error, not a hung command. The plan is
+a document the application layer writes as text or JSON.
+"""
 
 from __future__ import annotations
 
-import json
-import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
+from decode_doctor.checks.bandwidth.contract import BandwidthFacts
+from decode_doctor.checks.gpu.contract import GpuFacts
+from decode_doctor.engine.facts import Facts
+from decode_doctor.engine.units import human_binary, human_bytes
+
 from . import bwcache, hardware, serve
-from .budget import human_binary, human_bytes, sequences
+from .contract import ModelInfo, sequences
 from .hardware import Hardware
-from .modelfiles import ModelFormatError, ModelInfo, read_model
-from .plan import HEADROOM_RULE, Plan, Sizing, expected_cpu_range, make_plan, sizing
+from .modelfiles import ModelFormatError, read_model
+from .plan import HEADROOM_RULE, DeploymentPlan, Sizing, expected_cpu_range, make_plan, sizing
+
+F = TypeVar("F", bound=Facts)
 
 
-def _measured(select: tuple[str, ...], what: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Runs the named checks through the application layer; returns their facts by check name."""
+DEADLINE_S = 300.0  # reading a model's headers takes milliseconds; measuring a GPU host, under a minute
+
+
+class EstimateError(ValueError):
+    """What the user asked cannot be planned (a device that is not there); the message says why."""
+
+
+def _measured(kind: type[F], select: str, what: str, options: dict[str, Any] | None = None) -> F | None:
+    """Runs a check through the application layer and returns the facts of that type it published."""
     from decode_doctor.app import service
+    from decode_doctor.app.output import say
     from decode_doctor.app.requests import RunRequest
 
-    click.echo(f"measuring {what}…", err=True)
-    outcome = service.run(RunRequest(select=select, options=options or {}))
-    return outcome.report.facts()
+    say(f"measuring {what}…")
+    outcome = service.run(RunRequest(select=(select,), options=options or {}))
+    return outcome.report.fact(kind)
 
 
 def _state_dir(given: Path | None) -> Path:
-    from decode_doctor.fixes.journal import default_state_dir
+    from decode_doctor.engine.paths import default_state_dir
 
     return given or default_state_dir()
 
@@ -50,7 +69,7 @@ def _cpu(threads: int | None, bandwidth: float | None, memory: int | None, remea
         cpu.bandwidth_gbps, cpu.bandwidth_source = cached.read_gbps, "cached"
         cpu.notes.append(f"bandwidth: this host's best recent figure, {cached.describe()} (--measure to measure again)")
         return cpu
-    facts = _measured(("bandwidth",), f"memory bandwidth with {threads} thread(s) (about a second)", {"threads": threads}).get("bandwidth")
+    facts = _measured(BandwidthFacts, "bandwidth", f"memory bandwidth with {threads} thread(s) (about a second)", {"threads": threads})
     if facts is None:
         cpu.bandwidth_source = "unknown"
         return cpu
@@ -73,15 +92,13 @@ def _cpu(threads: int | None, bandwidth: float | None, memory: int | None, remea
 
 
 def _local_gpu(spec: str, bandwidth: float | None, memory: int | None) -> Hardware:
-    if not spec.startswith("cuda:") or not spec[5:].isdigit():
-        raise click.BadParameter(f"{spec!r}: use cpu or cuda:N", param_hint="--device")
     index = int(spec[5:])
-    stack = _measured(("gpu",), f"the GPUs of this host for {spec}").get("gpu")
+    stack = _measured(GpuFacts, "gpu", f"the GPUs of this host for {spec}")
     listed = next((d for d in stack.devices if d.index == index), None) if stack is not None else None
     if listed is None:
-        raise click.UsageError(f"{spec} is not on this host (no NVIDIA GPU {index} found); plan for one you do not have with --gpu NAME")
-    facts = _measured(("bandwidth",), f"{spec}'s memory bandwidth")
-    measured = facts["bandwidth"].gpu(index) if "bandwidth" in facts else None
+        raise EstimateError(f"{spec} is not on this host (no NVIDIA GPU {index} found); plan for one you do not have with --gpu NAME")
+    facts = _measured(BandwidthFacts, "bandwidth", f"{spec}'s memory bandwidth")
+    measured = facts.gpu(index) if facts is not None else None
     name = measured.name if measured else listed.name
     known = None
     try:
@@ -104,58 +121,97 @@ def _local_gpu(spec: str, bandwidth: float | None, memory: int | None) -> Hardwa
     return device
 
 
-def _hardware(params: dict[str, Any]) -> Hardware:
+def validate(params: dict[str, Any]) -> None:
+    """What can be refused before any work starts: usage errors, one line each."""
     gpu_name, device_spec = params["gpu_name"], params["device_spec"]
     if gpu_name and device_spec:
         raise click.UsageError("--gpu plans for a device from the table, --device for one of this host: give one")
     if gpu_name:
         try:
-            device = hardware.lookup(gpu_name)
+            hardware.lookup(gpu_name)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
+    elif params["gpus"] > 1 and (device_spec or "cpu") == "cpu":
+        raise click.UsageError("--gpus is tensor parallelism across GPUs: give --gpu NAME or --device cuda:N")
+    if device_spec and device_spec != "cpu" and not (device_spec.startswith("cuda:") and device_spec[5:].isdigit()):
+        raise click.BadParameter(f"{device_spec!r}: use cpu or cuda:N", param_hint="--device")
+
+
+def _hardware(params: dict[str, Any]) -> Hardware:
+    gpu_name, device_spec = params["gpu_name"], params["device_spec"]
+    if gpu_name:
+        device = hardware.lookup(gpu_name)
         if params["memory_bytes"]:
             device.memory_bytes = params["memory_bytes"]
         if params["bandwidth"]:
             device.bandwidth_gbps, device.bandwidth_source = params["bandwidth"], "given"
         return device
-    if params["gpus"] > 1 and (device_spec or "cpu") == "cpu":
-        raise click.UsageError("--gpus is tensor parallelism across GPUs: give --gpu NAME or --device cuda:N")
     if device_spec and device_spec != "cpu":
         return _local_gpu(device_spec, params["bandwidth"], params["memory_bytes"])
     return _cpu(params["threads"], params["bandwidth"], params["memory_bytes"], params["measure"], _state_dir(params["state_dir"]))
 
 
+@dataclass(frozen=True)
+class PlanDocument:
+    """The plan as the application layer writes it (app.output.emit): text for a terminal, JSON."""
+
+    rendered: str
+    data: dict[str, Any]
+    exit_code: int  # 1: it does not fit, its size is unknown, or it cannot reach --target-tps
+
+    def text(self) -> str:
+        return self.rendered
+
+    def to_json(self) -> dict[str, Any]:
+        return self.data
+
+
 def run(**params: Any) -> None:
+    from decode_doctor.app.guard import guarded
+
+    validate(params)
+    guarded(params.get("debug", False), lambda: _run(params))
+
+
+def _run(params: dict[str, Any]) -> int:
+    from decode_doctor.app.deadline import within
+    from decode_doctor.app.output import OutputRequest, emit
+
     try:
-        model = read_model(params["model_path"])
+        document = within(params.get("timeout") or DEADLINE_S, "estimate", plan_document, params)
     except ModelFormatError as exc:
         click.echo(f"decode-doctor estimate: {exc}", err=True)
-        sys.exit(2)
+        return 2
+    except EstimateError as exc:
+        raise click.UsageError(str(exc)) from None
+    emit(document, OutputRequest(params["fmt"]))
+    return document.exit_code
+
+
+def plan_document(params: dict[str, Any]) -> PlanDocument:
+    """Reads the model, finds the device and plans; raises ModelFormatError for a model it cannot size."""
+    model = read_model(params["model_path"])
     size = sizing(model)
     if not size.cache:
         missing = ", ".join(model.missing_hyperparameters()) or "layers, KV heads and head dim"
-        click.echo(f"decode-doctor estimate: {model.name}: cannot size the KV cache: no {missing} in its config", err=True)
-        sys.exit(2)
+        raise ModelFormatError(f"{model.name}: cannot size the KV cache: no {missing} in its config", model.path)
     device = _hardware(params)
     context = params["context"] or min(4096, model.max_context or 4096)
     plan = make_plan(size, device, context, params["concurrency"], params["kv_dtype"], params["gpus"])
     target = params["target_tps"]
     below = bool(target and plan.step.tps_per_sequence and plan.step.tps_per_sequence < target)
     lines = serve.commands(plan, str(params["model_path"]), params["threads"])
-    if params["fmt"] == "json":
-        data = {
-            "model": model.to_dict(),
-            "sizing": _sizing_dict(size),
-            "device": dict(device.__dict__),
-            "plan": plan.to_dict(),
-            "commands": [{"engine": c.engine, "version": c.version, "argv": list(c.argv), "notes": list(c.notes)} for c in lines],
-            "target_tps": target,
-            "below_target": below,
-        }
-        click.echo(json.dumps(data, indent=2, default=str))
-    else:
-        _print_text(model, size, plan, lines, target, below)
-    sys.exit(1 if plan.fit in ("does not fit", "unknown") or below else 0)
+    data = {
+        "model": model.to_dict(),
+        "sizing": _sizing_dict(size),
+        "device": dict(device.__dict__),
+        "plan": plan.to_dict(),
+        "commands": [{"engine": c.engine, "version": c.version, "argv": list(c.argv), "notes": list(c.notes)} for c in lines],
+        "target_tps": target,
+        "below_target": below,
+    }
+    exit_code = 1 if plan.fit in ("does not fit", "unknown") or below else 0
+    return PlanDocument(_text(model, size, plan, lines, target, below), data, exit_code)
 
 
 def _sizing_dict(size: Sizing) -> dict[str, Any]:
@@ -165,7 +221,7 @@ def _sizing_dict(size: Sizing) -> dict[str, Any]:
     return data
 
 
-def _rows(model: ModelInfo, size: Sizing, plan: Plan) -> list[tuple[str, str]]:
+def _rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[str, str]]:
     device = plan.hardware
     kinds = sorted({layer.kind for layer in size.cache})
     windows = sorted({layer.window for layer in size.cache if layer.window})
@@ -229,16 +285,17 @@ def _dominant(model: ModelInfo) -> str | None:
     return max(model.bytes_by_dtype, key=model.bytes_by_dtype.__getitem__) if model.bytes_by_dtype else None
 
 
-def _print_text(model: ModelInfo, size: Sizing, plan: Plan, lines: list[serve.Command], target: float | None, below: bool) -> None:
+def _text(model: ModelInfo, size: Sizing, plan: DeploymentPlan, lines: list[serve.Command], target: float | None, below: bool) -> str:
+    out: list[str] = []
     rows = _rows(model, size, plan)
     if target:
         rows.append(("target", f"{target:g} tok/s per sequence: {'NOT reachable' if below else 'reachable'}"))
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
-        click.echo(f"{label:<{width}}  {value}")
+        out.append(f"{label:<{width}}  {value}")
     concurrencies = sorted({row.concurrency for row in plan.sweep})
-    click.echo("\ndecode tok/s in all, by context (rows) and sequences at once (columns); B: bandwidth binds, C: compute, -: does not fit")
-    click.echo(f"{'context':>9}  " + "  ".join(f"{n:>10,}" for n in concurrencies))
+    out.append("\ndecode tok/s in all, by context (rows) and sequences at once (columns); B: bandwidth binds, C: compute, -: does not fit")
+    out.append(f"{'context':>9}  " + "  ".join(f"{n:>10,}" for n in concurrencies))
     for length in sorted({row.context for row in plan.sweep}):
         cells = []
         for n in concurrencies:
@@ -249,8 +306,8 @@ def _print_text(model: ModelInfo, size: Sizing, plan: Plan, lines: list[serve.Co
                 cells.append(f"{row.tps_total:>9.1f}{row.binding[0].upper()}")
             else:
                 cells.append(f"{'?':>10}")
-        click.echo(f"{length:>9,}  " + "  ".join(cells))
+        out.append(f"{length:>9,}  " + "  ".join(cells))
     for command in lines:
-        click.echo(f"\n{command.engine} ({command.version}):\n  {command.line}")
-        for note in command.notes:
-            click.echo(f"  note: {note}")
+        out.append(f"\n{command.engine} ({command.version}):\n  {command.line}")
+        out.extend(f"  note: {note}" for note in command.notes)
+    return "\n".join(out) + "\n"

@@ -11,11 +11,13 @@ import json
 import math
 import re
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from decode_doctor.engine.files import NotRegular, open_regular
+
+from .contract import ModelInfo
 
 SAFETENSORS_MAX_HEADER = 100_000_000
 JSON_LIMIT = 64 << 20  # config.json, tokenizer.json and friends: read whole only below this
@@ -98,64 +100,6 @@ class ModelFormatError(Exception):
         super().__init__(message)
         self.path = str(path) if path is not None else None
         self.kind = kind
-
-
-@dataclass
-class ModelInfo:
-    path: str
-    format: str  # "safetensors", "gguf", "pytorch-bin", "config-only"
-    architecture: str | None = None
-    layers: int | None = None
-    attention_heads: int | None = None
-    kv_heads: int | None = None
-    head_dim: int | None = None
-    hidden_size: int | None = None
-    vocab_size: int | None = None
-    max_context: int | None = None
-    kv_latent_dim: int | None = None  # MLA (DeepSeek): one compressed vector per token and layer
-    experts: int | None = None
-    experts_per_token: int | None = None
-    tied_embeddings: bool = False
-    weight_bytes: int = 0
-    bytes_by_dtype: dict[str, int] = field(default_factory=dict)
-    embedding_bytes: int = 0
-    output_head_bytes: int = 0
-    not_decode_bytes: int = 0  # vision/audio towers: in memory, not read per token
-    expert_bytes: int = 0
-    tensor_count: int = 0
-    files: list[str] = field(default_factory=list)
-    quantization: str | None = None
-    notes: list[str] = field(default_factory=list)
-    sliding_window: int | None = None  # GGUF: the attention window of the sliding layers
-
-    @property
-    def config(self) -> dict[str, Any] | None:
-        """config.json as read, for sizing from it (kept out of the fields: facts and reports stay small)."""
-        return self.__dict__.get("_config")
-
-    @property
-    def name(self) -> str:
-        return Path(self.path).name
-
-    @property
-    def decode_read_bytes(self) -> int:
-        """Weight bytes one decode step reads: the embedding table is gathered (a row per token),
-        except when it doubles as the output head; towers are skipped; MoE reads its active experts."""
-        read = self.weight_bytes - self.not_decode_bytes
-        if not self.tied_embeddings:
-            read -= self.embedding_bytes
-        if self.experts and self.experts_per_token and self.expert_bytes:
-            read -= self.expert_bytes * (1 - self.experts_per_token / self.experts)
-        return int(read)
-
-    def missing_hyperparameters(self) -> list[str]:
-        missing = [n for n in ("layers", "kv_heads", "head_dim") if getattr(self, n) is None]
-        return [] if self.kv_latent_dim and self.layers else missing
-
-    def to_dict(self) -> dict[str, Any]:
-        data = {key: value for key, value in self.__dict__.items() if key != "_config"}
-        data["decode_read_bytes"] = self.decode_read_bytes
-        return data
 
 
 def _first(config: dict[str, Any], *keys: str) -> Any:

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .architecture import Architecture, CacheLayer, UnknownArchitecture, from_config
+from .contract import ModelInfo
 from .dtypes import KV_DTYPE_BYTES
 from .hardware import Hardware
-from .modelfiles import ModelInfo
 
 GIB = 1 << 30
 UTILIZATION = 0.90
@@ -231,7 +231,7 @@ class Step:
 
 
 @dataclass
-class Plan:
+class DeploymentPlan:
     sizing: Sizing
     hardware: Hardware
     gpus: int
@@ -375,7 +375,7 @@ class Planner:
         return Step(context, concurrency, need, self.fit(need), read, flops, memory_s, compute_s, self.allreduce_s(concurrency), binding)
 
 
-def make_plan(size: Sizing, hardware: Hardware, context: int, concurrency: int, kv_dtype: str = "fp16", gpus: int = 1) -> Plan:
+def make_plan(size: Sizing, hardware: Hardware, context: int, concurrency: int, kv_dtype: str = "fp16", gpus: int = 1) -> DeploymentPlan:
     if context < 1 or concurrency < 1:
         raise ValueError("context and concurrency must be at least 1")
     planner = Planner(size, hardware, gpus, kv_dtype)
@@ -393,7 +393,7 @@ def make_plan(size: Sizing, hardware: Hardware, context: int, concurrency: int, 
             f"{(size.hidden or 0) * ACTIVATION_BYTES * concurrency:,} bytes each ({concurrency} × hidden {size.hidden} × 2 B) over {link}: "
             f"about {per_step * 1e3:.2f} ms per step, latency-bound"
         )
-    plan = Plan(
+    plan = DeploymentPlan(
         sizing=size,
         hardware=hardware,
         gpus=gpus,
@@ -423,7 +423,7 @@ def make_plan(size: Sizing, hardware: Hardware, context: int, concurrency: int, 
     return plan
 
 
-def _knobs(plan: Plan, planner: Planner) -> list[str]:
+def _knobs(plan: DeploymentPlan, planner: Planner) -> list[str]:
     """Which single change makes the plan fit, when it does not."""
     if plan.fit not in ("tight", "does not fit") or planner.room() is None:
         return []

@@ -7,7 +7,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from .plan import UTILIZATION, Plan
+from .plan import UTILIZATION, DeploymentPlan
 
 VLLM_VERSION = "vLLM engine arguments as of vllm-project/vllm@001999d2 (2025; later releases keep these flags)"
 LLAMA_SERVER_VERSION = "llama-server as of ggml-org/llama.cpp@00dc805"
@@ -27,7 +27,7 @@ class Command:
         return shlex.join(self.argv)
 
 
-def limits(plan: Plan) -> tuple[int, int, list[str]]:
+def limits(plan: DeploymentPlan) -> tuple[int, int, list[str]]:
     """The context and concurrency to serve with: the ones asked for when they fit, else the nearest
     the plan allows (a shorter context at the same concurrency, or fewer sequences)."""
     notes: list[str] = []
@@ -44,7 +44,7 @@ def limits(plan: Plan) -> tuple[int, int, list[str]]:
     return context, concurrency, notes
 
 
-def vllm(plan: Plan, model: str) -> Command:
+def vllm(plan: DeploymentPlan, model: str) -> Command:
     context, concurrency, notes = limits(plan)
     argv = ["vllm", "serve", model, "--max-model-len", str(context), "--max-num-seqs", str(concurrency)]
     argv += ["--gpu-memory-utilization", f"{UTILIZATION:.2f}", "--tensor-parallel-size", str(plan.gpus)]
@@ -56,7 +56,7 @@ def vllm(plan: Plan, model: str) -> Command:
     return Command("vllm", VLLM_VERSION, tuple(argv), tuple(notes))
 
 
-def llama_server(plan: Plan, model: str, threads: int | None) -> Command:
+def llama_server(plan: DeploymentPlan, model: str, threads: int | None) -> Command:
     """llama-server's -c is the whole KV pool, shared by its -np slots: context × slots."""
     context, concurrency, notes = limits(plan)
     path = model if model.endswith(".gguf") else "MODEL.gguf"
@@ -75,7 +75,7 @@ def llama_server(plan: Plan, model: str, threads: int | None) -> Command:
     return Command("llama-server", LLAMA_SERVER_VERSION, tuple(argv), tuple(notes))
 
 
-def commands(plan: Plan, model: str, threads: int | None = None) -> list[Command]:
+def commands(plan: DeploymentPlan, model: str, threads: int | None = None) -> list[Command]:
     found = []
     if plan.hardware.is_gpu and plan.sizing.format != "gguf":
         found.append(vllm(plan, model))

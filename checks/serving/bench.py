@@ -318,7 +318,7 @@ def validate(params: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...], 
 
 
 def run(**params: Any) -> None:
-    from decode_doctor.cli.common import guarded
+    from decode_doctor.app.guard import guarded
 
     guarded(params["debug"], lambda: _run(params))
 
@@ -349,23 +349,20 @@ def _run(params: dict[str, Any]) -> int:
 def report(
     endpoint: Endpoint, measurement: Measurement, bench: BenchRun, params: dict[str, Any], bandwidth: float | None, key: str | None
 ) -> int:
+    """The serving check judges what was measured, through the application layer: given the served
+    model's files, its decode budget (and this host's bandwidth, unless --bandwidth) is pulled in for
+    the ceiling; the report is rendered and redacted like every other."""
     from decode_doctor.app import service
+    from decode_doctor.app.output import OutputRequest, render_report
     from decode_doctor.app.requests import RunRequest
-    from decode_doctor.cli.common import write_report
-    from decode_doctor.reports.redact import Redactor
-    from decode_doctor.reports.view import build_view
 
     files, ceiling_note = model_files(params["model_files"], measurement.model)
     local = _is_local(endpoint.host)
-    select = ["serving"]
-    if files is not None and (local or bandwidth):
-        select.append("decode-budget")
-        if bandwidth is None and not measurement.interrupted:
-            select.append("bandwidth")
     if files is not None and not local and not bandwidth:
         ceiling_note = f"the server at {endpoint.host} is not on this host: give --bandwidth (its device's) to judge"
     elif files is not None and measurement.interrupted and bandwidth is None:
         ceiling_note = "interrupted before this host's bandwidth was measured: give --bandwidth to judge"
+    judged = files is not None and ceiling_note is None
     watch = measurement.watch
     peaks = Peaks(watch.readings, watch.peak_kv_usage, watch.peak_waiting, watch.peak_running) if watch.readings else None
     measured = Measured(
@@ -377,31 +374,27 @@ def report(
         after=measurement.after,
         peaks=peaks,
         metrics_note=measurement.metrics_note,
-        ceiling_note=ceiling_note if "decode-budget" not in select else None,
+        ceiling_note=ceiling_note,
         device=params["device"],
     )
     options: dict[str, Any] = {
         "endpoint": endpoint.label,
-        "serving_measured": measured,
         "context": params["input_tokens"] + params["output_tokens"] // 2,  # the mean context while decoding
         "concurrency": 1,
     }
     if bandwidth:
         options["bandwidth"] = bandwidth
     request = RunRequest(
-        models=(files,) if files is not None and "decode-budget" in select else (),
-        select=tuple(select),
+        models=(files,) if judged and files is not None else (),
+        select=("serving",),
         options=options,
+        supplied=(measured,),
         fail_on=params["fail_on"],
         argv=tuple(sys.argv[1:]),
     )
     outcome = service.run(request)
-    redactor = Redactor(enabled=True)
-    if key:
-        redactor.secrets.add(key)
-    codes = {code: spec for code, (spec, _) in outcome.registry.codes().items()}
-    view = build_view(outcome.report, redactor=redactor, codes=codes, debug=params["debug"])
-    write_report(view, params["fmt"], params["output"], params["verbose"])
+    out = OutputRequest(params["fmt"], params["output"], params["verbose"], params["debug"], secrets=(key,) if key else ())
+    render_report(outcome.report, outcome.registry, out)
     if measurement.interrupted:
         return 130
     return outcome.report.exit_code

@@ -1,6 +1,7 @@
 """`decode-doctor bench`: live TTFT/TPOT percentiles from a running OpenAI-compatible server.
 
-This module is imported to list `decode-doctor --help`: only click at its top.
+This module is imported to list `decode-doctor --help`: only click and the application layer's light
+choices at its top.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from typing import Any
 
 import click
 
-FORMATS = ("text", "json", "markdown", "html")
+from decode_doctor.app.choices import FAIL_ON_LEVELS, FORMATS
+
+BENCH_FORMATS = tuple(f for f in FORMATS if f != "prometheus")  # a bench run is a report to read, not a gauge to scrape
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -37,9 +40,9 @@ FORMATS = ("text", "json", "markdown", "html")
 @click.option("--device", default=None, help="The device the server decodes on, cpu or cuda:N [default: a GPU if there is one].")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="VAR", help="The variable holding the API key.")
 @click.option("--no-metrics", is_flag=True, help="Do not read the server's /metrics and /slots.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(BENCH_FORMATS), default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the report here.")
-@click.option("--fail-on", type=click.Choice(("error", "warning", "info", "never")), default="error", show_default=True)
+@click.option("--fail-on", type=click.Choice(FAIL_ON_LEVELS), default="error", show_default=True)
 @click.option("-v", "--verbose", is_flag=True, help="Show every fact, and which check said what.")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 def bench(**params: Any) -> None:

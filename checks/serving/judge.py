@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .codes import LIV001, LIV002, LIV003, LIV004, LIV005, LIV006, LIV007, LIV008, LIV009
 from .diagnosis import Verdict
 from .facts import BenchRun, Ceiling
 from .stats import LevelStats
@@ -59,13 +60,13 @@ def _against_ceiling(bench: BenchRun, ceiling: Ceiling | None) -> list[Verdict]:
             f"computed for {ceiling.model} on {ceiling.device}: the server is not serving these weights from this memory "
             "(another model or quantization, or another device), so no judgement is made."
         )
-        return [Verdict("LIV008", message, evidence)]
+        return [Verdict(LIV008, message, evidence)]
     if reach < LOW_REACH:
         message = (
             f"decode at concurrency 1 reaches {reach * 100:.0f} % of this host's ceiling: {measured:,.1f} of "
             f"{ceiling.tokens_per_s:,.1f} tok/s (TPOT p50 {_ms(first.tpot.p50)} against {_ms(1000 / ceiling.tokens_per_s)})."
         )
-        return [Verdict("LIV001", message, evidence)]
+        return [Verdict(LIV001, message, evidence)]
     return []
 
 
@@ -80,7 +81,7 @@ def _swings(levels: Sequence[LevelStats]) -> list[Verdict]:
         f"{tpot.spread:.1f}× (levels: {', '.join(str(x.concurrency) for x in worst)})."
     )
     evidence = {"concurrency": lv.concurrency, "tpot_p50_ms": round(tpot.p50, 3), "tpot_p99_ms": round(tpot.p99, 3), "samples": tpot.n}
-    return [Verdict("LIV002", message, evidence)]
+    return [Verdict(LIV002, message, evidence)]
 
 
 def _tails(levels: Sequence[LevelStats]) -> list[Verdict]:
@@ -98,7 +99,7 @@ def _tails(levels: Sequence[LevelStats]) -> list[Verdict]:
         f"({ttft.p99 / ttft.p50:.1f}×); one request in a hundred waits that long for its first token."
     )
     evidence = {"concurrency": lv.concurrency, "ttft_p50_ms": round(ttft.p50, 3), "ttft_p99_ms": round(ttft.p99, 3), "samples": ttft.n}
-    return [Verdict("LIV003", message, evidence)]
+    return [Verdict(LIV003, message, evidence)]
 
 
 def _failures(levels: Sequence[LevelStats], engine: str | None) -> list[Verdict]:
@@ -119,7 +120,7 @@ def _failures(levels: Sequence[LevelStats], engine: str | None) -> list[Verdict]
     if "cut-off" in kinds and engine in CUT_OFF_HINTS:
         message += f" ({CUT_OFF_HINTS[engine]})"
     evidence = {"failed": failed, "attempted": attempted, "kinds": kinds, "examples": examples, "rate": round(failed / attempted, 4)}
-    return [Verdict("LIV004", message, evidence)]
+    return [Verdict(LIV004, message, evidence)]
 
 
 def _max_tokens(levels: Sequence[LevelStats], max_tokens: int, ignore_eos: bool) -> list[Verdict]:
@@ -127,7 +128,7 @@ def _max_tokens(levels: Sequence[LevelStats], max_tokens: int, ignore_eos: bool)
     over = sum(lv.over_max for lv in levels)
     if over:
         message = f"{over} response(s) carried more than the {max_tokens} tokens max_tokens allowed."
-        verdicts.append(Verdict("LIV005", message, {"over": over, "max_tokens": max_tokens}))
+        verdicts.append(Verdict(LIV005, message, {"over": over, "max_tokens": max_tokens}))
     early = sum(lv.stopped_early for lv in levels)
     ok = sum(lv.ok for lv in levels)
     if early:
@@ -136,14 +137,14 @@ def _max_tokens(levels: Sequence[LevelStats], max_tokens: int, ignore_eos: bool)
             f"{early} of {ok} responses ended before {max_tokens} tokens (the model chose to stop): the load was lighter "
             f"than planned and TPOT is over fewer tokens.{hint}"
         )
-        verdicts.append(Verdict("LIV006", message, {"early": early, "ok": ok, "max_tokens": max_tokens}))
+        verdicts.append(Verdict(LIV006, message, {"early": early, "ok": ok, "max_tokens": max_tokens}))
     chunks = [lv.concurrency for lv in levels if lv.tokens_from in ("chunks", "mixed")]
     if chunks:
         message = (
             "the server sent no usage with its stream (stream_options.include_usage), so output tokens were counted as "
             "content chunks; a server that puts several tokens in one chunk makes TPOT look slower than it is."
         )
-        verdicts.append(Verdict("LIV009", message, {"levels": chunks}))
+        verdicts.append(Verdict(LIV009, message, {"levels": chunks}))
     return verdicts
 
 
@@ -159,4 +160,4 @@ def _slo(levels: Sequence[LevelStats], terms: Sequence[str]) -> list[Verdict]:
     holds = f"it holds up to concurrency {max(passing)}" if passing else "it holds at no level measured"
     message = f"the SLO {','.join(terms)} fails at concurrency {first.concurrency} ({missed}); {holds}."
     evidence = {"failing": [lv.concurrency for lv in failing], "passing": passing, "missed_first": missed}
-    return [Verdict("LIV007", message, evidence)]
+    return [Verdict(LIV007, message, evidence)]

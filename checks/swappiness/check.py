@@ -4,52 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from decode_doctor.engine import Check, Code, Context, EnvRow, Facts, Finding, FixRef, Metric, Needs, Sample, Severity
+from decode_doctor.engine import Check, Context, EnvRow, Facts, Finding, FixRef, Metric, Needs, Sample
 
+from .codes import CODES, RETIRED, SWAP001, SWAP003, SWAP004, TARGET, THRESHOLD, SwappinessParams
 from .sysctl import SWAPPINESS, effective_conf_name, persistent_setting, proc_sys_read_only
-
-THRESHOLD = 10
-TARGET = 1
-
-SWAP001 = Code(
-    code="SWAP001",
-    title="vm.swappiness is high on a host with swap",
-    severity=Severity.WARNING,
-    what="The kernel's vm.swappiness is above 10 while swap is enabled, so under memory pressure the "
-    "kernel readily pages out anonymous memory instead of dropping page cache.",
-    why="An inference server keeps model weights and the KV cache in anonymous (or pinned) memory. "
-    "When they are paged out, every decode step that touches them waits for the disk: tokens/s "
-    "collapses and tail latency spikes by orders of magnitude. On unified-memory boards (Jetson), "
-    "the GPU allocates from the same pool and allocations fail or stall instead.",
-    fix_by_hand="sudo sysctl -w vm.swappiness=1\n"
-    "echo 'vm.swappiness = 1' | sudo tee /etc/sysctl.d/90-decode-doctor.conf\n"
-    "A tuned profile (tuned-adm active) or a later sysctl.d file can set it again at boot: check both.",
-    example="vm.swappiness = 60 (the distribution default) with 8 GiB of swap on an 80 GiB host.",
-    fix_safety="Safe: writes 1 to /proc/sys/vm/swappiness and a sysctl.d file so it survives reboots; "
-    "both are journaled and `decode-doctor undo` restores the previous value and file exactly.",
-    concerns=("memory",),
-)
-SWAP003 = Code(
-    code="SWAP003",
-    title="/proc/sys is read-only here (container)",
-    severity=Severity.INFO,
-    what="/proc/sys is mounted read-only, as inside most containers: vm.swappiness is the host's and cannot be changed from here.",
-    why="The value still governs this container's memory: a high host swappiness pages out the "
-    "inference server's weights and KV cache just the same.",
-    fix_by_hand="Set it on the host (sudo sysctl -w vm.swappiness=1 plus a sysctl.d file), or ask the "
-    "platform team to; Kubernetes treats vm.* as unsafe sysctls, so pod securityContext cannot set it.",
-)
-SWAP004 = Code(
-    code="SWAP004",
-    title="vm.swappiness will rise again at boot",
-    severity=Severity.WARNING,
-    what="The running value is fine, but the sysctl configuration applied at boot sets a value above 10.",
-    why="After the next reboot the kernel pages out weights and KV cache again, and decode latency "
-    "regresses with nothing changed in the deployment.",
-    fix_by_hand="Edit the named sysctl file, or add a later one that sets vm.swappiness = 1.",
-    fix_safety="Safe: writes a sysctl.d file that sets vm.swappiness = 1; journaled and undoable.",
-    concerns=("memory",),
-)
 
 
 @dataclass(frozen=True)
@@ -79,8 +37,8 @@ class SwappinessFacts(Facts):
     def environment(self) -> list[EnvRow]:
         boot = f", {self.persistent_value} at boot ({self.persistent_source})" if self.persistent_value else ""
         return [
-            EnvRow("vm.swappiness", f"{self.swappiness}{boot}", ("SWAP",)),
-            EnvRow("swap", self.swap_text(), ("SWAP001",)),
+            EnvRow("vm.swappiness", f"{self.swappiness}{boot}", CODES),
+            EnvRow("swap", self.swap_text(), (SWAP001,)),
         ]
 
     def metrics(self) -> list[Metric]:
@@ -109,11 +67,11 @@ def _as_int(text: str) -> int:
 class Swappiness(Check):
     name = "swappiness"
     description = "vm.swappiness against the swap configured, now and at boot"
-    codes = (SWAP001, SWAP003, SWAP004)
+    codes = CODES
     needs = Needs(platforms=("linux",))
     timeout_s = 5.0
     facts_type = SwappinessFacts
-    retired = {"SWAP002": "no swap is now a fact (the environment table's swap row; check --verbose)"}
+    retired = RETIRED
 
     def run(self, ctx: Context) -> list[Finding]:
         raw = ctx.read_text(SWAPPINESS)
@@ -144,10 +102,10 @@ class Swappiness(Check):
         read_only = facts.proc_sys_read_only
         if read_only:
             message = f"/proc/sys is read-only; vm.swappiness is {value} on the host."
-            findings.append(self.finding("SWAP003", message, evidence=evidence))
+            findings.append(self.finding(SWAP003, message, evidence=evidence))
         if not facts.has_swap:
             return findings
-        fix = None if read_only else FixRef(f"set vm.swappiness={TARGET} now and at boot", {"target": TARGET})
+        fix = None if read_only else FixRef(f"set vm.swappiness={TARGET} now and at boot", SwappinessParams(TARGET))
         # A fix must take effect: with no sysctl.d name read after the file that sets the value at
         # boot (/etc/sysctl.conf is read after all of them), none is offered; the message says what to edit.
         boot_fix = fix if fix is not None and effective_conf_name(ctx, f"vm.swappiness = {TARGET}\n") else None
@@ -155,10 +113,10 @@ class Swappiness(Check):
             message = f"vm.swappiness is {value} (> {THRESHOLD}) with {facts.swap_text()}: weights and KV cache can be paged out."
             if read_only:
                 message += " Change it on the host."
-            findings.append(self.finding("SWAP001", message, evidence=evidence, path=SWAPPINESS, fix=fix))
+            findings.append(self.finding(SWAP001, message, evidence=evidence, path=SWAPPINESS, fix=fix))
         elif persistent and _as_int(persistent.value) > THRESHOLD:
             message = f"vm.swappiness is {value} now, but {persistent.source} sets {persistent.value} at boot."
             if fix is not None and boot_fix is None:
                 message += f" No sysctl.d file is read after it: edit {persistent.source} (vm.swappiness = {TARGET})."
-            findings.append(self.finding("SWAP004", message, evidence=evidence, path=persistent.source, fix=boot_fix))
+            findings.append(self.finding(SWAP004, message, evidence=evidence, path=persistent.source, fix=boot_fix))
         return findings

@@ -10,16 +10,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine.findings import Applicability, Finding
-from ..fixes.actions import Plan
-from ..fixes.journal import LockBusy, apply_plans, default_state_dir
+from ..fixes.actions import FixPlan
+from ..engine.paths import default_state_dir
+from ..fixes.journal import LockBusy, apply_plans
 from .requests import Dialogue, FixRequest
 from .service import Outcome, recheck
 
 
 @dataclass
 class Plans:
-    to_apply: list[Plan] = field(default_factory=list)
-    to_show: list[Plan] = field(default_factory=list)  # display-only: commands for a person
+    to_apply: list[FixPlan] = field(default_factory=list)
+    to_show: list[FixPlan] = field(default_factory=list)  # display-only: commands for a person
 
 
 def plan_fixes(outcome: Outcome, findings: list[Finding], unsafe: bool, dialogue: Dialogue) -> Plans:
@@ -44,7 +45,7 @@ def plan_fixes(outcome: Outcome, findings: list[Finding], unsafe: bool, dialogue
     return plans
 
 
-def _shell(plans: list[Plan], dialogue: Dialogue) -> None:
+def _shell(plans: list[FixPlan], dialogue: Dialogue) -> None:
     for plan in plans:
         for action in plan.actions:
             dialogue.say("    " + action.shell().replace("\n", "\n    "))
@@ -108,7 +109,7 @@ def fix(outcome: Outcome, request: FixRequest, dialogue: Dialogue) -> Outcome:
 SHOWN_FAILURES = 20
 
 
-def _say_rechecked(applied: list[Plan], still: set[tuple[str, str | None]], dialogue: Dialogue, summary: dict[str, Any]) -> None:
+def _say_rechecked(applied: list[FixPlan], still: set[tuple[str, str | None]], dialogue: Dialogue, summary: dict[str, Any]) -> None:
     """What the re-check says: resolved codes counted, each fix that did not take effect named (failed)."""
     resolved: Counter[str] = Counter()
     failed = [plan.finding for plan in applied if (plan.finding.code, plan.finding.path) in still]

@@ -28,6 +28,7 @@ class RunRequest:
     options: Mapping[str, Any] = field(default_factory=dict)  # check options by key (Option.key)
     env: Mapping[str, str] | None = None  # None: this process's environment
     argv: tuple[str, ...] = ()  # recorded in the report
+    supplied: tuple[object, ...] = ()  # typed values a command hands the checks (ctx.supplied.get(T))
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import datetime as dt
 import os
 import socket
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from ..engine.check import Check
 from ..engine.commands import CommandRunner
 from ..engine.config import check_selected, ignored_by
 from ..engine.context import Context
+from ..engine.facts import Board
 from ..engine.findings import CheckResult
 from ..engine.registry import Registry, load
 from ..engine.runner import Progress, run_checks
@@ -48,28 +49,35 @@ def select_checks(registry: Registry, selectors: Iterable[str]) -> list[type[Che
     return [cls for cls in registry.checks.values() if check_selected(chosen, cls.name, (c.code for c in cls.codes))]
 
 
-def with_requirements(registry: Registry, classes: list[type[Check]], options: Mapping[str, Any]) -> list[type[Check]]:
-    """The selected checks and, transitively, the checks they cannot judge without (Check.requires)."""
+def with_requirements(registry: Registry, classes: list[type[Check]], request: RunRequest) -> list[type[Check]]:
+    """The selected checks and, transitively, the checks whose facts they read (Needs.reads), unless
+    an option stands in for those facts or the input that needs them is not given. Those run first;
+    their own findings are listed as not selected."""
+    inputs = {"models": request.models, "images": request.images}
     wanted = {cls.name for cls in classes}
     pending = list(classes)
     while pending:
-        for name in pending.pop().requires(options):
-            if name in registry.checks and name not in wanted:
-                wanted.add(name)
-                pending.append(registry.checks[name])
+        for reads in pending.pop().needs.reads:
+            publisher = registry.publisher(reads.facts)
+            if publisher is None or publisher.name in wanted or not reads.pulls_in(request.options, inputs):
+                continue
+            wanted.add(publisher.name)
+            pending.append(publisher)
     return [cls for name, cls in registry.checks.items() if name in wanted]
 
 
 def with_dependencies(registry: Registry, names: Iterable[str]) -> list[type[Check]]:
-    """The named checks and, transitively, the checks whose facts they read (Needs.after)."""
+    """The named checks and, transitively, every check whose facts they read (for a re-check, which
+    must see the facts the first run saw)."""
     wanted = set(names)
     pending = list(wanted)
     while pending:
         cls = registry.checks.get(pending.pop())
-        for dependency in cls.needs.after if cls else ():
-            if dependency in registry.checks and dependency not in wanted:
-                wanted.add(dependency)
-                pending.append(dependency)
+        for reads in cls.needs.reads if cls else ():
+            publisher = registry.publisher(reads.facts)
+            if publisher is not None and publisher.name not in wanted:
+                wanted.add(publisher.name)
+                pending.append(publisher.name)
     return [cls for name, cls in registry.checks.items() if name in wanted]
 
 
@@ -82,6 +90,7 @@ def context_for(request: RunRequest) -> Context:
         models=request.models,
         images=request.images,
         options=dict(request.options),
+        supplied=Board(request.supplied),
     )
 
 
@@ -107,7 +116,7 @@ def run(request: RunRequest, registry: Registry | None = None, progress: Progres
     classes = select_checks(registry, request.select)
     if not classes:
         raise RequestError("no check is selected; see `decode-doctor list`")
-    classes = with_requirements(registry, classes, request.options)
+    classes = with_requirements(registry, classes, request)
     started = time.time()
     ctx = context_for(request)
     results = run_checks(classes, ctx, timeout_s=request.timeout, progress=progress)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -11,23 +9,9 @@ from typing import Any, TextIO
 
 import click
 
-from ..reports.render import FORMATS
-from .common import CONTEXT, Progress, TerminalDialogue, guarded, run_options, run_request, validate_selectors, write_report
-
-# Test hook for the CLI samples of kill-injection: SIGKILL this process after the Nth journaled step.
-KILL_AT_ENV = "DECODE_DOCTOR_TEST_KILL_AT_STEP"
-
-
-def kill_at_step() -> Any:
-    value = os.environ.get(KILL_AT_ENV, "")
-    if not value.isdigit():
-        return None
-
-    def on_step(step: int) -> None:
-        if step == int(value):
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return on_step
+from ..app.choices import FORMATS
+from ..app.guard import guarded
+from .common import CONTEXT, Progress, TerminalDialogue, output_request, run_options, run_request, validate_selectors
 
 
 @click.command(context_settings=CONTEXT)
@@ -57,7 +41,7 @@ def kill_at_step() -> Any:
 def check(**params: Any) -> None:
     """Run the checks and report what they find."""
     from ..app.requests import FixRequest
-    from ..fixes.journal import default_state_dir
+    from ..engine.paths import default_state_dir
 
     if (params["dry_run"] or params["yes"] or params["unsafe_fixes"]) and not params["fix"]:
         raise click.UsageError("--dry-run, --yes and --unsafe-fixes go with --fix")
@@ -66,14 +50,13 @@ def check(**params: Any) -> None:
     fix_request = None
     if params["fix"]:
         state_dir = params["state_dir"] or default_state_dir()
-        fix_request = FixRequest(state_dir, params["dry_run"], params["yes"], params["unsafe_fixes"], kill_at_step())
+        fix_request = FixRequest(state_dir, params["dry_run"], params["yes"], params["unsafe_fixes"])
     guarded(params["debug"], lambda: _run(request, fix_request, params))
 
 
 def _run(request: Any, fix_request: Any, params: dict[str, Any]) -> int:
     from ..app import fixing, service
-    from ..reports.redact import Redactor
-    from ..reports.view import build_view
+    from ..app.output import render_report
 
     fmt, output = params["fmt"], params["output"]
     started = time.time()
@@ -87,7 +70,5 @@ def _run(request: Any, fix_request: Any, params: dict[str, Any]) -> int:
         outcome = fixing.fix(outcome, fix_request, TerminalDialogue(chat, interactive=sys.stdin.isatty()))
     report = outcome.report
     report.meta["duration_s"] = round(time.time() - started, 3)
-    codes = {code: spec for code, (spec, _) in outcome.registry.codes().items()}
-    redactor = Redactor(enabled=fmt != "text")  # JSON, Markdown and HTML end up in CI logs and tickets
-    write_report(build_view(report, redactor=redactor, codes=codes, debug=params["debug"]), fmt, output, params["verbose"])
+    render_report(report, outcome.registry, output_request(params))  # JSON, Markdown and HTML are redacted there
     return report.exit_code

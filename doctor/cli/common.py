@@ -1,21 +1,19 @@
 """What the commands that run checks share: their options, turning them into a RunRequest, the
-progress line, the fix dialogue on a terminal, and the error contract (usage errors exit 2 with one
-line; anything else is an internal error, exit 2, with the --debug hint)."""
+progress line and the fix dialogue on a terminal. The error contract (app.guard) and the render
+path (app.output) are the application layer's."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
+from ..app.choices import FAIL_ON_LEVELS
 from ..engine.config import ConfigError, load_config, split_selectors
-from ..engine.findings import FAIL_ON_LEVELS
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 # Flags of the commands themselves: a check option may not take one of these.
@@ -89,7 +87,7 @@ class TerminalDialogue:
         self.interactive = interactive
 
     def say(self, text: str) -> None:
-        from ..reports.textsafe import shown
+        from ..app.output import shown
 
         click.echo(shown(text), file=self.stream)  # a file name that is not UTF-8: its bytes as \xNN
 
@@ -214,46 +212,12 @@ def validate_selectors(request: Any) -> None:
             raise click.UsageError(f"{flag} {exc}") from None
 
 
-def guarded(debug: bool, action: Callable[[], int]) -> None:
-    """Runs a command body: usage errors stay click's; anything else is an internal error, exit 2."""
-    try:
-        code = action()
-    except (click.exceptions.Exit, click.ClickException):
-        raise
-    except BrokenPipeError:  # `decode-doctor check | head`: the reader left; say nothing more
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(141)
-    except KeyboardInterrupt:
-        click.echo("decode-doctor: interrupted", err=True)
-        sys.exit(130)
-    except OSError as exc:
-        if debug:
-            traceback.print_exc()
-        if exc.filename is None:
-            click.echo(f"decode-doctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", err=True)
-        else:  # a path the user gave or owns: unwritable, missing, read-only, full
-            target = exc.filename if exc.filename2 is None else f"{exc.filename} → {exc.filename2}"
-            click.echo(f"decode-doctor: {exc.strerror or exc}: {target}", err=True)
-        sys.exit(2)
-    except Exception as exc:
-        if debug:
-            traceback.print_exc()
-        click.echo(f"decode-doctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", err=True)
-        sys.exit(2)
-    sys.exit(code)
+def output_request(params: dict[str, Any], verbose: bool | None = None) -> Any:
+    from ..app.output import OutputRequest
 
-
-def write_report(view: Any, fmt: str, output: Path | None, verbose: bool) -> None:
-    """Render a report view to -o FILE (saying so on stderr) or to stdout."""
-    from ..reports.render import render
-    from ..reports.textsafe import ESCAPE
-
-    if output is not None:
-        with open(output, "w", encoding="utf-8", errors=ESCAPE) as stream:  # file names that are not UTF-8: \xNN
-            render(view, fmt, stream, tty=False, verbose=verbose)
-        click.echo(f"report written to {output}", err=True)
-    else:
-        if hasattr(sys.stdout, "reconfigure"):
-            sys.stdout.reconfigure(errors=ESCAPE)
-        render(view, fmt, sys.stdout, tty=sys.stdout.isatty(), verbose=verbose)
+    return OutputRequest(
+        fmt=params["fmt"],
+        output=params.get("output"),
+        verbose=params.get("verbose", False) if verbose is None else verbose,
+        debug=params.get("debug", False),
+    )

@@ -33,7 +33,7 @@ def list_checks(fmt: str) -> None:
                 "description": cls.description,
                 "exclusive": needs.exclusive,
                 "needs": [*needs.platforms, *(INPUT_FLAGS.get(i, f"--{i}") for i in needs.inputs)],
-                "after": list(needs.after),
+                "reads": sorted({registry.publishers[r.facts] for r in needs.reads if r.facts in registry.publishers}),
                 "options": [option.flag for option in cls.options],
                 "timeout_s": cls.timeout_s,
                 "codes": codes,
@@ -85,5 +85,5 @@ def explain(code: str) -> None:
         section("Example", spec.example)
     section("How to fix it by hand", spec.fix_by_hand)
     fix = registry.fixable(spec.code)
-    automatic = f"{spec.fix_safety} [{fix.value}]" if fix else "None: decode-doctor does not change this for you."
+    automatic = f"{spec.fix_text} [{fix.value}]" if fix else "None: decode-doctor does not change this for you."
     section("Automatic fix", automatic)

@@ -1,4 +1,4 @@
-"""`decode-doctor undo [RUN]`: replay a fix run's journal backwards."""
+"""`decode-doctor undo [RUN]`: replay a fix run's journal backwards (app.undo)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from ..fixes.journal import LockBusy, UndoError, default_state_dir, list_runs, undo_run
-from ..reports.textsafe import shown
-from .common import CONTEXT, guarded
+from ..app.guard import guarded
+from ..app.output import shown
+from .common import CONTEXT
 
 
 @click.command(context_settings=CONTEXT)
@@ -23,31 +23,35 @@ from .common import CONTEXT, guarded
 @click.option("--force", is_flag=True, help="Restore originals even over files changed after the fix.")
 def undo(run_id: str | None, state_dir: Path | None, list_only: bool, force: bool) -> None:
     """Roll back the last fix run (or RUN_ID) to byte-identical originals."""
+    from ..engine.paths import default_state_dir
+
     given = state_dir is not None
     guarded(False, lambda: _undo(run_id, state_dir or default_state_dir(), given, list_only, force))
 
 
 def _undo(run_id: str | None, state_dir: Path, given: bool, list_only: bool, force: bool) -> int:
+    from ..app import undo as app_undo
+
     if given:
         state_dir.stat()  # unreachable (EACCES): one line from guarded, not a claim that it is missing
         if not state_dir.is_dir():
             raise click.BadParameter(f"{state_dir} is not a directory: no fix run was journaled there", param_hint="--state-dir")
     if list_only:
-        runs = list_runs(state_dir)
+        runs = app_undo.runs(state_dir)
         if not runs:
             click.echo(f"No fix runs in {state_dir}.")
         for run in runs:
             click.echo(shown(f"{run.run_id}  {run.started}  {run.actions} action(s)  {run.status}  {' '.join(run.argv)}"))
         return 0
     try:
-        undone_id, outcomes = undo_run(state_dir, run_id, force=force)
-    except (UndoError, LockBusy) as exc:
+        result = app_undo.undo(app_undo.UndoRequest(state_dir, run_id, force))
+    except (app_undo.UndoError, app_undo.LockBusy) as exc:
         click.echo(f"decode-doctor undo: {exc}", err=True)
         return 2
-    click.echo(f"Undo of fix run {undone_id}:")
-    for target, status in outcomes:
+    click.echo(f"Undo of fix run {result.run_id}:")
+    for target, status in result.outcomes:
         click.echo(shown(f"    {target}: {status}"))
-    if any(status.startswith("conflict") for _, status in outcomes):
+    if result.conflicts:
         click.echo(
             "Some targets changed after the fix and were left alone; the originals are in the run's backups/. Use --force to restore "
             "them anyway."

@@ -4,29 +4,35 @@ the command runner, the registry and the runner that executes checks. It names n
 Checks and fixers import what they need from here.
 """
 
-from .check import Analysis, Check, Needs, Option, SkipCheck
+from .check import Analysis, Check, Needs, Option, Reads, SkipCheck
 from .context import Context
-from .facts import Chart, EnvRow, Facts, HtmlBlock, Metric, Sample, Series
-from .findings import Applicability, Code, CommandRecord, Finding, FixRef, Severity
+from .facts import Board, Chart, EnvRow, Facts, HtmlBlock, Metric, Sample, Series
+from .findings import Applicability, Code, CommandRecord, CommandsParams, Finding, FixableCode, FixParams, FixRef, NoParams, Severity
 from .fixer import Fixer
 
 __all__ = [
     "Analysis",
     "Applicability",
+    "Board",
     "Chart",
     "Check",
     "Code",
     "CommandRecord",
+    "CommandsParams",
     "Context",
     "EnvRow",
     "Facts",
     "Finding",
+    "FixParams",
     "FixRef",
+    "FixableCode",
     "Fixer",
     "HtmlBlock",
     "Metric",
     "Needs",
+    "NoParams",
     "Option",
+    "Reads",
     "Sample",
     "Series",
     "Severity",

@@ -4,17 +4,36 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, overload
 
-from .findings import Code, Finding, FixRef, Severity
+from .facts import Facts
+from .findings import Code, Finding, FixableCode, FixRef, P, Severity
 
 if TYPE_CHECKING:
     from .context import Context
-    from .facts import Facts
 
 
 class SkipCheck(Exception):
     """Raised by a check that finds at run time that it does not apply (e.g. "no NVIDIA GPU")."""
+
+
+@dataclass(frozen=True)
+class Reads:
+    """Facts of another check that this one reads (ctx.facts.get(facts)), declared once: the check
+    that publishes them runs first, and a selection of this check pulls that one in, unless
+
+    - unless_option names an option that stands in for the facts when given (--bandwidth), or
+    - when_input names an input without which the facts are not needed (a budget without --model).
+    """
+
+    facts: type[Facts]
+    unless_option: str | None = None
+    when_input: str | None = None
+
+    def pulls_in(self, options: Mapping[str, Any], inputs: Mapping[str, Any]) -> bool:
+        if self.unless_option is not None and options.get(self.unless_option):
+            return False
+        return self.when_input is None or bool(inputs.get(self.when_input) or options.get(self.when_input))
 
 
 @dataclass(frozen=True)
@@ -24,7 +43,7 @@ class Needs:
     platforms: tuple[str, ...] = ()  # e.g. ("linux",); empty: any
     inputs: tuple[str, ...] = ()  # context inputs that must be non-empty: "models", "images"
     exclusive: bool = False  # timing probes: run alone, nothing beside them
-    after: tuple[str, ...] = ()  # checks whose published facts this one reads (ctx.facts)
+    reads: tuple[Reads, ...] = ()  # the facts of other checks this one reads: ordering and pull-in follow
 
 
 @dataclass(frozen=True)
@@ -82,33 +101,59 @@ class Check:
         return None
 
     @classmethod
-    def requires(cls, options: Mapping[str, Any]) -> tuple[str, ...]:
-        """Checks this one cannot judge without, given the options (a --select pulls them in; their own
-        findings are listed as not selected). Needs.after only orders checks that both run."""
-        return ()
-
-    @classmethod
     def code(cls, code: str) -> Code:
+        """The declared code of that name (for reading reports back; checks emit constants)."""
         for spec in cls.codes:
             if spec.code == code:
                 return spec
         raise KeyError(f"{cls.name} declares no code {code}")
 
+    @overload
     def finding(
         self,
-        code: str,
+        code: FixableCode[P],
         message: str,
         *,
         evidence: dict[str, Any] | None = None,
         path: str | None = None,
-        fix: FixRef | None = None,
+        fix: FixRef[P] | None = None,
+        severity: Severity | None = None,
+        sensitive: tuple[str, ...] = (),
+    ) -> Finding: ...
+
+    @overload
+    def finding(
+        self,
+        code: Code,
+        message: str,
+        *,
+        evidence: dict[str, Any] | None = None,
+        path: str | None = None,
+        severity: Severity | None = None,
+        sensitive: tuple[str, ...] = (),
+    ) -> Finding: ...
+
+    def finding(
+        self,
+        code: Code,
+        message: str,
+        *,
+        evidence: dict[str, Any] | None = None,
+        path: str | None = None,
+        fix: FixRef[Any] | None = None,
         severity: Severity | None = None,
         sensitive: tuple[str, ...] = (),
     ) -> Finding:
-        """Builds a finding from a declared code, so title and severity stay in one place."""
-        spec = self.code(code)
-        if fix is not None and not spec.declares_fix:
-            raise ValueError(f"{code} offers a fix but declares no fix_safety; no fixer may claim it")
+        """Builds a finding from a declared code constant, so title and severity stay in one place.
+
+        Only a FixableCode takes a fix, and only of its params type: the type checker proves it at
+        every call, so no ranking of codes at run time can attach a fix to a code without one.
+        """
+        spec = code
+        if spec not in self.codes:
+            raise KeyError(f"{self.name} does not declare {spec.code}")
+        if fix is not None and not (isinstance(spec, FixableCode) and isinstance(fix.params, spec.params)):
+            raise TypeError(f"{spec.code} takes no fix of {type(fix.params).__name__}")
         return Finding(
             code=spec.code,
             check=self.name,

@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .commands import CommandRunner
-from .facts import Facts
+from .facts import Board, Facts
 from .findings import CommandRecord
 
 DEFAULT_READ_LIMIT = 1 << 20
@@ -24,8 +24,10 @@ class Context:
     images: tuple[Path, ...] = ()
     options: dict[str, Any] = field(default_factory=dict)
     files_read: list[str] = field(default_factory=list)
-    # Facts published by checks that ran earlier (check name → facts); see Needs.after.
-    facts: dict[str, Facts] = field(default_factory=dict)
+    # Facts published by checks that ran earlier, by type (ctx.facts.get(GpuFacts)); see Needs.reads.
+    facts: Board = field(default_factory=Board)
+    # Typed values a command hands the checks (what `bench` measured): ctx.supplied.get(Type).
+    supplied: Board = field(default_factory=Board)
     published: Facts | None = None
     # Long checks report progress ("1,234 files, 850/s"); the engine shows it on a terminal.
     progress: Callable[[str], None] = field(default=lambda text: None, repr=False)

@@ -1,6 +1,7 @@
 """Typed facts: what a check learned about the host, beside its findings.
 
-A check publishes one Facts dataclass (ctx.publish). Later checks read it (Needs.after), and the
+A check publishes one Facts dataclass (ctx.publish). Later checks read it by type
+(ctx.facts.get(BandwidthFacts), declared in Needs.reads), and the
 reports are built from it through the hooks below, so no module outside a feature names that
 feature's codes or keys: the environment table, Prometheus metrics, HTML blocks, the text summary
 and `diff` all ask the facts. Facts cross process boundaries (pickle) and land in the JSON report
@@ -12,19 +13,28 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar, Union
 
+from .findings import Code
+
 F = TypeVar("F", bound="Facts")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class EnvRow:
-    """One row of the environment table. codes: this feature's codes (or prefixes) that judge it."""
+    """One row of the environment table. codes: this feature's codes (constants, or code prefixes
+    such as "GPU02") whose findings judge it."""
 
     name: str
     value: str
-    codes: tuple[str, ...] = ()
+    codes: tuple[Code | str, ...] = ()
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        return tuple(c.code if isinstance(c, Code) else c for c in self.codes)
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,33 @@ class Facts:
     def from_dict(cls: type[F], data: dict[str, Any]) -> F:
         """Rebuilds the facts from to_dict(); raises ValueError when the data do not fit."""
         return _build(cls, data)
+
+
+class Board:
+    """Typed values by their type, one of each: the facts published so far (ctx.facts.get(GpuFacts))
+    and what a command hands the checks (ctx.supplied.get(Measured)).
+
+    A feature whose facts others read publishes their type in its contract module; a reader
+    imports that module and asks for the type, so a renamed field is a type error, not a crash.
+    """
+
+    def __init__(self, values: Iterable[object] = ()) -> None:
+        self._by_type: dict[type, object] = {}
+        for value in values:
+            self.put(value)
+
+    def put(self, value: object) -> None:
+        self._by_type[type(value)] = value
+
+    def get(self, kind: type[T]) -> T | None:
+        found = self._by_type.get(kind)
+        return found if isinstance(found, kind) else None
+
+    def values(self) -> list[object]:
+        return list(self._by_type.values())
+
+    def __len__(self) -> int:
+        return len(self._by_type)
 
 
 def _build(cls: type, data: Any) -> Any:

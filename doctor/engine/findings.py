@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from .facts import Facts
@@ -49,9 +50,38 @@ class Applicability(str, enum.Enum):
     DISPLAY_ONLY = "display-only"  # the tool prints the commands; a person runs them
 
 
+class FixParams:
+    """Base of the typed values a check hands its fixer: a frozen dataclass of plain data per kind of
+    action (what to write, where to move a file, which mirror to remove). The check builds it, the
+    fixer that claims the code takes it; nothing is parsed back out of a message."""
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}
+
+
+@dataclass(frozen=True)
+class NoParams(FixParams):
+    """The fix needs nothing beyond the finding itself (its path, its code)."""
+
+
+@dataclass(frozen=True)
+class CommandsParams(FixParams):
+    """A display-only fix: the commands a person runs (decode-doctor never does), and what they do."""
+
+    description: str
+    commands: tuple[str, ...]
+
+
+P = TypeVar("P", bound=FixParams)
+
+
 @dataclass(frozen=True)
 class Code:
-    """A stable finding code with its explanation in fixed sections (DCGM/ruff style)."""
+    """A stable finding code with its explanation in fixed sections (DCGM/ruff style).
+
+    Codes are module constants in their feature's codes.py; checks emit them by constant
+    (self.finding(CODE, ...)), never by a string.
+    """
 
     code: str
     title: str
@@ -59,29 +89,52 @@ class Code:
     what: str  # what it means
     why: str  # why it matters for LLM decode
     fix_by_hand: str  # how to fix it by hand
-    example: str = ""
-    # What the automatic fix does and how safe it is; empty: no automatic fix. A code with this text
-    # must be claimed by exactly one fixer (checked when the registry loads).
-    fix_safety: str = ""
+    example: str = ""  # a concrete case: what was seen, what the finding says
     # Rows of the environment table this code speaks about ("memory", "kernel"): a finding with it
     # marks those rows as judged.
     concerns: tuple[str, ...] = ()
 
     @property
     def declares_fix(self) -> bool:
+        return False
+
+    @property
+    def fix_text(self) -> str:
+        """What the automatic fix does and how safe it is; empty: no automatic fix."""
+        return ""
+
+    def __str__(self) -> str:
+        return self.code
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixableCode(Code, Generic[P]):
+    """A code with an automatic fix: the fixer that claims it takes `params` (checked when the
+    registry loads), and fix_safety says what the fix does and how safe it is. A finding of this
+    code can carry a FixRef[params]; one of a plain Code cannot (the type checker proves it)."""
+
+    params: type[P]
+    fix_safety: str
+
+    @property
+    def declares_fix(self) -> bool:
         return bool(self.fix_safety)
+
+    @property
+    def fix_text(self) -> str:
+        return self.fix_safety
 
 
 @dataclass(frozen=True)
-class FixRef:
-    """What a finding tells its fixer: a one-line summary and plain-data params.
+class FixRef(Generic[P]):
+    """What a finding tells its fixer: a one-line summary and the typed params.
 
     The check sets summary and params; the engine fills in which fixer claims the code and with
     which applicability, so a check can never disagree with its fixer.
     """
 
     summary: str
-    params: dict[str, JSONValue] = field(default_factory=dict)
+    params: P
     fixer: str | None = None
     applicability: Applicability | None = None
 
@@ -90,7 +143,7 @@ class FixRef:
             "fixer": self.fixer,
             "summary": self.summary,
             "applicability": self.applicability.value if self.applicability else None,
-            "params": self.params,
+            "params": self.params.to_dict(),
         }
 
 
@@ -103,7 +156,7 @@ class Finding:
     message: str
     evidence: dict[str, JSONValue] = field(default_factory=dict)
     path: str | None = None
-    fix: FixRef | None = None
+    fix: FixRef[Any] | None = None
     # Evidence keys whose values may hold secrets; reports redact them.
     sensitive: tuple[str, ...] = ()
 

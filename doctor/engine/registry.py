@@ -4,10 +4,11 @@ Built-in checks are the feature packages under checks/ (a package's checks are t
 subclasses defined in its modules, every one of which is imported but commands.py, which is the
 CLI's), built-in fixers the modules under fixers/; plugins register the entry-point groups below.
 The engine never names a check. Loading verifies:
-- every code belongs to one check;
+- every code belongs to one check; a code that offers a fix (FixableCode) says how safe it is;
 - option flags are one namespace: a flag two checks declare is an error, not first-wins;
-- the fix contract: every code that declares a fix (Code.fix_safety) is claimed by exactly one
-  fixer, and a fixer claims only codes that exist and declare one.
+- each facts type has one publisher, and every type a check reads (Needs.reads) has one;
+- the fix contract: every code that declares a fix is claimed by exactly one fixer, that fixer
+  takes the params type the code declares, and a fixer claims only codes that exist and declare one.
 What breaks a contract is left out and named in `errors`, shown by `list` and every report.
 """
 
@@ -23,7 +24,8 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from .check import Check
-from .findings import Applicability, Code, Finding
+from .facts import Facts
+from .findings import Applicability, Code, Finding, FixableCode, FixParams
 from .fixer import Fixer
 
 CHECK_GROUP = "decode_doctor.checks"
@@ -47,9 +49,14 @@ class Registry:
     origins: dict[str, str] = field(default_factory=dict)  # "check:NAME" / "fixer:NAME" → builtin / plugin …
     errors: list[str] = field(default_factory=list)
     claims: dict[str, Claim] = field(default_factory=dict)  # code → the fixer that acts on it
+    publishers: dict[type[Facts], str] = field(default_factory=dict)  # facts type → the check that publishes it
 
     def codes(self) -> dict[str, tuple[Code, type[Check]]]:
         return {spec.code: (spec, cls) for cls in self.checks.values() for spec in cls.codes}
+
+    def publisher(self, kind: type[Facts]) -> type[Check] | None:
+        name = self.publishers.get(kind)
+        return self.checks.get(name) if name else None
 
     def fixable(self, code: str) -> Applicability | None:
         claim = self.claims.get(code)
@@ -121,6 +128,9 @@ def _add_checks(registry: Registry, found: list[tuple[type[Check], str]]) -> Non
             continue
         clashes = [f"code {c.code} already belongs to {code_owner[c.code]!r}" for c in cls.codes if c.code in code_owner]
         clashes += [f"option {o.flag} already belongs to {flag_owner[o.flag]!r}" for o in cls.options if o.flag in flag_owner]
+        clashes += _code_problems(cls)
+        if cls.facts_type is not None and cls.facts_type in registry.publishers:
+            clashes.append(f"its facts {cls.facts_type.__name__} are already published by {registry.publishers[cls.facts_type]!r}")
         if clashes:
             registry.errors.append(f"check {name!r} ({origin}) not loaded: {'; '.join(clashes)}")
             continue
@@ -128,6 +138,26 @@ def _add_checks(registry: Registry, found: list[tuple[type[Check], str]]) -> Non
         registry.origins["check:" + name] = origin
         code_owner.update({c.code: name for c in cls.codes})
         flag_owner.update({o.flag: name for o in cls.options})
+        if cls.facts_type is not None:
+            registry.publishers[cls.facts_type] = name
+    for name, cls in list(registry.checks.items()):
+        unpublished = [r.facts.__name__ for r in cls.needs.reads if r.facts not in registry.publishers]
+        if unpublished:
+            registry.errors.append(f"check {name!r} not loaded: it reads {', '.join(unpublished)}, which no check publishes")
+            del registry.checks[name]
+
+
+def _code_problems(cls: type[Check]) -> list[str]:
+    problems = []
+    for spec in cls.codes:
+        if not isinstance(spec, Code):
+            problems.append(f"{spec!r} is not a Code")
+        elif isinstance(spec, FixableCode):
+            if not spec.fix_safety.strip():
+                problems.append(f"{spec.code} offers a fix but declares no fix_safety")
+            if not (isinstance(spec.params, type) and issubclass(spec.params, FixParams)):
+                problems.append(f"{spec.code} declares fix params {spec.params!r}, not a FixParams type")
+    return problems
 
 
 def _add_fixers(registry: Registry, found: list[tuple[type[Fixer], str]]) -> None:
@@ -137,21 +167,30 @@ def _add_fixers(registry: Registry, found: list[tuple[type[Fixer], str]]) -> Non
         problems = []
         if name in registry.fixers:
             problems.append(f"fixer name {name!r} already taken by {registry.origins['fixer:' + name]}")
-        for code, applicability in cls.claims.items():
-            if code not in codes:
+        offered: set[type[FixParams]] = set()
+        for spec, applicability in cls.claims.items():
+            code = getattr(spec, "code", spec)
+            if not isinstance(spec, Code) or code not in codes:
                 problems.append(f"claims {code}, which no check declares")
-            elif not codes[code][0].declares_fix:
+            elif codes[code][0] != spec or not isinstance(spec, FixableCode) or not spec.declares_fix:
                 problems.append(f"claims {code}, which declares no fix (no fix_safety)")
             elif code in registry.claims:
                 problems.append(f"claims {code}, already claimed by fixer {registry.claims[code].fixer!r}")
+            elif spec.params not in cls.takes:
+                problems.append(f"claims {code}, whose fix takes {spec.params.__name__}, which it does not take")
+            else:
+                offered.add(spec.params)
             if not isinstance(applicability, Applicability):
                 problems.append(f"gives {code} the applicability {applicability!r}, not an Applicability")
+        unused = [kind.__name__ for kind in cls.takes if kind not in offered]
+        if unused and not problems:
+            problems.append(f"takes {', '.join(unused)}, which no code it claims offers")
         if problems:
             registry.errors.append(f"fixer {name!r} ({origin}) not loaded: {'; '.join(problems)}")
             continue
         registry.fixers[name] = cls
         registry.origins["fixer:" + name] = origin
-        registry.claims.update({code: Claim(name, applicability) for code, applicability in cls.claims.items()})
+        registry.claims.update({spec.code: Claim(name, applicability) for spec, applicability in cls.claims.items()})
     for code, (spec, check) in codes.items():
         if spec.declares_fix and code not in registry.claims:
             registry.errors.append(f"check {check.name!r}: {code} declares a fix, but no fixer claims it")

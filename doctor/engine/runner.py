@@ -3,8 +3,8 @@
 Every check runs in its own process (a process group of its own, see workers.Child), talks back
 over a pipe, and is SIGKILLed with every command it started when its time is up. A check that
 raises, or dies, becomes a "crashed" result; the others go on. Checks that declare `exclusive`
-(timing probes) run alone; checks that declare `after` run once those have finished, and see the
-facts they published in ctx.facts.
+(timing probes) run alone; a check that reads another's facts (Needs.reads) runs once the check
+that publishes them has finished, and finds them in ctx.facts by type.
 """
 
 from __future__ import annotations
@@ -194,15 +194,16 @@ def run_checks(
         for cls in batch:  # later checks see what these published
             facts = results[cls.name].facts
             if facts is not None:
-                ctx.facts[cls.name] = facts
+                ctx.facts.put(facts)
 
+    publishers = {cls.facts_type: cls.name for cls in runnable if cls.facts_type is not None}
+    waits = {cls.name: {publishers[r.facts] for r in cls.needs.reads if r.facts in publishers} - {cls.name} for cls in runnable}
     pending = list(runnable)
-    selected = {cls.name for cls in runnable}
     while pending:
-        ready = [cls for cls in pending if not (set(cls.needs.after) & selected) - set(results)]
+        ready = [cls for cls in pending if not waits[cls.name] - set(results)]
         if not ready:
             for cls in pending:
-                reason = f"waits on {', '.join(cls.needs.after)}, which never ran (a cycle?)"
+                reason = f"waits on {', '.join(sorted(waits[cls.name]))}, which never ran (a cycle?)"
                 results[cls.name] = CheckResult(cls.name, State.SKIPPED, 0.0, reason=reason)
             break
         run_wave([cls for cls in ready if not cls.needs.exclusive])

@@ -74,3 +74,19 @@ def amount(minimum: float = 0.0, maximum: float | None = None, what: str = "a nu
 
     parse.__name__ = what
     return parse
+
+
+def human_bytes(value: float | None) -> str:
+    if value is None:
+        return "?"
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(value) >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value:.0f} B"
+
+
+def human_binary(value: float) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(value) >= size:
+            return f"{value / size:g} {unit}" if (value / size).is_integer() else f"{value / size:.1f} {unit}"
+    return f"{value:.0f} B"

@@ -1,4 +1,4 @@
-"""Fixes as data: a fixer turns a finding into a Plan of Actions; one executor (journal.py) applies plans.
+"""Fixes as data: a fixer turns a finding into a FixPlan of Actions; one executor (journal.py) applies plans.
 
 Every action knows how to describe itself (preview and the equivalent shell commands), what it
 must journal before it runs, how to back up what it replaces, how to apply itself, and how to undo
@@ -490,7 +490,7 @@ ACTION_KINDS: dict[str, type[Action]] = {cls.kind: cls for cls in (ReplaceFile, 
 
 
 @dataclass
-class Plan:
+class FixPlan:
     finding: Finding
     description: str
     actions: list[Action]

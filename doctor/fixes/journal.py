@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .actions import ACTION_KINDS, Plan
+from .actions import ACTION_KINDS, FixPlan
 from .atomic import UnsafeTarget, fsync_dir, leftover_temps
 
 StepHook = Callable[[int], None]  # called with the step number after each journaled step
@@ -35,11 +35,6 @@ class LockBusy(Exception):
 
 class UndoError(Exception):
     pass
-
-
-def default_state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "decode-doctor"
 
 
 @contextmanager
@@ -109,7 +104,7 @@ class ApplyResult:
     outcomes: list[ActionOutcome] = field(default_factory=list)
 
 
-def apply_plans(plans: Sequence[Plan], state_dir: Path, meta: dict[str, Any], on_step: StepHook | None = None) -> ApplyResult:
+def apply_plans(plans: Sequence[FixPlan], state_dir: Path, meta: dict[str, Any], on_step: StepHook | None = None) -> ApplyResult:
     steps = 0
 
     def step() -> None:

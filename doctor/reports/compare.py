@@ -6,6 +6,7 @@ settings, numbers are measurements with a change in percent.
 
 from __future__ import annotations
 
+import html
 import json
 import tarfile
 from collections.abc import Mapping
@@ -205,3 +206,39 @@ def matrix(reports: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[s
             else:
                 cells[(name, result["check"])] = result["state"]
     return hosts, checks, cells
+
+
+def render_matrix(hosts: list[str], checks: list[str], cells: dict[tuple[str, str], str], fmt: str) -> str:
+    """The fleet matrix as text, Markdown or one HTML page."""
+    if fmt == "html":
+        return _matrix_html(hosts, checks, cells)
+    if fmt == "markdown":
+        lines = ["| host | " + " | ".join(checks) + " |", "|---" * (len(checks) + 1) + "|"]
+        lines += ["| " + h + " | " + " | ".join(cells.get((h, c), "—") for c in checks) + " |" for h in hosts]
+        return "\n".join(lines) + "\n"
+    width = max(len(h) for h in hosts)
+    widths = [max(len(c), *(len(cells.get((h, c), "—")) for h in hosts)) for c in checks]
+    lines = [" " * width + "  " + "  ".join(c.ljust(w) for c, w in zip(checks, widths, strict=True))]
+    for h in hosts:
+        lines.append(h.ljust(width) + "  " + "  ".join(cells.get((h, c), "—").ljust(w) for c, w in zip(checks, widths, strict=True)))
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _matrix_html(hosts: list[str], checks: list[str], cells: dict[tuple[str, str], str]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in checks)
+    rows = "".join(
+        "<tr><th>"
+        + html.escape(h)
+        + "</th>"
+        + "".join(
+            f'<td class="{html.escape(cells.get((h, c), "").split(":")[0])}">{html.escape(cells.get((h, c), "—"))}</td>' for c in checks
+        )
+        + "</tr>"
+        for h in hosts
+    )
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>decode-doctor fleet</title><style>'
+        "body{font:14px system-ui,sans-serif;margin:2rem}table{border-collapse:collapse}th,td{border:1px solid #ddd;padding:.3rem .5rem}"
+        ".error{background:#fde7e9}.warning{background:#fff4d6}.info{background:#e8f0fe}.passed{background:#e6f4ea}</style></head>"
+        f"<body><h1>decode-doctor fleet: {len(hosts)} hosts</h1><table><tr><th>host</th>{head}</tr>{rows}</table></body></html>\n"
+    )

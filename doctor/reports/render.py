@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
+from .formats import FORMATS
 from .textsafe import escaped_tree
 from .view import ReportView
 
-FORMATS = ("text", "json", "markdown", "html", "prometheus")
+__all__ = ["FORMATS", "render"]
 
 
 def render(view: ReportView, fmt: str, stream: TextIO, *, tty: bool, verbose: bool = False) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..engine.facts import Facts
 from ..engine.findings import CheckResult, Finding, Severity, State, fails
+
+F = TypeVar("F", bound=Facts)
 
 SCHEMA_VERSION = 2
 
@@ -61,3 +63,7 @@ class Report:
     def facts(self) -> dict[str, Facts]:
         """Each check's facts, by check name, in the order the checks were given."""
         return {r.check: r.facts for r in self.results if r.facts is not None}
+
+    def fact(self, kind: type[F]) -> F | None:
+        """The facts of that type a check published in this run (a feature's contract type)."""
+        return next((r.facts for r in self.results if isinstance(r.facts, kind)), None)

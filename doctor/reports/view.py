@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..engine.facts import Chart, EnvRow, HtmlBlock, Metric, Sample, Series
-from ..engine.findings import Code, Finding, Severity, State
+from ..engine.findings import Code, Finding, FixParams, Severity, State
 from .redact import Redactor
 from .report import SCHEMA_VERSION, Report
 
@@ -220,8 +220,18 @@ def _redacted_finding(finding: Finding, redact: Redactor) -> Finding:
     data = redact.finding(finding.to_dict())
     fix = None
     if finding.fix is not None:
-        fix = replace(finding.fix, summary=data["fix"]["summary"], params=data["fix"]["params"])
+        fix = replace(finding.fix, summary=data["fix"]["summary"], params=ShownParams(data["fix"]["params"]))
     return replace(finding, message=data["message"], evidence=data["evidence"], path=data["path"], fix=fix)
+
+
+@dataclass(frozen=True)
+class ShownParams(FixParams):
+    """A fix's params as a report shows them: plain data, redacted like the rest of the finding."""
+
+    values: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.values)
 
 
 def _judged(row: EnvRow, findings: list[Finding], codes: Mapping[str, Code], redact: Redactor) -> JudgedRow:
@@ -230,7 +240,7 @@ def _judged(row: EnvRow, findings: list[Finding], codes: Mapping[str, Code], red
             f.code
             for f in findings
             if f.severity is not Severity.INFO
-            and ((row.codes and f.code.startswith(row.codes)) or (f.code in codes and row.name in codes[f.code].concerns))
+            and ((row.prefixes and f.code.startswith(row.prefixes)) or (f.code in codes and row.name in codes[f.code].concerns))
         }
     )
     return JudgedRow(redact.text(row.name), redact.text(row.value), ", ".join(about) if about else "ok")

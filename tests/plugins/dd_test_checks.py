@@ -7,7 +7,7 @@ import signal
 import time
 from dataclasses import dataclass
 
-from decode_doctor.engine import Check, Code, Facts, Needs, Severity
+from decode_doctor.engine import Check, Code, Facts, Needs, Reads, Severity
 
 TEST001 = Code("TEST001", "a test finding", Severity.WARNING, "w", "y", "f")
 
@@ -53,7 +53,7 @@ class Quick(Check):
     codes = (TEST001,)
 
     def run(self, ctx):
-        return [self.finding("TEST001", "quick check found something", evidence={"answer": 42})]
+        return [self.finding(TEST001, "quick check found something", evidence={"answer": 42})]
 
 
 def _log_window(ctx, name, seconds):
@@ -105,10 +105,13 @@ class Publisher(Check):
         return []
 
 
+TEST002 = Code("TEST002", "read a fact", Severity.INFO, "w", "y", "f")
+
+
 class Reader(Check):
     name = "reader"
-    codes = (Code("TEST002", "read a fact", Severity.INFO, "w", "y", "f"),)
-    needs = Needs(after=("publisher",))
+    codes = (TEST002,)
+    needs = Needs(reads=(Reads(Answer),))
 
     def run(self, ctx):
-        return [self.finding("TEST002", f"saw {ctx.facts.get('publisher')}")]
+        return [self.finding(TEST002, f"saw {ctx.facts.get(Answer)}")]

@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from decode_doctor.app import service
 from decode_doctor.app.requests import RunRequest
 from decode_doctor.engine.commands import CommandRunner
 from decode_doctor.engine.context import Context
-from decode_doctor.engine.facts import Facts
+from decode_doctor.engine.facts import Board, Facts
 from decode_doctor.engine.findings import Finding
 from decode_doctor.engine.registry import load
 
@@ -55,7 +55,7 @@ def make_context(
     images: tuple[Path, ...] = (),
     options: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
-    facts: Mapping[str, Facts] | None = None,
+    facts: Iterable[Facts] = (),
 ) -> Context:
     environment = {**os.environ, **(env or {})}
     return Context(
@@ -65,7 +65,7 @@ def make_context(
         models=models,
         images=images,
         options=dict(options or {}),
-        facts=dict(facts or {}),
+        facts=Board(facts),
     )
 
 

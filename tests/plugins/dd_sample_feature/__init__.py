@@ -6,18 +6,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from decode_doctor.engine import Check, Code, Context, EnvRow, Facts, Finding, FixRef, HtmlBlock, Metric, Sample, Severity
+from decode_doctor.engine import Check, Context, EnvRow, Facts, Finding, FixableCode, FixRef, HtmlBlock, Metric, NoParams, Sample, Severity
 
 CONF = "/etc/sample-feature.conf"
 WANTED = "batching = on\n"
 
-SAMPLE001 = Code(
+SAMPLE001 = FixableCode[NoParams](
     "SAMPLE001",
     "Batching is off",
     Severity.WARNING,
     what="The sample feature's configuration turns batching off.",
     why="Without batching every sequence decodes alone.",
     fix_by_hand=f"Write `{WANTED.strip()}` to {CONF}.",
+    params=NoParams,
     fix_safety="Safe: rewrites the file; journaled and undoable.",
 )
 
@@ -48,4 +49,4 @@ class SampleCheck(Check):
         ctx.publish(SampleFacts(setting))
         if setting == "on":
             return []
-        return [self.finding("SAMPLE001", f"{CONF} turns batching off.", path=CONF, fix=FixRef("turn batching on"))]
+        return [self.finding(SAMPLE001, f"{CONF} turns batching off.", path=CONF, fix=FixRef("turn batching on", NoParams()))]

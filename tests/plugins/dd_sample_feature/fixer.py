@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from decode_doctor.engine import Applicability, Context, Finding, Fixer
-from decode_doctor.fixes.actions import Plan, ReplaceFile
+from decode_doctor.engine import Applicability, Context, Finding, Fixer, NoParams
+from decode_doctor.fixes.actions import FixPlan, ReplaceFile
 
-from . import CONF, WANTED
+from . import CONF, SAMPLE001, WANTED
 
 
 class SampleFixer(Fixer):
     name = "sample"
-    claims = {"SAMPLE001": Applicability.SAFE}
+    claims = {SAMPLE001: Applicability.SAFE}
+    takes = (NoParams,)
 
-    def plan(self, finding: Finding, ctx: Context) -> Plan:
-        return Plan(finding, "turn batching on", [ReplaceFile(ctx.host_path(CONF), WANTED.encode(), label=CONF)])
+    def plan(self, finding: Finding, ctx: Context) -> FixPlan:
+        return FixPlan(finding, "turn batching on", [ReplaceFile(ctx.host_path(CONF), WANTED.encode(), label=CONF)])

@@ -1,0 +1,130 @@
+"""The bandwidth feature's contract: the facts it publishes (BandwidthFacts) and their value types.
+
+Other features read the measured bandwidth through this module alone (ctx.facts.get(BandwidthFacts));
+it imports nothing of the feature but its codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from decode_doctor.engine import EnvRow, Facts, Metric, Sample
+
+from .codes import BW002, BW003, BW005
+
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class CpuBandwidth:
+    read_gbps: float
+    copy_gbps: float
+    read_spread: float  # (max - min) / max over the passes, 0 = perfectly steady
+    copy_spread: float
+    threads: int
+    buffer_bytes: int
+    passes: int
+    wall_s: float
+    other_load: float  # fraction of the host's CPU time used by other processes meanwhile
+
+
+@dataclass(frozen=True)
+class MemorySpec:
+    """The CPU memory system as dmidecode (SMBIOS type 17) describes it."""
+
+    populated: int
+    slots: int
+    channels: int
+    speed_mts: int | None
+    memory_type: str | None
+    total_gib: float
+
+    @property
+    def peak_gbps(self) -> float | None:
+        # Each DDR channel moves 8 bytes per transfer (DDR5's two 32-bit subchannels together).
+        return self.speed_mts * 1e6 * 8 * self.channels / GB if self.speed_mts else None
+
+
+@dataclass(frozen=True)
+class GpuBandwidth:
+    index: int
+    name: str
+    memory_bytes: int
+    copy_gbps: float
+    spread: float
+    theoretical_gbps: float | None = None
+
+
+MEASURED_ELSEWHERE = "the machine running decode-doctor, not the --root host"
+
+
+@dataclass(frozen=True)
+class CpuMemory:
+    """The CPU measurement with what explains it: caches, NUMA, governor, and the DIMMs' rating."""
+
+    measured: CpuBandwidth
+    llc_bytes: int | None
+    numa_nodes: int
+    governor: str | None
+    measured_on: str  # "this host", or MEASURED_ELSEWHERE under --root
+    spec: MemorySpec | None = None
+    spec_gbps: float | None = None
+    spec_unavailable: str | None = None
+
+    @property
+    def reached(self) -> float | None:
+        return round(self.measured.read_gbps / self.spec_gbps, 3) if self.spec_gbps else None
+
+
+@dataclass(frozen=True)
+class BandwidthFacts(Facts):
+    cpu: CpuMemory
+    gpus: list[GpuBandwidth] = field(default_factory=list)
+
+    @property
+    def cpu_read_gbps(self) -> float:
+        return self.cpu.measured.read_gbps
+
+    def gpu(self, index: int) -> GpuBandwidth | None:
+        return next((gpu for gpu in self.gpus if gpu.index == index), None)
+
+    def summary(self) -> list[str]:
+        measured = self.cpu.measured
+        line = (
+            f"Memory read {measured.read_gbps:.1f} GB/s, copy {measured.copy_gbps:.1f} GB/s "
+            f"({measured.threads} threads over {measured.buffer_bytes >> 20} MiB, spread {measured.read_spread:.0%})"
+        )
+        if self.cpu.spec_gbps:
+            line += f"; spec {self.cpu.spec_gbps:.0f} GB/s ({self.cpu.reached:.0%} reached)"
+        else:
+            line += f"; spec unknown: {self.cpu.spec_unavailable}"
+        return [line] + [f"GPU {g.index} ({g.name}): copy {g.copy_gbps:.0f} GB/s{of_peak(g)}" for g in self.gpus]
+
+    def environment(self) -> list[EnvRow]:
+        measured = self.cpu.measured
+        rows = [EnvRow("memory bandwidth", f"read {measured.read_gbps} GB/s, copy {measured.copy_gbps} GB/s (measured)", (BW002, BW003))]
+        rows += [EnvRow(f"GPU {g.index} bandwidth", f"copy {g.copy_gbps} GB/s{of_peak(g)}", (BW005,)) for g in self.gpus]
+        return rows
+
+    def metrics(self) -> list[Metric]:
+        measured = self.cpu.measured
+        samples = [
+            Sample({"device": "cpu", "kind": "read"}, measured.read_gbps),
+            Sample({"device": "cpu", "kind": "copy"}, measured.copy_gbps),
+        ]
+        samples += [Sample({"device": f"cuda:{g.index}", "kind": "copy"}, g.copy_gbps) for g in self.gpus]
+        return [Metric("decode_doctor_memory_bandwidth_gbps", "Measured memory bandwidth in GB/s.", tuple(samples))]
+
+    def compared(self) -> dict[str, str | float]:
+        values: dict[str, str | float] = {
+            "CPU read bandwidth (GB/s)": self.cpu.measured.read_gbps,
+            "CPU copy bandwidth (GB/s)": self.cpu.measured.copy_gbps,
+        }
+        values.update({f"GPU {g.index} copy bandwidth (GB/s)": g.copy_gbps for g in self.gpus})
+        return values
+
+
+def of_peak(gpu: GpuBandwidth) -> str:
+    if not gpu.theoretical_gbps:
+        return ""
+    return f" of {gpu.theoretical_gbps:.0f} GB/s theoretical ({gpu.copy_gbps / gpu.theoretical_gbps:.0%})"

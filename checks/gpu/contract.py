@@ -1,0 +1,126 @@
+"""The gpu feature's contract: the facts it publishes (GpuFacts) and their value types.
+
+Other features read the driver, the GPUs and the CUDA software through this module alone
+(ctx.facts.get(GpuFacts)); it imports nothing of the feature but its codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from decode_doctor.engine import EnvRow, Facts, Metric, Sample
+
+from .codes import GPU020, GPU021, GPU022, GPU023, GPU030
+
+
+@dataclass
+class GpuDevice:
+    index: int
+    name: str
+    memory_mib: int | None = None
+    architecture: str | None = None
+    mig_mode: str | None = None
+    bus_id: str | None = None
+    uuid: str | None = None
+    max_mem_clock_mhz: int | None = None
+    bus_width_bits: int | None = None
+    theoretical_gbps: float | None = None  # NVML's figure: 2 transfers per clock × clock × bus width / 8
+
+    def __post_init__(self) -> None:
+        if self.theoretical_gbps is None and self.max_mem_clock_mhz and self.bus_width_bits:
+            self.theoretical_gbps = round(2 * self.max_mem_clock_mhz * 1e6 * self.bus_width_bits / 8 / 1e9, 1)
+
+
+@dataclass
+class DriverInfo:
+    driver_version: str | None
+    cuda_version: str | None  # the highest CUDA the driver supports
+    devices: list[GpuDevice] = field(default_factory=list)
+    attached: int | None = None
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    version: str
+    judged: str  # the X.Y the compatibility table is read with
+    source: str
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    version: str | None
+    cuda: str | None
+    hip: str | None
+    cudnn: str | None
+    python: str
+    torch_dir: str
+
+
+@dataclass(frozen=True)
+class GpuFacts(Facts):
+    driver: str | None = None
+    cuda: str | None = None  # the highest CUDA the driver supports
+    source: str | None = None  # NVML, nvidia-smi -q -x, nvidia-smi -q
+    attached: int | None = None
+    devices: list[GpuDevice] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    unified_memory: bool = False  # Jetson: the GPU allocates from system RAM
+    board: str | None = None
+    toolkits: list[Toolkit] = field(default_factory=list)
+    torch: TorchBuild | None = None
+
+    def summary(self) -> list[str]:
+        lines = []
+        if self.driver or self.devices:
+            parts = [_device_text(d) for d in self.devices] or ["no GPU listed"]
+            cuda = f"CUDA ≤ {self.cuda}, " if self.cuda else ""
+            head = f"Driver {self.driver or '?'} ({cuda}via {self.source})"
+            notes = f" ({'; '.join(self.notes)})" if self.notes else ""
+            lines.append(f"{head}: " + "; ".join(parts) + notes)
+        if self.board:
+            lines.append(self.board)
+        lines += [f"CUDA toolkit {t.version} ({t.source})" for t in self.toolkits]
+        if self.torch:
+            build = f"CUDA {self.torch.cuda}" if self.torch.cuda else f"ROCm {self.torch.hip}" if self.torch.hip else "CPU-only"
+            lines.append(f"PyTorch {self.torch.version} ({build}, cuDNN {self.torch.cudnn or '?'}) in {self.torch.python}")
+        return lines
+
+    def environment(self) -> list[EnvRow]:
+        rows = []
+        if self.driver or self.devices:
+            rows.append(EnvRow("NVIDIA driver", self.driver or "unknown", ("GPU01", GPU020, GPU021)))
+            rows.append(EnvRow("CUDA (driver)", self.cuda or "unknown", ("GPU02",)))
+        if self.board:
+            rows.append(EnvRow("board", self.board, (GPU030,)))
+        rows += [EnvRow(f"GPU {d.index}", f"{d.name} ({d.memory_mib} MiB)") for d in self.devices]
+        if self.toolkits:
+            rows.append(EnvRow("CUDA toolkit", ", ".join(f"{t.version} ({t.source})" for t in self.toolkits), (GPU020, GPU023)))
+        if self.torch:
+            rows.append(EnvRow("PyTorch (serving)", f"{self.torch.version}, CUDA {self.torch.cuda or 'none'}", (GPU021, GPU022, GPU023)))
+        return rows
+
+    def metrics(self) -> list[Metric]:
+        samples = tuple(Sample({"gpu": str(d.index), "name": d.name}, float(d.memory_mib << 20)) for d in self.devices if d.memory_mib)
+        return [Metric("decode_doctor_gpu_memory_bytes", "Memory of each NVIDIA GPU, in bytes.", samples)] if samples else []
+
+    def compared(self) -> dict[str, str | float]:
+        values: dict[str, str | float] = {}
+        if self.driver:
+            values["NVIDIA driver"] = self.driver
+        if self.cuda:
+            values["CUDA (driver)"] = self.cuda
+        if self.torch and self.torch.version:
+            values["PyTorch"] = self.torch.version
+        for toolkit in self.toolkits:
+            values[f"CUDA toolkit ({toolkit.source})"] = toolkit.version
+        return values
+
+
+def _device_text(device: GpuDevice) -> str:
+    memory = f"{device.memory_mib / 1024:.0f} GiB" if device.memory_mib else "memory unknown"
+    bandwidth = f"{device.theoretical_gbps:.0f} GB/s theoretical" if device.theoretical_gbps else "bandwidth unknown (no bus width)"
+    mig = ", MIG enabled" if (device.mig_mode or "").lower() == "enabled" else ""
+    arch = f", {device.architecture}" if device.architecture else ""
+    return f"GPU {device.index}: {device.name} ({memory}{arch}{mig}, {bandwidth})"

@@ -1,0 +1,72 @@
+"""PyTorch's version and CUDA build in the serving Python, read from torch/version.py without importing torch."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from decode_doctor.engine import Context
+
+from .contract import TorchBuild
+from .nvidia import parse_torch_version_py
+
+TORCH_PROBE = r"""
+import importlib.util, json, sys
+out = {"python": sys.executable, "torch_dir": None, "cudnn": None}
+spec = importlib.util.find_spec("torch")
+if spec and spec.submodule_search_locations:
+    out["torch_dir"] = list(spec.submodule_search_locations)[0]
+try:
+    from importlib import metadata
+    for name in ("nvidia-cudnn-cu13", "nvidia-cudnn-cu12", "nvidia-cudnn-cu11"):
+        try:
+            out["cudnn"] = metadata.version(name)
+            break
+        except metadata.PackageNotFoundError:
+            pass
+except Exception:
+    pass
+print(json.dumps(out))
+"""
+
+
+def _last_json_object(output: str) -> dict[str, Any] | None:
+    """The probe's JSON line: the last line that is a JSON object (a sitecustomize or a warning may
+    print around it)."""
+    for line in reversed(output.strip().splitlines()[-50:]):
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def probe_torch(ctx: Context) -> TorchBuild | str | None:
+    """PyTorch's version and CUDA build from torch/version.py, without importing torch; a string says
+    why the probe failed; None: no torch."""
+    python = ctx.options.get("python") or sys.executable
+    record = ctx.run([python, "-c", TORCH_PROBE], timeout_s=20)
+    if not record.ok:
+        return record.error or record.stderr.strip()[-200:] or "the probe failed"
+    data = _last_json_object(record.stdout)
+    if data is None:
+        return f"the probe printed no JSON object: {record.stdout.strip()[-120:]!r}"
+    if not isinstance(data.get("torch_dir"), str) or not data["torch_dir"]:
+        return None
+    torch_dir = Path(data["torch_dir"])
+    try:
+        with open(torch_dir / "version.py", "rb") as handle:
+            version = parse_torch_version_py(handle.read(1 << 16).decode("utf-8", errors="replace"))
+    except OSError:
+        return f"{torch_dir}/version.py is unreadable"
+    cudnn = data.get("cudnn")
+    if not cudnn:
+        libs = sorted((torch_dir / "lib").glob("libcudnn.so.*")) if (torch_dir / "lib").is_dir() else []
+        cudnn = libs[0].name.split(".so.", 1)[1] if libs else None
+    python_version = data.get("python") if isinstance(data.get("python"), str) else "?"
+    cudnn = cudnn if isinstance(cudnn, str) or cudnn is None else str(cudnn)
+    return TorchBuild(version["version"], version["cuda"], version["hip"], cudnn, python_version, str(torch_dir))

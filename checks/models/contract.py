@@ -1,0 +1,184 @@
+"""The models feature's contract: the decode budget it publishes (BudgetFacts) and its value types
+(ModelInfo, Budget, ModelBudget).
+
+Other features read a model's budget on this host's devices through this module alone
+(ctx.facts.get(BudgetFacts)); it imports nothing of the feature but its codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from decode_doctor.engine import Chart, Facts, HtmlBlock, Metric, Sample, Series
+from decode_doctor.engine.units import human_binary, human_bytes
+
+
+@dataclass
+class ModelInfo:
+    path: str
+    format: str  # "safetensors", "gguf", "pytorch-bin", "config-only"
+    architecture: str | None = None
+    layers: int | None = None
+    attention_heads: int | None = None
+    kv_heads: int | None = None
+    head_dim: int | None = None
+    hidden_size: int | None = None
+    vocab_size: int | None = None
+    max_context: int | None = None
+    kv_latent_dim: int | None = None  # MLA (DeepSeek): one compressed vector per token and layer
+    experts: int | None = None
+    experts_per_token: int | None = None
+    tied_embeddings: bool = False
+    weight_bytes: int = 0
+    bytes_by_dtype: dict[str, int] = field(default_factory=dict)
+    embedding_bytes: int = 0
+    output_head_bytes: int = 0
+    not_decode_bytes: int = 0  # vision/audio towers: in memory, not read per token
+    expert_bytes: int = 0
+    tensor_count: int = 0
+    files: list[str] = field(default_factory=list)
+    quantization: str | None = None
+    notes: list[str] = field(default_factory=list)
+    sliding_window: int | None = None  # GGUF: the attention window of the sliding layers
+
+    @property
+    def config(self) -> dict[str, Any] | None:
+        """config.json as read, for sizing from it (kept out of the fields: facts and reports stay small)."""
+        return self.__dict__.get("_config")
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+    @property
+    def decode_read_bytes(self) -> int:
+        """Weight bytes one decode step reads: the embedding table is gathered (a row per token),
+        except when it doubles as the output head; towers are skipped; MoE reads its active experts."""
+        read = self.weight_bytes - self.not_decode_bytes
+        if not self.tied_embeddings:
+            read -= self.embedding_bytes
+        if self.experts and self.experts_per_token and self.expert_bytes:
+            read -= self.expert_bytes * (1 - self.experts_per_token / self.experts)
+        return int(read)
+
+    def missing_hyperparameters(self) -> list[str]:
+        missing = [n for n in ("layers", "kv_heads", "head_dim") if getattr(self, n) is None]
+        return [] if self.kv_latent_dim and self.layers else missing
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {key: value for key, value in self.__dict__.items() if key != "_config"}
+        data["decode_read_bytes"] = self.decode_read_bytes
+        return data
+
+
+@dataclass
+class Budget:
+    model: str
+    device: str
+    context: int
+    concurrency: int
+    kv_dtype: str
+    weights_bytes: float | None
+    weights_source: str
+    read_bytes_per_step: float
+    kv_bytes_per_token: float
+    kv_bytes_total: float
+    overhead_bytes: float | None
+    need_bytes: float | None
+    capacity_bytes: int | None
+    fit: str  # "fits", "tight", "does not fit", "unknown"
+    bandwidth_gbps: float | None
+    bandwidth_source: str
+    ms_per_token: float | None
+    tps_per_sequence: float | None
+    tps_aggregate: float | None
+    max_context: int | None = None  # at this concurrency
+    max_concurrency: int | None = None  # at this context
+    knobs: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    sweep: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(self).items()}
+
+
+def sequences(count: int) -> str:
+    return f"{count:,} sequence{'s' if count != 1 else ''}"
+
+
+@dataclass(frozen=True)
+class ModelBudget:
+    """One model's budget on every device of the host; judged: the devices it would be served from."""
+
+    model: ModelInfo
+    budgets: list[Budget]
+    judged: list[str]
+
+    def line(self) -> str:
+        model = self.model
+        first = next(b for b in self.budgets if b.device == self.judged[0])
+        parts = []
+        for budget in self.budgets:
+            if budget.device not in self.judged:
+                continue
+            if budget.tps_per_sequence:
+                ceiling = (
+                    f", ≤ {budget.tps_per_sequence:.1f} tok/s per sequence ({budget.bandwidth_gbps:.0f} GB/s {budget.bandwidth_source})"
+                )
+            else:
+                ceiling = ", ceiling unknown (no bandwidth)"
+            limits = ""
+            if budget.max_concurrency is not None:
+                limits = f", at most {sequences(budget.max_concurrency)} at {budget.context:,} tokens"
+            parts.append(f"{budget.device}: {budget.fit} in {human_bytes(budget.capacity_bytes)}{ceiling}{limits}")
+        weights = f"{human_bytes(first.weights_bytes)} of weights" if first.weights_bytes is not None else "weights unknown"
+        if model.format == "config-only" and first.weights_bytes is not None:
+            weights += " (from the config: no weight files)"
+        return (
+            f"{model.name} ({model.format}, {weights}, "
+            f"reads {human_bytes(first.read_bytes_per_step - first.kv_bytes_total)} of weights per step): "
+            f"KV {human_binary(first.kv_bytes_per_token)}/token "
+            f"({first.kv_dtype}), {human_bytes(first.kv_bytes_total)} at {first.context:,} tokens × {first.concurrency}; "
+            + "; ".join(parts)
+        )
+
+
+@dataclass(frozen=True)
+class BudgetFacts(Facts):
+    shown_by_default = True  # the user asked about these models
+    models: list[ModelBudget] = field(default_factory=list)
+
+    def summary(self) -> list[str]:
+        return [entry.line() for entry in self.models]
+
+    def metrics(self) -> list[Metric]:
+        samples = tuple(
+            Sample({"model": entry.model.path, "device": b.device, "context": str(b.context)}, b.tps_per_sequence)
+            for entry in self.models
+            for b in entry.budgets
+            if b.tps_per_sequence
+        )
+        return [Metric("decode_doctor_decode_ceiling_tokens_per_second", "Decode tokens/s ceiling per sequence.", samples)]
+
+    def html(self) -> list[HtmlBlock]:
+        series = []
+        rows = []
+        for entry in self.models:
+            for budget in entry.budgets:
+                points = tuple((row["context"], row["tps_per_sequence"]) for row in budget.sweep if row.get("tps_per_sequence"))
+                if points:
+                    series.append(Series(f"{entry.model.name} on {budget.device}", points))
+                ceiling = f"≤ {budget.tps_per_sequence:.1f} tok/s per sequence" if budget.tps_per_sequence else "ceiling unknown"
+                rows.append((f"{entry.model.name} on {budget.device}", f"{budget.fit} ({human_bytes(budget.need_bytes)}), {ceiling}"))
+        chart = Chart("context length (tokens)", "tokens/s per sequence", tuple(series), log_x=True) if series else None
+        return [HtmlBlock("Decode budget", tuple(rows), chart)] if rows else []
+
+    def compared(self) -> dict[str, str | float]:
+        return {
+            f"{entry.model.name} on {b.device}, tok/s at {b.context:,}": round(b.tps_per_sequence, 2)
+            for entry in self.models
+            for b in entry.budgets
+            if b.tps_per_sequence
+        }

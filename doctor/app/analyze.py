@@ -1,0 +1,80 @@
+"""`analyze`: the findings a live check would give, from texts a customer sent (nvidia-smi output and
+errors, kernel logs, collect_env…). Every check that reads such a text says what it found; each
+finding cites the file and line. The texts are read like every other input (regular files only,
+size-limited, never a FIFO or a device) and judged in a child with a deadline."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..engine.files import open_regular
+from ..engine.findings import CheckResult, State
+from ..engine.registry import Registry, load
+from ..reports.report import Report
+from .deadline import within
+from .requests import RequestError
+
+MAX_INPUT = 16 << 20
+DEADLINE_S = 120.0
+
+
+@dataclass(frozen=True)
+class AnalyzeRequest:
+    files: tuple[str, ...]  # paths, "-" for standard input
+    fail_on: str = "error"
+    timeout: float = DEADLINE_S
+
+
+def read_input(name: str) -> str:
+    if name == "-":
+        data = sys.stdin.buffer.read(MAX_INPUT + 1)
+    else:
+        with open_regular(name) as handle:
+            data = handle.read(MAX_INPUT + 1)
+    if len(data) > MAX_INPUT:
+        raise RequestError(f"{name}: larger than {MAX_INPUT >> 20} MiB; paste the relevant part")
+    return data.decode("utf-8", errors="replace")
+
+
+def _source(name: str) -> str:
+    return "stdin" if name == "-" else Path(name).name
+
+
+def _judge(texts: list[tuple[str, str]]) -> list[tuple[str, CheckResult]]:
+    """(file, result) for every check that reads one of the texts; runs in the deadline's child."""
+    registry = load()
+    found = []
+    for name, text in texts:
+        source = _source(name)
+        for cls in registry.checks.values():
+            analysis = cls.analyze(text, source)
+            if analysis is None:
+                continue
+            findings = [registry.resolve(f) for f in analysis.findings]
+            state = State.FINDINGS if findings else State.PASSED
+            found.append((name, CheckResult(f"{cls.name} ({source})", state, 0.0, findings, reason=analysis.kind, facts=analysis.facts)))
+    return found
+
+
+def analyze(request: AnalyzeRequest, registry: Registry | None = None) -> Report:
+    registry = registry or load()
+    texts = [(name, read_input(name)) for name in request.files]
+    judged = within(request.timeout, "reading the pasted texts", _judge, texts)
+    unknown = [name for name in request.files if name not in {name for name, _ in judged}]
+    if unknown:
+        known = "; ".join(f"{cls.name}: {cls.reads}" for cls in registry.checks.values() if cls.reads)
+        raise RequestError(f"{', '.join(unknown)}: no check reads this kind of text (read: {known})")
+    results = [result for _, result in judged]
+    meta: dict[str, Any] = {
+        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": "analyze: " + ", ".join(_source(name) for name in request.files),
+        "root": "-",
+        "argv": ["analyze", *request.files],
+        "version": __version__,
+    }
+    return Report(results, [f for r in results for f in r.findings], [], meta, request.fail_on, load_errors=list(registry.errors))

@@ -1,0 +1,47 @@
+"""The error contract of every command: usage errors stay click's (exit 2, one line); a path the user
+gave that cannot be read or written is one line, exit 2; anything else is an internal error, exit 2,
+with the --debug hint; Ctrl-C is 130 and a closed pipe 141."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Callable
+
+import click
+
+from .deadline import DeadlineExceeded, WorkFailed
+
+
+def guarded(debug: bool, action: Callable[[], int]) -> None:
+    """Runs a command body and exits with its code, or with the contract's code for what it raised."""
+    try:
+        code = action()
+    except (click.exceptions.Exit, click.ClickException):
+        raise
+    except BrokenPipeError:  # `decode-doctor check | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(141)
+    except KeyboardInterrupt:
+        click.echo("decode-doctor: interrupted", err=True)
+        sys.exit(130)
+    except (DeadlineExceeded, WorkFailed) as exc:
+        click.echo(f"decode-doctor: {exc}", err=True)
+        sys.exit(2)
+    except OSError as exc:
+        if debug:
+            traceback.print_exc()
+        if exc.filename is None:
+            click.echo(f"decode-doctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", err=True)
+        else:  # a path the user gave or owns: unwritable, missing, read-only, full
+            target = exc.filename if exc.filename2 is None else f"{exc.filename} → {exc.filename2}"
+            click.echo(f"decode-doctor: {exc.strerror or exc}: {target}", err=True)
+        sys.exit(2)
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        click.echo(f"decode-doctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", err=True)
+        sys.exit(2)
+    sys.exit(code)

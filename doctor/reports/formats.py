@@ -1,0 +1,3 @@
+"""The report formats (kept apart from the renderers, so a command's --help imports none of them)."""
+
+FORMATS = ("text", "json", "markdown", "html", "prometheus")
