@@ -4,7 +4,7 @@ restarted) and the NVIDIA Container Toolkit commands, which are shown, never run
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from decode_doctor.checks.docker.codes import BREAKS_PULLS, CODES_GPUS, DKR020, ClassicStoreParams, RemoveMirrorParams
 from decode_doctor.checks.docker.daemon_json import DAEMON_JSON, RESTART, render_like
@@ -14,7 +14,7 @@ from decode_doctor.fixes.actions import FixPlan, ReplaceFile, ShowCommands
 
 class DockerDaemonFixer(Fixer):
     name = "docker-daemon"
-    claims: dict[FixableCode[Any], Applicability] = {
+    claims: ClassVar[dict[FixableCode[Any], Applicability]] = {
         DKR020: Applicability.UNSAFE,
         **dict.fromkeys(BREAKS_PULLS.values(), Applicability.UNSAFE),
     }
@@ -50,7 +50,7 @@ class DockerDaemonFixer(Fixer):
 
 class NvidiaContainerCommands(Fixer):
     name = "nvidia-container"
-    claims: dict[FixableCode[Any], Applicability] = dict.fromkeys(CODES_GPUS, Applicability.DISPLAY_ONLY)
+    claims: ClassVar[dict[FixableCode[Any], Applicability]] = dict.fromkeys(CODES_GPUS, Applicability.DISPLAY_ONLY)
     takes = (CommandsParams,)
 
     def plan(self, finding: Finding, ctx: Context) -> FixPlan:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from decode_doctor.checks.images.codes import BROKEN, DAMAGED, IMG005, QuarantineParams, RenameParams
 from decode_doctor.engine import Applicability, Context, Finding, FixableCode, Fixer
@@ -12,7 +12,9 @@ from decode_doctor.fixes.actions import FixPlan, MoveFile
 
 class ImagesFixer(Fixer):
     name = "images"
-    claims: dict[FixableCode[Any], Applicability] = dict.fromkeys((*BROKEN.values(), *DAMAGED.values(), IMG005), Applicability.SAFE)
+    claims: ClassVar[dict[FixableCode[Any], Applicability]] = dict.fromkeys(
+        (*BROKEN.values(), *DAMAGED.values(), IMG005), Applicability.SAFE
+    )
     takes = (QuarantineParams, RenameParams)
 
     def plan(self, finding: Finding, ctx: Context) -> FixPlan:

@@ -87,7 +87,8 @@ def _from_json(data: Any) -> list[AmdGpu]:
         return found
     if not isinstance(data, dict):
         raise ValueError("JSON that is neither rocm-smi's nor amd-smi's")
-    system = data.get("system") if isinstance(data.get("system"), dict) else {}
+    found_system = data.get("system")
+    system: dict[str, Any] = found_system if isinstance(found_system, dict) else {}
     gpus = []
     cards = sorted((k for k in data if k.startswith("card") and k[4:].isdigit()), key=lambda k: int(k[4:]))
     for key in cards[:MAX_GPUS]:
@@ -111,12 +112,15 @@ def _from_json(data: Any) -> list[AmdGpu]:
     return gpus
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """A JSON object, or an empty one for anything else (a field the tool left out or mangled)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _amd_smi_item(index: int, item: dict[str, Any]) -> AmdGpu | None:
-    asic = item.get("asic") if isinstance(item.get("asic"), dict) else {}
-    vram = item.get("vram") if isinstance(item.get("vram"), dict) else {}
-    driver = item.get("driver") if isinstance(item.get("driver"), dict) else {}
-    bus = item.get("bus") if isinstance(item.get("bus"), dict) else {}
-    size = vram.get("size") if isinstance(vram.get("size"), dict) else {}
+    asic, vram = _object(item.get("asic")), _object(item.get("vram"))
+    driver, bus = _object(item.get("driver")), _object(item.get("bus"))
+    size = _object(vram.get("size"))
     name = _value(asic.get("market_name"))
     if name is None:
         return None

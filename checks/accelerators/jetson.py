@@ -27,7 +27,7 @@ class JetsonPower:
 
     @property
     def maximum_mode(self) -> bool:
-        return bool(self.mode) and self.mode.upper().startswith("MAXN")
+        return self.mode is not None and self.mode.upper().startswith("MAXN")
 
 
 def looks_like_jetson(text: str) -> bool:

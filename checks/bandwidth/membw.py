@@ -152,7 +152,7 @@ def parse_dmidecode_memory(text: str) -> MemorySpec | None:
         found = re.match(r"(\d+)\s*MT/s", speed)
         if found:
             speeds.append(int(found.group(1)))
-    types = {d.get("Type") for d in populated} - {None, "Unknown", "Other"}
+    types = {str(d["Type"]) for d in populated if d.get("Type")} - {"Unknown", "Other"}
     return MemorySpec(
         populated=len(populated),
         slots=len(devices),
@@ -193,7 +193,7 @@ def _measure_torch(budget_s: float) -> list[GpuBandwidth]:
         dst = torch.empty_like(src)
         src.fill_(1)
         dst.copy_(src)  # warm up
-        times = []
+        times: list[float] = []
         deadline = time.perf_counter() + budget_s
         while len(times) < 3 or (time.perf_counter() < deadline and len(times) < 50):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -219,7 +219,7 @@ def _measure_cupy(budget_s: float) -> list[GpuBandwidth]:
             src = cupy.ones(size, dtype=cupy.uint8)
             dst = cupy.empty_like(src)
             cupy.copyto(dst, src)
-            times = []
+            times: list[float] = []
             deadline = time.perf_counter() + budget_s
             while len(times) < 3 or (time.perf_counter() < deadline and len(times) < 50):
                 start, end = cupy.cuda.Event(), cupy.cuda.Event()

@@ -259,10 +259,10 @@ class Referrers(Check):
                     targets.append((base_url(registry), repo, ref, True))
         if not registries:
             for image in images:
-                host, repo, ref = parse_reference(image)
-                targets.append((base_url(host), repo, ref, False))
-        for base, repo, ref, mirror in targets:
-            findings.append(self._probe(session, base, repo, ref, mirror, configured, severity))
+                registry_host, repo, ref = parse_reference(image)
+                targets.append((base_url(registry_host), repo, ref, False))
+        for base, repository, reference, mirror in targets:
+            findings.append(self._probe(session, base, repository, reference, mirror, configured, severity))
         return findings
 
     def _probe(

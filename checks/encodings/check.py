@@ -363,15 +363,14 @@ class Encodings(Check):
                 ]
             return []
         severity = Severity.ERROR if item.path.name.lower() in LOADER_NAMES or suffix in (".json", ".jsonl", ".jinja") else Severity.WARNING
-        if verdict.status == "convert":
-            name = verdict.encoding.upper()
+        if verdict.status == "convert" and verdict.encoding:
             shown = f" «{verdict.preview}»" if verdict.preview else ""
-            fix = None
+            convert = None
             if not item.is_link:
-                fix = FixRef(f"convert {item.path.name} from {verdict.encoding} to UTF-8", ConvertParams(sha, verdict.encoding))
+                convert = FixRef(f"convert {item.path.name} from {verdict.encoding} to UTF-8", ConvertParams(sha, verdict.encoding))
             note = " (a symbolic link: convert its target)" if item.is_link else ""
-            message = f"{path}: {name}, not UTF-8 — loaders fail{where}{shown}; {verdict.reason}.{note}"
-            return [self.finding(ENC001, message, evidence=evidence, path=path, fix=fix, severity=severity)]
+            message = f"{path}: {verdict.encoding.upper()}, not UTF-8 — loaders fail{where}{shown}; {verdict.reason}.{note}"
+            return [self.finding(ENC001, message, evidence=evidence, path=path, fix=convert, severity=severity)]
         if verdict.status == "mixed":
             lines = "; ".join(
                 f"{enc}: lines {', '.join(map(str, nums[:8]))}{'…' if len(nums) > 8 else ''}" for enc, nums in verdict.mixed_lines.items()

@@ -15,7 +15,13 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from .language import Words
+    from .readings import Reading
 
 BOMS = (
     (b"\xef\xbb\xbf", "utf-8-sig"),
@@ -78,6 +84,13 @@ class Verdict:
         return [shown.encoding for shown in self.readings]
 
 
+class Where(TypedDict):
+    """Where strict UTF-8 first fails: the byte and its line."""
+
+    bad_offset: int
+    bad_line: int
+
+
 def parses(text: str, suffix: str) -> bool:
     """Structured files must parse after decoding (a 0x5C second byte turns into a backslash)."""
     try:
@@ -88,9 +101,9 @@ def parses(text: str, suffix: str) -> bool:
                 if line.strip():
                     json.loads(line)
         elif suffix == ".toml":
-            try:
+            if sys.version_info >= (3, 11):
                 import tomllib
-            except ImportError:  # Python 3.10
+            else:  # Python 3.10
                 import tomli as tomllib
             tomllib.loads(text)
         elif suffix in (".yaml", ".yml"):
@@ -174,18 +187,19 @@ def _before_utf8(data: bytes) -> Verdict | None:
             try:
                 text = data.decode(codec)
             except UnicodeDecodeError as exc:
-                where = exc.start
-                return Verdict("undecodable", codec, reason=f"starts with a {codec} BOM but byte {where} does not decode", bad_offset=where)
+                reason = f"starts with a {codec} BOM but byte {exc.start} does not decode"
+                return Verdict("undecodable", codec, reason=reason, bad_offset=exc.start)
             if codec == "utf-8-sig":
                 return Verdict("utf-8", "utf-8", text=text, bom=codec)
             return Verdict("convert", codec, text=text, reason=f"{codec.upper()} with a byte-order mark", bom=codec)
     wide = _wide_without_bom(data)
     if wide:
         try:
-            text = data.decode(wide)
+            decoded: str | None = data.decode(wide)
         except UnicodeDecodeError:
-            text = None
-        if text is not None and not forbidden(text):
+            decoded = None
+        if decoded is not None and not forbidden(decoded):
+            text = decoded
             zeros = "three bytes in four" if wide.startswith("utf-32") else "every other byte"
             return Verdict("convert", wide, text=text, reason=f"{wide.upper()} without a byte-order mark ({zeros} zero)")
     if data.isascii() and any(escape in data for escape in _ESCAPES):
@@ -213,7 +227,7 @@ def decide(data: bytes, suffix: str = "", stated: str | None = None) -> Verdict:
         return Verdict("ascii" if data.isascii() else "utf-8", "utf-8", text=text)
     except UnicodeDecodeError as exc:
         line_no = _position(data, exc.start)
-        where = {"bad_offset": exc.start, "bad_line": line_no}
+        where = Where(bad_offset=exc.start, bad_line=line_no)
         utf8_cut = exc.reason == "unexpected end of data" and exc.start >= len(data) - 3 and not data[: exc.start].isascii()
     if suffix == ".py":
         cookie = CODING_COOKIE.search(b"\n".join(data.split(b"\n")[:2]))
@@ -228,7 +242,7 @@ def decide(data: bytes, suffix: str = "", stated: str | None = None) -> Verdict:
     return _legacy(data, suffix, stated, where)
 
 
-def _legacy(data: bytes, suffix: str, stated: str | None, where: dict) -> Verdict:
+def _legacy(data: bytes, suffix: str, stated: str | None, where: Where) -> Verdict:
     from .readings import choose, hot_spans, readings
 
     spans = list(hot_spans(data))
@@ -283,7 +297,7 @@ def _legacy(data: bytes, suffix: str, stated: str | None, where: dict) -> Verdic
     )
 
 
-def _stated_reading(data: bytes, stated: str, found: list) -> object | None:
+def _stated_reading(data: bytes, stated: str, found: list[Reading]) -> Reading | None:
     """The reading that gives the text the stated encoding gives, if it is one of the clean readings."""
     from .readings import hot_lines
 
@@ -295,7 +309,7 @@ def _stated_reading(data: bytes, stated: str, found: list) -> object | None:
         return None
 
 
-def _as_stated(data: bytes, suffix: str, stated: str, where: dict, shown: list[Shown]) -> Verdict:
+def _as_stated(data: bytes, suffix: str, stated: str, where: Where, shown: list[Shown]) -> Verdict:
     from .readings import forbidden
 
     try:
@@ -315,7 +329,7 @@ def _as_stated(data: bytes, suffix: str, stated: str, where: dict, shown: list[S
     )
 
 
-def _side_by_side(candidates: list, words) -> list[Shown]:
+def _side_by_side(candidates: list[Reading], words: Words) -> list[Shown]:
     """The competing readings, each with its words at the places where they differ most often."""
     from .readings import _decoded
 
@@ -354,7 +368,7 @@ def _truncated(data: bytes, lines: list[bytes]) -> str | None:
 def _mixed(data: bytes, spans: list[tuple[int, int]]) -> dict[str, list[int]]:
     """Lines that read better as UTF-8 than in the encoding of the file's other non-ASCII lines.
     A line that decodes as UTF-8 but holds one lone two-byte character is not counted either way."""
-    from .language import Words, best_model
+    from .language import best_model
     from .readings import EVIDENCE_BITS, choose, readings, words
 
     utf8: list[tuple[int, bytes]] = []

@@ -227,8 +227,8 @@ def path_findings(check: Check, ctx: Context, torch_cuda: str | None) -> list[Fi
             f"{compiler[0]} is GCC {compiler[1]}, but nvcc {build.version or ''} in {build.root} accepts GCC ≤ {build.gnu_max} "
             f'(its include/crt/host_config.h): every CUDA extension build stops with "unsupported GNU version".'
         )
-        evidence = {"compiler": compiler[0], "gcc_major": compiler[1], "toolkit": build.root, "gnu_max": build.gnu_max}
-        findings.append(check.finding(GPU029, message, evidence=evidence))
+        cited: dict[str, object] = {"compiler": compiler[0], "gcc_major": compiler[1], "toolkit": build.root, "gnu_max": build.gnu_max}
+        findings.append(check.finding(GPU029, message, evidence=cited))
     if build and build.version and torch_cuda:
         built, have = torch_cuda.split(".")[:2], build.version.split(".")[:2]
         if built != have:

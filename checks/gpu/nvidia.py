@@ -53,10 +53,11 @@ def parse_smi_xml(text: str) -> DriverInfo:
         source="nvidia-smi -q -x",
     )
     info.attached = _number(_text(root, "attached_gpus"))
-    for index, gpu in enumerate(root.findall("gpu")):
+    for position, gpu in enumerate(root.findall("gpu")):
+        minor = _number(_text(gpu, "minor_number"))
         info.devices.append(
             GpuDevice(
-                index=_number(_text(gpu, "minor_number")) if _text(gpu, "minor_number") else index,
+                index=minor if minor is not None else position,
                 name=_text(gpu, "product_name") or "unknown NVIDIA GPU",
                 memory_mib=_number(_text(gpu, "fb_memory_usage/total")),
                 architecture=_text(gpu, "product_architecture"),
@@ -130,7 +131,7 @@ def parse_smi_text(text: str) -> DriverInfo:
     """`nvidia-smi -q` as text; driver 610 deprecates 'Driver Version' for 'KMD Version'. Linear in the
     size of the output: one pass splits it into lines, fields are looked up in them."""
     lines = _smi_lines(text)
-    top = {}
+    top: dict[str, str | None] = {}
     for line in lines:
         if line.indent == 0 and line.value is not None:
             top.setdefault(line.label.lower(), _smi_value(line.value))
@@ -337,7 +338,8 @@ def judge(cuda: str, driver: str, what: str) -> Compat:
 
 def build_for_driver(driver: str) -> str | None:
     """The newest PyTorch CUDA build a driver can run (at least through minor-version compatibility)."""
-    usable = [b for b in PYTORCH_CUDA_BUILDS if (minor_floor(b) and vkey(driver) >= vkey(minor_floor(b)))]
+    floors = ((build, minor_floor(build)) for build in PYTORCH_CUDA_BUILDS)
+    usable = [build for build, floor in floors if floor and vkey(driver) >= vkey(floor)]
     return usable[-1] if usable else None
 
 

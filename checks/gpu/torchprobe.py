@@ -67,6 +67,7 @@ def probe_torch(ctx: Context) -> TorchBuild | str | None:
     if not cudnn:
         libs = sorted((torch_dir / "lib").glob("libcudnn.so.*")) if (torch_dir / "lib").is_dir() else []
         cudnn = libs[0].name.split(".so.", 1)[1] if libs else None
-    python_version = data.get("python") if isinstance(data.get("python"), str) else "?"
+    found_python = data.get("python")
+    python_version = found_python if isinstance(found_python, str) else "?"
     cudnn = cudnn if isinstance(cudnn, str) or cudnn is None else str(cudnn)
     return TorchBuild(version["version"], version["cuda"], version["hip"], cudnn, python_version, str(torch_dir))

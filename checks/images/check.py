@@ -99,7 +99,7 @@ class _Progress:
         self.ctx.progress(text)
 
 
-def max_pixels_option(value: str) -> int:
+def max_pixels_option(value: str | int) -> int:
     """--max-pixels: a positive number of pixels (ValueError: a usage error)."""
     try:
         number = int(str(value).replace("_", "").replace(",", ""))

@@ -284,7 +284,7 @@ def _missing_decoder(scan: Scan) -> str | None:
 
 def _heif_plugin() -> bool:
     try:
-        from pillow_heif import register_heif_opener  # type: ignore[import-not-found]
+        from pillow_heif import register_heif_opener
     except ImportError:
         return False
     register_heif_opener()

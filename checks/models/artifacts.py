@@ -286,7 +286,8 @@ class _Review:
             problems.append(f"type {next(iter(kinds))!r} is not one engines know")
         kind = next(iter(kinds), None)
         factor = scaling.get("factor")
-        if kind in ("linear", "dynamic", "yarn", "llama3") and not (_number(factor) and _number(factor) >= 1):
+        number = _number(factor)
+        if kind in ("linear", "dynamic", "yarn", "llama3") and not (number is not None and number >= 1):
             problems.append(f"factor is {factor!r}, not a number of at least 1")
         original = _count(scaling.get("original_max_position_embeddings"))
         trained = _count(text.get("max_position_embeddings"))
@@ -337,12 +338,12 @@ class _Review:
             listing = ", ".join(f"{shard.name} {kind}" for shard, kind in sorted(dominant.items()) if kind)
             self.add(MDL022, f"{name}: the shards store different dtypes: {listing}.", dtypes={s.name: d for s, d in dominant.items()})
             return
-        stored = next(iter(kinds), None)
+        stored_as = next(iter(kinds), None)
         declared = self.config.get("torch_dtype") or self.config.get("dtype")
-        if (declared, stored) in (("float16", "BF16"), ("bfloat16", "F16")):
-            risk = "can overflow to inf (8 exponent bits down to 5)" if stored == "BF16" else "lose mantissa bits (10 down to 7)"
-            message = f"{name}: torch_dtype is {declared}, but the weights are stored {stored}: cast at load, they {risk}."
-            self.add(MDL020, message, torch_dtype=declared, stored=stored)
+        if (declared, stored_as) in (("float16", "BF16"), ("bfloat16", "F16")):
+            risk = "can overflow to inf (8 exponent bits down to 5)" if stored_as == "BF16" else "lose mantissa bits (10 down to 7)"
+            message = f"{name}: torch_dtype is {declared}, but the weights are stored {stored_as}: cast at load, they {risk}."
+            self.add(MDL020, message, torch_dtype=declared, stored=stored_as)
 
     def tokens(self) -> tuple[Tokenizer, Generation]:
         root = self.place.root if self.place.layout != "file" else self.place.root.parent
@@ -370,7 +371,10 @@ class _Review:
             unknown = [i for i in ids if not tokenizer.defines(i)]
             if unknown and tokenizer.has_json:
                 message = f"{name}: {what} {', '.join(map(str, unknown))} is not a token of the tokenizer ({tokenizer.size:,} ids)."
-                self.add(MDL031, message, **{what: ids})
+                if what == "bos_token_id":
+                    self.add(MDL031, message, bos_token_id=ids)
+                else:
+                    self.add(MDL031, message, pad_token_id=ids)
         turn = tokenizer.id_of(tokenizer.eos)
         if turn is not None and generation.eos_ids and turn not in generation.eos_ids:
             message = (

@@ -45,11 +45,11 @@ def devices(ctx: Context) -> list[Device]:
         found.append(Device(f"cuda:{gpu.index}", gpu.name, gpu.memory_bytes, bw, source))
     cpu = _cpu_device(ctx, given)
     if not found and stack is not None:  # nothing measured: the driver's inventory, with its theoretical bandwidth
-        for gpu in stack.devices:
-            bw = given or gpu.theoretical_gbps
-            memory = gpu.memory_mib << 20 if gpu.memory_mib else None
+        for listed in stack.devices:
+            bw = given or listed.theoretical_gbps
+            memory = listed.memory_mib << 20 if listed.memory_mib else None
             source = "given" if given else ("spec" if bw else "unknown")
-            found.append(Device(f"cuda:{gpu.index}", gpu.name, memory, bw, source))
+            found.append(Device(f"cuda:{listed.index}", listed.name, memory, bw, source))
         if stack.unified_memory and not found:  # Jetson: the GPU allocates from system RAM
             found.append(Device("cuda:0", "unified memory (Jetson)", cpu.memory_bytes, given, "given" if given else "unknown"))
     found.append(cpu)

@@ -56,7 +56,7 @@ class ModelInfo:
     def decode_read_bytes(self) -> int:
         """Weight bytes one decode step reads: the embedding table is gathered (a row per token),
         except when it doubles as the output head; towers are skipped; MoE reads its active experts."""
-        read = self.weight_bytes - self.not_decode_bytes
+        read: float = self.weight_bytes - self.not_decode_bytes
         if not self.tied_embeddings:
             read -= self.embedding_bytes
         if self.experts and self.experts_per_token and self.expert_bytes:

@@ -264,7 +264,7 @@ def _rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[st
                 f"{step.binding} binds ({'; '.join(roofs)})",
             )
         )
-        if device.kind == "cpu":
+        if device.kind == "cpu" and step.tps_per_sequence:
             low, high, what = expected_cpu_range(_dominant(model))
             rows.append(
                 (

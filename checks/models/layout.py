@@ -113,11 +113,11 @@ def known_hashes(place: ModelPlace) -> list[KnownHash]:
         for meta in sorted(metadata_dir.rglob("*.metadata")):
             lines = meta.read_text(errors="replace").splitlines()[:3]
             etag = lines[1].strip().strip('"') if len(lines) > 1 else ""
-            target = place.root / meta.relative_to(metadata_dir).with_suffix("")
+            named = place.root / meta.relative_to(metadata_dir).with_suffix("")
             if HEX64.fullmatch(etag):
-                found.append(KnownHash(target, "sha256", etag, f"{meta.name} (the hub's etag)"))
+                found.append(KnownHash(named, "sha256", etag, f"{meta.name} (the hub's etag)"))
             elif HEX40.fullmatch(etag):
-                found.append(KnownHash(target, "git-sha1", etag, f"{meta.name} (the hub's etag)"))
+                found.append(KnownHash(named, "git-sha1", etag, f"{meta.name} (the hub's etag)"))
     return found
 
 

@@ -144,7 +144,7 @@ def sizing(model: ModelInfo) -> Sizing:
             compute = "fp8"
 
         def read(sequences: int) -> float:
-            base = model.weight_bytes - model.not_decode_bytes - (0 if model.tied_embeddings else model.embedding_bytes)
+            base: float = model.weight_bytes - model.not_decode_bytes - (0 if model.tied_embeddings else model.embedding_bytes)
             if model.experts and model.experts_per_token and model.expert_bytes:
                 touched = 1 - (1 - model.experts_per_token / model.experts) ** max(sequences, 1)
                 base -= model.expert_bytes * (1 - touched)
@@ -302,9 +302,10 @@ class Planner:
         return self.weights + self.overhead + self.kv(context, concurrency)
 
     def fit(self, need: float | None) -> str:
-        if need is None or not self.hardware.memory_bytes:
+        usable = self.usable
+        if need is None or usable is None or not self.hardware.memory_bytes:
             return "unknown"
-        if need <= self.usable:
+        if need <= usable:
             return "fits"
         return "tight" if need <= self.hardware.memory_bytes else "does not fit"
 
@@ -428,11 +429,11 @@ def _knobs(plan: DeploymentPlan, planner: Planner) -> list[str]:
     if plan.fit not in ("tight", "does not fit") or planner.room() is None:
         return []
     knobs = []
-    for smaller in ("fp8", "q8_0", "q4_0"):
-        if KV_DTYPE_BYTES[smaller] < KV_DTYPE_BYTES[plan.kv_dtype]:
-            trial = Planner(plan.sizing, plan.hardware, plan.gpus, smaller)
+    for kv_dtype in ("fp8", "q8_0", "q4_0"):
+        if KV_DTYPE_BYTES[kv_dtype] < KV_DTYPE_BYTES[plan.kv_dtype]:
+            trial = Planner(plan.sizing, plan.hardware, plan.gpus, kv_dtype)
             if trial.fit(trial.need(plan.context, plan.concurrency)) == "fits":
-                knobs.append(f"a {smaller} KV cache (--kv-dtype {smaller}) fits")
+                knobs.append(f"a {kv_dtype} KV cache (--kv-dtype {kv_dtype}) fits")
                 break
     if plan.max_context and plan.max_context < plan.context:
         knobs.append(f"cap the context at {plan.max_context:,} tokens")

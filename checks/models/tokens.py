@@ -77,7 +77,8 @@ def read_tokenizer(root: Path) -> tuple[Tokenizer, list[tuple[Path, ModelFormatE
     data = load("tokenizer.json")
     if data is not None:
         tokenizer.has_json = True
-        model = data.get("model") if isinstance(data.get("model"), dict) else {}
+        found_model = data.get("model")
+        model: dict[str, Any] = found_model if isinstance(found_model, dict) else {}
         vocab = model.get("vocab")
         if isinstance(vocab, dict):
             tokenizer.ids.update(v for v in vocab.values() if isinstance(v, int))

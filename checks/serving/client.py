@@ -10,7 +10,7 @@ import asyncio
 import json
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -151,7 +151,7 @@ async def _read_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]
     return int(parts[1]), headers
 
 
-async def _body_chunks(reader: asyncio.StreamReader, headers: dict[str, str]):
+async def _body_chunks(reader: asyncio.StreamReader, headers: dict[str, str]) -> AsyncIterator[bytes]:
     """The body's bytes as they arrive: chunked, by Content-Length, or until the server closes."""
     if "chunked" in headers.get("transfer-encoding", "").lower():
         while True:
@@ -279,19 +279,19 @@ async def stream(
                 continue
             *lines, rest = buffer.split(b"\n")
             buffer = bytearray(rest)
-            for line in lines:
-                line = line.rstrip(b"\r")
+            for raw in lines:
+                line = raw.rstrip(b"\r")
                 if not line.startswith(b"data:"):
                     continue  # blank separators, comments (": ping"), event:/id: fields
                 events += 1
                 if events > max_events:
                     message = f"more than {max_events} events for max_tokens {payload.get('max_tokens')}: a runaway stream"
                     raise ClientError(message, "runaway")
-                data = bytes(line[5:].strip())
-                if data == b"[DONE]":
+                event_data = bytes(line[5:].strip())
+                if event_data == b"[DONE]":
                     record.done = True
                     continue
-                if _take(record, data, now, last):
+                if _take(record, event_data, now, last):
                     last = now
             if record.done:
                 break
@@ -348,10 +348,10 @@ def _take(record: Record, data: bytes, now: float, last: float) -> bool:
         return False
     choice = choices[0]
     delta = choice.get("delta")
-    text = delta.get("content") if isinstance(delta, dict) else choice.get("text")
+    content: object = delta.get("content") if isinstance(delta, dict) else choice.get("text")
     if choice.get("finish_reason"):
         record.finish_reason = str(choice["finish_reason"])
-    if not (isinstance(text, str) and text):
+    if not (isinstance(content, str) and content):
         return False
     if record.chunks == 0:
         record.ttft = now - record.started

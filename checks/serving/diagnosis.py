@@ -92,7 +92,7 @@ def diagnose(
         verdicts.append(Verdict(SRV001, _with_flag(SRV001, engine, message), {"kv_usage": round(kv, 4), "engine": engine}))
 
     if now.preemptions is not None:
-        gained = now.preemptions - (before.preemptions or 0) if during and before.preemptions is not None else now.preemptions
+        gained = now.preemptions - before.preemptions if before is not None and before.preemptions is not None else now.preemptions
         if gained > 0:
             when = "during the run" if during else "since the server started"
             message = f"{engine} preempted {gained:,.0f} sequence(s) {when}: their KV cache was dropped and recomputed."

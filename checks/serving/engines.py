@@ -199,9 +199,9 @@ def _histogram(names: Sequence[str], index: dict[str, list[Sample]], read: list[
 
 def snapshot(exposition: Exposition) -> Snapshot:
     spec = detect(exposition)
-    common = {"series": len(exposition.samples), "skipped": exposition.skipped, "truncated": exposition.truncated}
+    series, skipped, truncated = len(exposition.samples), exposition.skipped, exposition.truncated
     if spec is None:
-        return Snapshot("unknown", **common)
+        return Snapshot("unknown", series=series, skipped=skipped, truncated=truncated)
     index = _by_name(exposition)
     read: list[str] = []
     return Snapshot(
@@ -217,7 +217,9 @@ def snapshot(exposition: Exposition) -> Snapshot:
         itl=_histogram(spec.itl, index, read),
         queue_time=_histogram(spec.queue_time, index, read),
         names=tuple(read),
-        **common,
+        series=series,
+        skipped=skipped,
+        truncated=truncated,
     )
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from .codes import LIV001, LIV002, LIV003, LIV004, LIV005, LIV006, LIV007, LIV008, LIV009
 from .diagnosis import Verdict
 from .facts import BenchRun, Ceiling
-from .stats import LevelStats
+from .stats import Dist, LevelStats
 
 LOW_REACH = 0.5  # decode at concurrency 1 below half the ceiling
 IMPOSSIBLE_REACH = 1.25  # above the ceiling by more than measurement error: the ceiling is not this server's
@@ -71,29 +71,26 @@ def _against_ceiling(bench: BenchRun, ceiling: Ceiling | None) -> list[Verdict]:
 
 
 def _swings(levels: Sequence[LevelStats]) -> list[Verdict]:
-    worst = [lv for lv in levels if lv.tpot and lv.tpot.n >= MIN_SAMPLES and (lv.tpot.spread or 0) > TPOT_SPREAD]
+    worst = [(lv, lv.tpot) for lv in levels if lv.tpot and lv.tpot.n >= MIN_SAMPLES and (lv.tpot.spread or 0) > TPOT_SPREAD]
     if not worst:
         return []
-    lv = max(worst, key=lambda item: item.tpot.spread or 0)
-    tpot = lv.tpot
+    lv, tpot = max(worst, key=lambda item: item[1].spread or 0)
     message = (
         f"TPOT swings from {_ms(tpot.p50)} (p50) to {_ms(tpot.p99)} (p99) at concurrency {lv.concurrency}, "
-        f"{tpot.spread:.1f}× (levels: {', '.join(str(x.concurrency) for x in worst)})."
+        f"{tpot.spread or 0:.1f}× (levels: {', '.join(str(x.concurrency) for x, _ in worst)})."
     )
     evidence = {"concurrency": lv.concurrency, "tpot_p50_ms": round(tpot.p50, 3), "tpot_p99_ms": round(tpot.p99, 3), "samples": tpot.n}
     return [Verdict(LIV002, message, evidence)]
 
 
 def _tails(levels: Sequence[LevelStats]) -> list[Verdict]:
-    def tail(lv: LevelStats) -> bool:
-        t = lv.ttft
+    def tail(t: Dist | None) -> bool:
         return bool(t and t.n >= MIN_SAMPLES and t.p50 > 0 and t.p99 / t.p50 > TTFT_SPREAD and t.p99 - t.p50 >= TTFT_TAIL_MS)
 
-    worst = [lv for lv in levels if tail(lv)]
+    worst = [(lv, lv.ttft) for lv in levels if lv.ttft is not None and tail(lv.ttft)]
     if not worst:
         return []
-    lv = max(worst, key=lambda item: item.ttft.p99 / item.ttft.p50)
-    ttft = lv.ttft
+    lv, ttft = max(worst, key=lambda item: item[1].p99 / item[1].p50)
     message = (
         f"TTFT has a long tail at concurrency {lv.concurrency}: p50 {_ms(ttft.p50)}, p99 {_ms(ttft.p99)} "
         f"({ttft.p99 / ttft.p50:.1f}×); one request in a hundred waits that long for its first token."

@@ -104,13 +104,13 @@ async def run_level(
     workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, count))]
     stopper = asyncio.ensure_future(stop.wait())
     try:
-        pending = set(workers)
+        pending: set[asyncio.Future[Any]] = set(workers)
         while pending:
             done, pending = await asyncio.wait(pending | {stopper}, return_when=asyncio.FIRST_COMPLETED)
             pending.discard(stopper)
             if stopper in done:
-                for task in pending:
-                    task.cancel()
+                for waiting in pending:
+                    waiting.cancel()
                 await asyncio.gather(*pending, return_exceptions=True)
                 ran_out = "interrupted"
                 break

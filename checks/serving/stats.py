@@ -231,9 +231,9 @@ class Knee:
 def knee(levels: Sequence[LevelStats]) -> Knee | None:
     """The first step of the sweep where TPOT p95 grows by a larger factor than output tokens/s:
     past it, more concurrency buys less throughput than it costs every user in latency."""
-    usable = [lv for lv in levels if lv.tpot is not None and lv.output_tokens_per_s > 0]
-    for before, after in itertools.pairwise(usable):
-        tpot_growth = after.tpot.p95 / before.tpot.p95 if before.tpot.p95 > 0 else math.inf
+    usable = [(lv, lv.tpot) for lv in levels if lv.tpot is not None and lv.output_tokens_per_s > 0]
+    for (before, tpot_before), (after, tpot_after) in itertools.pairwise(usable):
+        tpot_growth = tpot_after.p95 / tpot_before.p95 if tpot_before.p95 > 0 else math.inf
         throughput_growth = after.output_tokens_per_s / before.output_tokens_per_s
         if tpot_growth > throughput_growth:
             return Knee(before.concurrency, after.concurrency, tpot_growth, throughput_growth)

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine.findings import Applicability, Finding
-from ..fixes.actions import FixPlan
 from ..engine.paths import default_state_dir
+from ..fixes.actions import FixPlan
 from ..fixes.journal import LockBusy, apply_plans
 from .requests import Dialogue, FixRequest
 from .service import Outcome, recheck

@@ -125,7 +125,7 @@ def run_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options shared by `check` and `report`: what to look at and which checks to run."""
     path = click.Path(exists=True, path_type=Path)
     directory = click.Path(exists=True, file_okay=False, path_type=Path)
-    decorators = [
+    decorators: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.option(
             "--root",
             type=directory,

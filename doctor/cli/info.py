@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from typing import Any
 
 import click
 
@@ -19,7 +20,7 @@ def list_checks(fmt: str) -> None:
     from ..engine.registry import load
 
     registry = load()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, cls in registry.checks.items():
         needs = cls.needs
         codes = []
@@ -47,8 +48,8 @@ def list_checks(fmt: str) -> None:
         origin = "" if row["origin"] == "builtin" else f" [{row['origin']}]"
         click.echo(f"{row['check']}: {row['description']}" + (f" ({extra})" if extra else "") + origin)
         for code in row["codes"]:
-            fix = "" if not code["fix"] else "  [fixable]" if code["fix"] == "safe" else f"  [fixable: {code['fix']}]"
-            click.echo(f"    {code['code']:<9} {code['severity']:<8} {code['title']}{fix}")
+            label = "" if not code["fix"] else "  [fixable]" if code["fix"] == "safe" else f"  [fixable: {code['fix']}]"
+            click.echo(f"    {code['code']:<9} {code['severity']:<8} {code['title']}{label}")
     for error in registry.errors:
         click.echo(f"could not load: {error}", err=True)
 

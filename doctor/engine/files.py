@@ -4,10 +4,10 @@ can block on it (the open itself does not block: O_NONBLOCK), and links can be r
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
 
 
 class NotRegular(OSError):
@@ -26,7 +26,7 @@ def kind_of(mode: int) -> str:
     return "not a regular file"
 
 
-def open_regular(path: str | os.PathLike[str], *, follow: bool = True, buffering: int = -1) -> BinaryIO:
+def open_regular(path: str | os.PathLike[str], *, follow: bool = True, buffering: int = -1) -> io.BufferedReader | io.FileIO:
     """The file opened for binary reading; NotRegular for anything but a regular file (ELOOP as an
     OSError for a link when follow is False)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
@@ -36,7 +36,9 @@ def open_regular(path: str | os.PathLike[str], *, follow: bool = True, buffering
         if not stat.S_ISREG(mode):
             raise NotRegular(errno.EINVAL, f"{kind_of(mode)}, not a regular file; not read", str(path))
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb", buffering=buffering)
+        if buffering == 0:
+            return io.FileIO(fd, "rb", closefd=True)
+        return io.BufferedReader(io.FileIO(fd, "rb", closefd=True), buffer_size=buffering if buffering > 0 else io.DEFAULT_BUFFER_SIZE)
     except BaseException:
         os.close(fd)
         raise

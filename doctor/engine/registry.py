@@ -191,8 +191,8 @@ def _add_fixers(registry: Registry, found: list[tuple[type[Fixer], str]]) -> Non
         registry.fixers[name] = cls
         registry.origins["fixer:" + name] = origin
         registry.claims.update({spec.code: Claim(name, applicability) for spec, applicability in cls.claims.items()})
-    for code, (spec, check) in codes.items():
-        if spec.declares_fix and code not in registry.claims:
+    for code, (declared, check) in codes.items():
+        if declared.declares_fix and code not in registry.claims:
             registry.errors.append(f"check {check.name!r}: {code} declares a fix, but no fixer claims it")
 
 

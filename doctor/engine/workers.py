@@ -30,7 +30,7 @@ def usable_cpus() -> int:
 
 def child_groups(pid: int) -> set[int]:
     """The process groups of pid's children, from /proc (empty where there is no /proc)."""
-    groups = set()
+    groups: set[int] = set()
     try:
         entries = os.listdir("/proc")
     except OSError:

@@ -297,11 +297,11 @@ def move_file(src: Path, dst: Path, expected_sha256: str | None = None, *, src_d
     tmp_path = tmp if dst_dir is not None else str(dst.parent / tmp)
     out = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dst_dir)
     try:
-        with os.fdopen(out, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), source.st_mode & 0o7777)
-            os.fsync(handle.fileno())
+        with os.fdopen(out, "wb") as written:
+            written.write(data)
+            written.flush()
+            os.fchmod(written.fileno(), source.st_mode & 0o7777)
+            os.fsync(written.fileno())
         check = os.open(tmp_path, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dst_dir)
         with os.fdopen(check, "rb") as handle:
             if sha256_bytes(handle.read()) != digest:

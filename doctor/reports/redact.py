@@ -5,6 +5,7 @@ self-check runs over the finished files before anything is written."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -120,7 +121,7 @@ class Redactor:
         if not self.enabled or not text:
             return text
         for kind, pattern in PATTERNS:
-            text = pattern.sub(lambda m, kind=kind: self._replace(m, kind), text)
+            text = pattern.sub(functools.partial(self._replace, kind=kind), text)
         if "[REDACTED:aws-access-key]" in text:  # the secret key usually sits right beside the access key
             text = AWS_SECRET_NEAR_KEY.sub(lambda m: self._replace_value(m.group(0), "aws-secret-key"), text)
         for secret in sorted(self.secrets, key=len, reverse=True):

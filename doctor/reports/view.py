@@ -177,7 +177,10 @@ def build_view(
     facts = report.facts()
     findings = [_redacted_finding(f, redact) for f in report.sorted_findings()]
     rows = list(host_rows or [])
-    lines, metrics, blocks, facts_json = [], [], [], {}
+    lines: list[FactLine] = []
+    metrics: list[Metric] = []
+    blocks: list[HtmlBlock] = []
+    facts_json: dict[str, Any] = {}
     for check, item in facts.items():
         rows.extend(item.environment())
         lines.extend(FactLine(check, redact.text(line), item.shown_by_default) for line in item.summary())

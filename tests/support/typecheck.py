@@ -1,0 +1,50 @@
+"""Type-checks doctor/, checks/ and fixers/ as the one package they install as (decode_doctor, with
+decode_doctor.checks and decode_doctor.fixers), with the configuration in pyproject.toml.
+
+The package directories are renamed at install time (package-dir), so mypy is pointed at a tree of
+links that has the installed shape; paths in its messages are mapped back to the repository's.
+Usage: python tests/support/typecheck.py [mypy options]; exit status: mypy's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def package_tree(root: Path) -> Path:
+    """root/decode_doctor: links to doctor/'s entries, checks/ and fixers/."""
+    package = root / "decode_doctor"
+    package.mkdir()
+    for entry in sorted((REPO / "doctor").iterdir()):
+        if entry.name != "__pycache__":
+            (package / entry.name).symlink_to(entry)
+    (package / "checks").symlink_to(REPO / "checks")
+    (package / "fixers").symlink_to(REPO / "fixers")
+    return package
+
+
+def mypy(targets: list[str], extra: list[str] | None = None, cache: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """mypy over targets (-p decode_doctor, or files) with the package importable as installed."""
+    with tempfile.TemporaryDirectory(prefix="dd-typecheck-") as tmp:
+        package_tree(Path(tmp))
+        command = [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml")]
+        command += ["--cache-dir", str(cache or REPO / ".mypy_cache"), *(extra or []), *targets]
+        return subprocess.run(command, cwd=tmp, capture_output=True, text=True, env={**os.environ, "MYPYPATH": tmp})
+
+
+def main(argv: list[str]) -> int:
+    proc = mypy(["-p", "decode_doctor"], argv)
+    for stream, text in ((sys.stdout, proc.stdout), (sys.stderr, proc.stderr)):
+        text = text.replace("decode_doctor/checks/", "checks/").replace("decode_doctor/fixers/", "fixers/")
+        stream.write(text.replace("decode_doctor/", "doctor/"))
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
