@@ -13,7 +13,7 @@ from decode_doctor.checks.images.codes import QuarantineParams, RenameParams
 from decode_doctor.fixes.journal import UndoError, undo_run
 
 from .conftest import kill_at_step, run_dd, tree_digest
-from .support.harness import cli, fix_killed_at, run_check
+from .support.harness import cli, fix_killed_at, run_app, run_check
 from .support.imagegen import encode, picture, png_chunks, png_of_zeros, samples, write_dataset
 
 QUARANTINE_CODES = {"IMG001", "IMG002", "IMG004", "IMG011"}
@@ -304,3 +304,55 @@ def test_an_extra_loader_is_checked_when_asked(tmp_path):
         assert check("--images", str(tmp_path), "--format", "json").json()["findings"] == []  # Pillow reads TGA
     proc = check("--images", str(tmp_path), "--loader", "imageio")
     assert proc.exit_code == 2 and "unknown loader 'imageio'" in proc.stderr
+
+
+def test_a_92_megapixel_png_named_jpg_is_one_finding_and_the_check_judges_the_rest(tmp_path):
+    """The case that once crashed the whole check: the most severe reason (the loader warns: too many
+    pixels) ranked first, and the rename fix of the lying extension went with a code that has none."""
+    from PIL import Image
+
+    root = tmp_path / "ds"
+    root.mkdir()
+    Image.new("L", (9600, 9600), 128).save(root / "big.jpg", format="PNG")  # 92.2 MP: over 89.5, under 179
+    (root / "good.jpg").write_bytes(encode(picture(), "JPEG"))
+    args = ("check", "--select", "images", "--images", str(root), "--format", "json")
+    first = cli(*args)
+    report = first.json()
+    (result,) = report["results"]
+    assert result["state"] == "findings"
+    (finding,) = report["findings"]
+    assert (finding["code"], finding["path"]) == ("IMG014", str(root / "big.jpg"))
+    assert "over the loader's warning limit" in finding["message"] and "PNG data named .jpg" in finding["message"]
+    assert finding["fix"] is None  # the loader's warning has no fix; the rename is said in the message
+    assert report["facts"]["images"]["datasets"][0]["images"] == 2  # the good file was judged too
+    assert first.exit_code == 0  # a warning: not at the default --fail-on error
+    assert cli(*args, "--fail-on", "warning").exit_code == 1
+
+
+def test_every_image_kind_under_every_wrong_extension_is_judged_without_a_crash(tmp_path):
+    """Every sample the corpus tests know (good, broken, damaged, bombs, not images), saved under every
+    image extension but its own: one verdict per file, each fix of its code's own kind, no crashed check."""
+    from decode_doctor.checks.images.walk import IMAGE_SUFFIXES
+    from decode_doctor.engine import FixableCode
+    from decode_doctor.engine.registry import load
+
+    root = tmp_path / "ds"
+    root.mkdir()
+    written = []
+    for number, sample in enumerate(samples()):
+        own = Path(sample.rel).suffix.lower()
+        for suffix in sorted(IMAGE_SUFFIXES - {own}):
+            path = root / f"{number:03d}-{Path(sample.rel).stem}{suffix}"
+            path.write_bytes(sample.data)
+            written.append(str(path))
+    run = run_check("images", images=(root,))  # a crash would raise here
+    per_file = [f for f in run.findings if f.path in written]
+    assert len({f.path for f in per_file}) == len(per_file)  # at most one finding per file
+    codes = load().codes()
+    for finding in per_file:
+        spec = codes[finding.code][0]
+        if finding.fix is not None:
+            assert isinstance(spec, FixableCode) and isinstance(finding.fix.params, spec.params), finding
+    assert run.facts is not None and run.facts.datasets[0].images == len(written)
+    outcome = run_app("images", images=(root,))
+    assert [r.state.value for r in outcome.report.results] == ["findings"]
