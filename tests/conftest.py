@@ -16,6 +16,7 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
 REPO = Path(__file__).resolve().parent.parent
+LAST = "tests/test_codes.py::test_every_declared_code_is_emitted_by_some_test"
 FIXTURES = REPO / "fixtures"
 PLUGINS = Path(__file__).resolve().parent / "plugins"
 # Tests about one check select it: the bandwidth probe would add a second of measuring to each run.
@@ -49,6 +50,23 @@ def tree_digest(root: Path) -> dict[str, str]:
         else:
             digest[rel] = "dir"
     return digest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from .support import emitted
+
+    emitted.install()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from .support import emitted
+
+    emitted.remove()
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The test that reads which codes the suite emitted runs last."""
+    items.sort(key=lambda item: item.nodeid == LAST)
 
 
 @pytest.fixture
@@ -109,7 +127,12 @@ def run_dd(
         kept = [f"{k}={v}" for k, v in full_env.items() if k in ("PATH", "NO_COLOR", "HOME", *(env or {}))]
         bootstrap = BOOTSTRAP.format(site=sysconfig.get_paths()["purelib"])
         argv = ["runuser", "-u", user, "--", "env", "-i", *kept, python, "-c", bootstrap, *args]
-    return subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=cwd or REPO, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=cwd or REPO, stdin=subprocess.DEVNULL)
+    if args and args[0] in ("check", "analyze", "bench"):  # what they print names findings (list and explain name every code)
+        from .support.emitted import record_output
+
+        record_output(proc.stdout, proc.stderr)
+    return proc
 
 
 @pytest.fixture(scope="session")

@@ -222,3 +222,31 @@ def test_busy_host_is_measured_as_busy():
         for burner in burners:
             burner.kill()
     assert result.other_load > 0.15
+
+
+def test_a_gpu_copying_far_below_its_peak_is_said(tmp_path, monkeypatch):
+    """BW005: device-to-device copies at a third of NVML's theoretical peak (a throttled card)."""
+    monkeypatch.setattr(membw, "measure_cpu", steady(20.0))
+    monkeypatch.setattr(membw, "measure_gpus", lambda budget_s=0.5: [membw.GpuBandwidth(0, "NVIDIA A10", 24 << 30, 201.0, 0.01)])
+    monkeypatch.setattr(membw, "nvml_theoretical", lambda: {0: 600.2})
+    root = tmp_path / "host"
+    (root / "proc/driver/nvidia/gpus/0000:01:00.0").mkdir(parents=True)
+    run = run_check("bandwidth", root, env={"PATH": "/nonexistent"})
+    finding = run.codes()["BW005"]
+    assert finding.message == "GPU 0 (NVIDIA A10): copy 201 GB/s of 600 GB/s theoretical (33%)."
+    assert run.facts.gpus[0].theoretical_gbps == 600.2
+
+
+def test_a_model_within_memory_but_past_the_headroom_is_a_warning(tmp_path):
+    """DEC003: the need lies between the usable 90 % and the whole of the memory."""
+    model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)
+    options = {"bandwidth": 50.0, "context": 2048}
+    probe = run_check("decode-budget", RHEL_HOST, models=(model,), options=options)
+    need = probe.facts.models[0].budgets[-1].need_bytes
+    root = tmp_path / "host"
+    (root / "proc").mkdir(parents=True)
+    (root / "proc/meminfo").write_text(f"MemTotal:       {int(need / 0.95) // 1024} kB\nMemAvailable:   {int(need) // 1024} kB\n")
+    run = run_check("decode-budget", root, models=(model,), options=options)
+    budget = run.facts.models[0].budgets[-1]
+    assert budget.fit == "tight" and "DEC002" not in run.codes()
+    assert "less than 10 % left" in run.codes()["DEC003"].message

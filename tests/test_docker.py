@@ -93,6 +93,61 @@ def test_api_version_too_old(tmp_path):
     assert "DKR005" in codes(report)
 
 
+def _small_filesystem() -> str | None:
+    """A mounted filesystem with less free space than the check asks for (a tmpfs), if the machine has one."""
+    from decode_doctor.checks.docker.engine import LOW_DISK_BYTES
+
+    for candidate in ("/dev/shm", "/run", "/boot"):
+        try:
+            stat = os.statvfs(candidate)
+        except OSError:
+            continue
+        if 0 < stat.f_bavail * stat.f_frsize < LOW_DISK_BYTES:
+            return candidate
+    return None
+
+
+def test_an_engine_on_the_containerd_store_with_a_small_data_root(tmp_path):
+    """Engine 29.1 with the containerd image store (pulls ask mirrors for referrers: DKR020, with the
+    unsafe fix back to the classic store) and a data root on a filesystem with little room (DKR010)."""
+    small = _small_filesystem()
+    if small is None:
+        pytest.skip("no mounted filesystem here has less than 50 GB free")
+    root = empty_root(tmp_path)
+    (root / "var/lib").mkdir(parents=True)
+    (root / "var/lib/docker").symlink_to(small)  # statvfs of the data root under --root reads that filesystem
+
+    def route(handler):
+        if handler.path.endswith("/version"):
+            return (
+                200,
+                {"Content-Type": "application/json"},
+                json_body({"Version": "29.1.2", "ApiVersion": "1.52", "MinAPIVersion": "1.24"}),
+            )
+        if handler.path.endswith("/info"):
+            status = [["driver-type", "io.containerd.snapshotter.v1"]]
+            info = {"Driver": "overlayfs", "DriverStatus": status, "DockerRootDir": "/var/lib/docker", "Runtimes": {"runc": {}}}
+            return 200, {"Content-Type": "application/json"}, json_body(info)
+        return 404, {"Content-Type": "application/json"}, json_body({"message": "not here"})
+
+    with unix_http_server(tmp_path / "engine.sock", route) as url:
+        report = run_check("docker", env={"DOCKER_HOST": url}, root=root)
+    found = codes(report)
+    assert found["DKR010"]["evidence"]["docker_root_dir"] == "/var/lib/docker"
+    assert "GB free; inference images need 10–25 GB each" in found["DKR010"]["message"]
+    assert found["DKR020"]["fix"]["fixer"] == "docker-daemon" and found["DKR020"]["fix"]["applicability"] == "unsafe"
+    assert report["facts"]["docker"]["image_store"] == "containerd" and report["facts"]["docker"]["referrers_exposed"] is True
+
+
+def test_a_registry_that_does_not_answer_cannot_be_vouched_for(tmp_path):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    report = run_check("referrers", "--registry", f"http://127.0.0.1:{port}", root=empty_root(tmp_path))
+    (finding,) = [f for f in report["findings"] if f["code"] == "REF009"]
+    assert finding["severity"] == "warning" and f"127.0.0.1:{port}" in finding["message"]
+
+
 def test_not_installed(tmp_path):
     env = {"PATH": str(tmp_path / "empty-bin"), "DOCKER_CONFIG": str(tmp_path / "cfg")}
     (tmp_path / "empty-bin").mkdir()

@@ -356,3 +356,27 @@ def test_every_image_kind_under_every_wrong_extension_is_judged_without_a_crash(
     assert run.facts is not None and run.facts.datasets[0].images == len(written)
     outcome = run_app("images", images=(root,))
     assert [r.state.value for r in outcome.report.results] == ["findings"]
+
+
+def test_an_image_the_user_cannot_read_is_said_and_the_rest_judged():
+    """IMG012, as a user without the right to read one file (root reads everything: the test drops to nobody)."""
+    import tempfile
+
+    from .conftest import python_for
+
+    if python_for("nobody") is None:
+        pytest.skip("no interpreter the user nobody can run (the venv lives under /root)")
+    with tempfile.TemporaryDirectory(prefix="dd-unreadable-") as top:
+        root = Path(top) / "ds"
+        root.mkdir()
+        (root / "good.jpg").write_bytes(encode(picture(), "JPEG"))
+        (root / "locked.png").write_bytes(encode(picture(), "PNG"))
+        os.chmod(top, 0o755)
+        root.chmod(0o755)
+        (root / "good.jpg").chmod(0o644)
+        (root / "locked.png").chmod(0o000)
+        proc = run_dd("check", "--select", "images", "--images", str(root), "--format", "json", user="nobody")
+    report = json.loads(proc.stdout)
+    (finding,) = report["findings"]
+    assert finding["code"] == "IMG012" and finding["path"].endswith("locked.png") and "Permission denied" in finding["message"]
+    assert report["results"][0]["state"] == "findings" and proc.returncode == 0  # a warning; the other file was judged

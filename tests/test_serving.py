@@ -422,3 +422,21 @@ def test_the_measured_tpot_matches_the_engines_own_timing(engine):
         # can read lower than the engine's. What always holds: the stream ends after the decoding.
         assert abs(client_ms - engine_ms) <= 0.25 * engine_ms + 0.5, (client_ms, engine_ms)
         assert measured.e2e * 1000 >= 0.9 * timed.eval_ms, (measured.e2e, timed.eval_ms)
+
+
+def test_the_judgement_names_a_ttft_tail_an_ignored_max_tokens_early_stops_and_a_missed_slo():
+    tail = summarise(4, [record(0.05, 0.02, 16)] * 10 + [record(0.9, 0.02, 16)] * 2, 1.0, 16)
+    found = {v.code.code: v for v in judge(bench_of([tail]), None)}
+    assert "LIV003" in found and "p99 900 ms" in found["LIV003"].message.replace(",", "")
+    overrun = summarise(1, [record(0.05, 0.02, 20)] * 3, 1.0, 16)  # 20 tokens where max_tokens said 16
+    early = summarise(2, [record(0.05, 0.02, 8)] * 3, 1.0, 16)  # the model chose to stop at 8
+    found = {v.code.code: v for v in judge(bench_of([overrun, early]), None)}
+    assert "3 response(s) carried more than the 16 tokens" in found["LIV005"].message
+    assert found["LIV006"].evidence == {"early": 3, "ok": 6, "max_tokens": 16} and "--ignore-eos" in found["LIV006"].message
+    slo = parse_slo("tpot_p95=30ms")
+    fast = summarise(1, [record(0.05, 0.02, 16)] * 4, 1.0, 16, slo)
+    slow = summarise(2, [record(0.05, 0.05, 16)] * 4, 1.0, 16, slo)
+    prompts = PromptSummary(0, 32, "test", "test prompts", "0" * 64, 1)
+    run = BenchRun("chat", "m", 32, 16, False, prompts, [fast, slow], knee([fast, slow]), ["tpot_p95=30ms"], False, 1.0)
+    (missed,) = [v for v in judge(run, None) if v.code.code == "LIV007"]
+    assert "fails at concurrency 2 (tpot_p95=30ms); it holds up to concurrency 1" in missed.message

@@ -16,6 +16,8 @@ BW002 = Code(
     fix_by_hand="Populate every memory channel evenly; set the BIOS to the DIMMs' rated speed; pin the "
     "inference server to one NUMA node (numactl --cpunodebind=0 --membind=0) or interleave; use the "
     "performance governor (cpupower frequency-set -g performance).",
+    example="An EPYC host reads 92 GB/s with numpy while dmidecode shows 8 of 24 DIMM slots populated at 4800 MT/s (307 GB/s rated): "
+    "30 % reached.",
 )
 
 BW003 = Code(
@@ -25,6 +27,7 @@ BW003 = Code(
     what="Other processes used a noticeable share of the CPUs during the measurement.",
     why="The figures understate what the memory can do; budgets computed from them are pessimistic.",
     fix_by_hand="Measure again when the host is idle (decode-doctor check --select bandwidth --thorough).",
+    example="Other processes used 41 % of the CPUs during the one-second measurement: the 38 GB/s it read is a lower bound.",
 )
 
 BW005 = Code(
@@ -35,6 +38,7 @@ BW005 = Code(
     why="Decode runs at the bandwidth actually reached: a throttled or misconfigured card loses tokens/s one for one.",
     fix_by_hand="Check `nvidia-smi -q -d PERFORMANCE,CLOCK` for clock-event reasons (power, thermal), "
     "that no other process uses the GPU, and that application clocks are not locked low.",
+    example="GPU 0 (NVIDIA A10) copies at 301 GB/s against NVML's 600 GB/s theoretical peak: the card is throttled to its power limit.",
 )
 
 CODES = (BW002, BW003, BW005)

@@ -46,6 +46,8 @@ DKR003 = Code(
     why='docker pull and docker run fail with "Cannot connect to the Docker daemon".',
     fix_by_hand="sudo systemctl start docker (and enable it: sudo systemctl enable --now docker); check journalctl -u docker for why it "
     "stopped.",
+    example='/var/run/docker.sock exists but refuses connections (dockerd crashed after an upgrade): docker pull says "Cannot connect '
+    'to the Docker daemon".',
 )
 
 DKR004 = Code(
@@ -56,6 +58,7 @@ DKR004 = Code(
     why='Every docker command fails for this user with "permission denied while trying to connect to the Docker daemon socket".',
     fix_by_hand="sudo usermod -aG docker $USER, then log out and in (members of the docker group are root-equivalent); or use rootless "
     "Docker.",
+    example='User alice, not in the docker group, runs the check: connecting to /var/run/docker.sock fails with "permission denied".',
 )
 
 DKR005 = Code(
@@ -65,6 +68,7 @@ DKR005 = Code(
     what=f"The Engine speaks an API older than {MIN_API}, the oldest the Docker SDK and current CLIs support.",
     why="Current clients and tools (compose, the SDK, GPU tooling) refuse to talk to it.",
     fix_by_hand="Upgrade Docker Engine.",
+    example="Docker 1.11 on a CentOS 7 host answers API 1.23; the Docker SDK needs 1.24 or newer.",
 )
 
 DKR010 = Code(
@@ -75,6 +79,7 @@ DKR010 = Code(
     why='Inference images (CUDA + PyTorch + engine) are 10–25 GB each, and pulls unpack a second copy; pulls fail with "no space left on '
     'device" half-way.',
     fix_by_hand="docker system prune (removes unused images and build cache), or move data-root to a larger disk in daemon.json.",
+    example="/var/lib/docker has 6.2 GB free; a vLLM image is 12 GB and a pull unpacks a second copy while it runs.",
 )
 
 DKR020 = FixableCode[ClassicStoreParams](
@@ -95,6 +100,8 @@ DKR020 = FixableCode[ClassicStoreParams](
     "journaled "
     "and undoable. decode-doctor never restarts dockerd: it prints the command, and images in the containerd store are hidden until "
     "you switch back.",
+    example="Docker 29.1.2 with the containerd image store: pulls of images with attestations ask the configured mirror for "
+    "/v2/<repo>/referrers/<digest>.",
 )
 
 CTK001 = FixableCode[CommandsParams](
@@ -108,6 +115,8 @@ CTK001 = FixableCode[CommandsParams](
     fix_by_hand=f"{INSTALL}, then restart dockerd (sudo systemctl restart docker).",
     params=CommandsParams,
     fix_safety=DISPLAY_ONLY,
+    example="dockerd's PATH holds neither nvidia-container-runtime-hook nor nvidia-cdi-hook: docker run --gpus all fails with could "
+    'not select device driver "" with capabilities: [[gpu]].',
 )
 
 CTK002 = FixableCode[CommandsParams](
@@ -120,6 +129,8 @@ CTK002 = FixableCode[CommandsParams](
     fix_by_hand=GENERATE_CDI,
     params=CommandsParams,
     fix_safety=DISPLAY_ONLY,
+    example="/etc/cdi and /var/run/cdi hold no spec that names nvidia.com/gpu: docker run --device nvidia.com/gpu=all fails to resolve "
+    "the device.",
 )
 
 CTK003 = FixableCode[CommandsParams](
@@ -131,6 +142,7 @@ CTK003 = FixableCode[CommandsParams](
     fix_by_hand=CONFIGURE,
     params=CommandsParams,
     fix_safety=DISPLAY_ONLY,
+    example='daemon.json has "runtimes": {} and a compose file asks for runtime: nvidia.',
 )
 
 FIX = (
@@ -146,13 +158,14 @@ REMOVE_MIRROR = (
 )
 
 
-def _code(code: str, title: str, what: str, severity: Severity = Severity.ERROR) -> FixableCode[RemoveMirrorParams]:
+def _code(code: str, title: str, what: str, example: str, severity: Severity = Severity.ERROR) -> FixableCode[RemoveMirrorParams]:
     """A referrers answer that breaks pulls: the fix removes the mirror from daemon.json."""
     return FixableCode(
         code,
         title,
         severity,
         what=what,
+        example=example,
         params=RemoveMirrorParams,
         fix_safety=REMOVE_MIRROR,
         why="containerd (Docker Engine ≥ 29.1 with the containerd image store) decodes any 2xx answer as an OCI image index, "
@@ -168,12 +181,16 @@ REF001 = _code(
     "Referrers endpoint answers 200 with HTML",
     "The mirror or proxy answers the referrers request with an HTML page (a login, error or captive portal page): containerd fails with "
     "\"invalid character '<' looking for beginning of value\".",
+    "A Nexus mirror answers GET /v2/library/alpine/referrers/sha256:… with 200 text/html (its login page): containerd fails with "
+    "invalid character '<' looking for beginning of value.",
 )
 
 REF002 = _code(
     "REF002",
     "Referrers endpoint answers 200 with an empty body",
     'An empty 2xx body: containerd fails with "failed to decode referrers index: EOF".',
+    "A caching proxy answers the referrers request with 200 and Content-Length: 0: containerd fails with failed to decode referrers "
+    "index: EOF.",
 )
 
 REF003 = _code(
@@ -181,18 +198,21 @@ REF003 = _code(
     "Referrers endpoint answers JSON that is not an OCI index",
     'The body is JSON, but not an image index with schemaVersion 2 and a manifests array of descriptors (a JSON array, an {"errors": …} '
     "document sent with 200, a null manifests list…).",
+    'A mirror answers 200 with {"errors": [{"code": "NOT_FOUND"}]}: JSON, but not an image index.',
 )
 
 REF004 = _code(
     "REF004",
     "Referrers endpoint answers more than one JSON value",
     "Data follows the JSON object (a second object, HTML after JSON): containerd rejects trailing data.",
+    'A mirror answers 200 with {"schemaVersion": 2, "manifests": []} followed by an HTML footer.',
 )
 
 REF005 = _code(
     "REF005",
     "Referrers endpoint answers an oversized body",
     f"The body exceeds {MAX_INDEX_BYTES:,} bytes, containerd's limit for a referrers index.",
+    "A misconfigured proxy streams a 20 MB log file as the referrers answer; containerd stops at 4 MiB.",
 )
 
 REF006 = Code(
@@ -204,12 +224,14 @@ REF006 = Code(
     why="A client that checks the media type (as the distribution spec allows) refuses the index and fails the pull; containerd "
     "accepts it today.",
     fix_by_hand="Have the registry or mirror serve referrers with Content-Type application/vnd.oci.image.index.v1+json.",
+    example="A registry serves a valid index as application/json instead of application/vnd.oci.image.index.v1+json.",
 )
 
 REF007 = _code(
     "REF007",
     "Referrers endpoint answers with a server error",
     "The registry or mirror answers 5xx: pulls that need referrers fail or retry.",
+    "The mirror answers the referrers request with 502 Bad Gateway.",
 )
 
 REF008 = Code(
@@ -219,6 +241,8 @@ REF008 = Code(
     what="404 (then the sha256-<hex> tag fallback) or a valid OCI index: pulls through it are safe.",
     why="Evidence that the mirror is not the problem.",
     fix_by_hand="Nothing to fix.",
+    example="registry-1.docker.io answers 404 for the referrers API and 404 for the sha256-<hex> tag fallback: no referrers, pulls are "
+    "safe.",
 )
 
 REF009 = Code(
@@ -229,6 +253,7 @@ REF009 = Code(
     "resolved.",
     why="decode-doctor cannot vouch for it; the Engine may fail to pull through it for the same reason.",
     fix_by_hand="Check the URL, the network path (proxy, firewall) and credentials; pass --image with an image that exists there.",
+    example="https://mirror.internal:5000 does not resolve from this host (DNS), so its referrers answer could not be judged.",
 )
 
 CODES_ENGINE = (DKR003, DKR004, DKR005, DKR010, DKR020)

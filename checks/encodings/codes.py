@@ -59,6 +59,8 @@ ENC002 = Code(
     "shows: decode-doctor check --model DIR --from-encoding PATH=ENCODING --fix (repeat --from-encoding for each "
     "file). A bare --from-encoding ENCODING applies to every file decode-doctor could not decide, never to one it "
     "reads as another encoding.",
+    example='tokenizer_config.json with one word "Modèle" saved in windows-1252: windows-1250 gives "ModŹle", both plausible; the '
+    "finding shows both readings and asks for --from-encoding PATH=cp1252.",
 )
 
 ENC003 = Code(
@@ -69,6 +71,7 @@ ENC003 = Code(
     "edited with tools that disagree.",
     why="No single conversion is right for the whole file; converting it would corrupt the UTF-8 lines.",
     fix_by_hand="Fix the named lines by hand (re-type or re-export them), then run the check again.",
+    example="vocab.txt whose first 10,000 lines are UTF-8 and whose last lines were appended in GBK on Windows.",
 )
 
 ENC004 = Code(
@@ -78,6 +81,7 @@ ENC004 = Code(
     what="The file decodes cleanly until its last character, whose bytes are incomplete: it was cut off.",
     why="A truncated config or tokenizer file is usually an interrupted download or copy; more than the encoding is wrong.",
     fix_by_hand="Download or copy the file again and compare its size and sha256 with the source.",
+    example="special_tokens_map.json cut off after the first byte of a three-byte UTF-8 character (an interrupted copy).",
 )
 
 ENC005 = Code(
@@ -88,6 +92,8 @@ ENC005 = Code(
     why="Python reads it correctly thanks to the cookie; converting the bytes without editing the cookie would break "
     "it, so decode-doctor leaves it alone. Tools that read it as plain text (trust_remote_code loaders, linters) may not.",
     fix_by_hand="Convert it and change the cookie to utf-8 in the same edit, or leave it as it is.",
+    example="convert.py starting with # -*- coding: gbk -*- and GBK comments: Python reads it, other tools may not; it is reported, "
+    "not converted.",
 )
 
 ENC006 = FixableCode[DropBomParams](
@@ -100,6 +106,8 @@ ENC006 = FixableCode[DropBomParams](
     fix_by_hand="Remove the first three bytes: tail -c +4 file > file.new && mv file.new file.",
     params=DropBomParams,
     fix_safety="Safe: removes the three BOM bytes only; journaled and undoable.",
+    example='tokenizer_config.json saved by Notepad with a UTF-8 BOM: json.loads fails with "Unexpected UTF-8 BOM (decode using '
+    'utf-8-sig)".',
 )
 
 ENC007 = Code(
@@ -110,6 +118,7 @@ ENC007 = Code(
     "one pointing inside it is reported once, its target checked at its own path; decode-doctor never writes through a link.",
     why="Links out of the tree could lead the check, and a fix, to files the user did not name.",
     fix_by_hand="Pass the link's target directory with another --model if it should be checked.",
+    example="config.json is a symbolic link to ../../shared/config.json, outside the --model tree: it is reported, not read.",
 )
 
 ENC008 = Code(
@@ -119,6 +128,7 @@ ENC008 = Code(
     what="Opening or reading the file failed (permissions, I/O error).",
     why="If the serving process cannot read it either, loading fails; if it can, this check could not vouch for it.",
     fix_by_hand="Check its owner and mode (ls -l), and that the serving user can read it.",
+    example="generation_config.json is mode 0600 and owned by another user: reading it fails with permission denied.",
 )
 
 ENC009 = Code(
@@ -129,6 +139,7 @@ ENC009 = Code(
     "pickle, safetensors or GGUF magic).",
     why="Loaders fail on it with a parse error; often a download saved an archive or an error blob under the name.",
     fix_by_hand="Download the file again; if it is an archive, unpack it.",
+    example="tokenizer.json is 12 MB of NUL bytes (a failed download preallocated the file).",
 )
 
 ENC010 = Code(
@@ -142,6 +153,7 @@ ENC010 = Code(
     '("# モデル" read as GBK becomes "# 儌僨儖"), and a strict decode that fails would lose bytes.',
     fix_by_hand="Compare the readings shown side by side; if the file's own reading is right, drop --from-encoding "
     "for it (the check converts it); otherwise pick another encoding or fix the file by hand.",
+    example="--from-encoding config.json=shift_jis for a file that reads far better as GBK: the stated encoding was not used.",
 )
 
 ENC011 = Code(
@@ -151,6 +163,7 @@ ENC011 = Code(
     what="--from-encoding PATH=ENC names a file that is not among the text files checked under --model.",
     why="The decision was not applied anywhere; the file it was meant for is still undecided.",
     fix_by_hand="Give the path of the file as the finding for it shows it, and the --model directory that holds it.",
+    example="--from-encoding tokenizer_confg.json=gbk, with a typo in the file name: no checked file has that path.",
 )
 
 ENC012 = Code(
@@ -160,6 +173,7 @@ ENC012 = Code(
     what="--model names a directory or file under which no config, tokenizer, template or other text file was found.",
     why="Nothing was judged: a mistyped path, or a single weights file (.gguf, .safetensors), would otherwise read as clean.",
     fix_by_hand="Give the model's directory (the one holding config.json and the tokenizer files).",
+    example="--model ./models/qwen, a directory that holds only model.safetensors: there is no text file to check.",
 )
 
 CODES = (ENC001, ENC002, ENC003, ENC004, ENC005, ENC006, ENC007, ENC008, ENC009, ENC010, ENC011, ENC012)

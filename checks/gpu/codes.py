@@ -15,6 +15,8 @@ GPU010 = Code(
     "Secure Boot, or nouveau holds the GPU).",
     why="No CUDA program can use the GPU; inference falls back to the CPU or fails at start.",
     fix_by_hand=f"{DRIVER_FIX} Check `lsmod | grep nvidia`, `mokutil --sb-state` and `dmesg | grep -i nvrm`.",
+    example='nvidia-smi prints "NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver" after a kernel upgrade '
+    "left the module unbuilt.",
 )
 
 GPU011 = Code(
@@ -27,6 +29,8 @@ GPU011 = Code(
     fix_by_hand="Reboot; or, with no GPU process running, reload the module: sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && "
     "sudo "
     "modprobe nvidia.",
+    example='"Failed to initialize NVML: Driver/library version mismatch" after apt upgraded the driver to 550.127 while 550.90 is '
+    "still loaded.",
 )
 
 GPU012 = Code(
@@ -37,6 +41,8 @@ GPU012 = Code(
     "branch, GPU passed to a VM, or a failed probe).",
     why="No CUDA device is visible to inference servers.",
     fix_by_hand="Check `lspci -nn | grep -i nvidia` and the kernel log; install a driver branch that supports the GPU.",
+    example='nvidia-smi prints "No devices were found"; the kernel log says "NVRM: No NVIDIA graphics adapter probed!" because nouveau '
+    "holds the GPU.",
 )
 
 GPU013 = Code(
@@ -47,6 +53,7 @@ GPU013 = Code(
     "fault).",
     why="That GPU cannot run work; jobs scheduled on it fail.",
     fix_by_hand="Look for Xid errors in the kernel log, reseat or power-cycle the node, and check cooling and power.",
+    example='"Unable to determine the device handle for GPU 0000:3B:00.0: Unknown Error" on one GPU of eight.',
 )
 
 GPU014 = Code(
@@ -57,6 +64,7 @@ GPU014 = Code(
     why="The GPU is gone until a reset or reboot; this is usually power, thermal, riser or hardware trouble, and recurs.",
     fix_by_hand="Reboot (or nvidia-smi -r for that GPU); check power supply, cooling and PCIe seating; report repeated events to the "
     "vendor.",
+    example='The kernel log says "NVRM: Xid (PCI:0000:06:00): 79, pid=1932, GPU has fallen off the bus."',
 )
 
 GPU015 = Code(
@@ -67,6 +75,7 @@ GPU015 = Code(
     "not installed.",
     why="Without the driver, CUDA cannot use the GPU.",
     fix_by_hand=DRIVER_FIX,
+    example="lspci shows an NVIDIA 3D controller (0x10de) at 0000:01:00.0, but neither nvidia-smi nor NVML is installed.",
 )
 
 GPU016 = Code(
@@ -77,6 +86,7 @@ GPU016 = Code(
     why="A hung nvidia-smi is itself a symptom: the driver is stuck (a GPU in a bad state, a kernel module waiting on hardware); CUDA "
     "programs will hang the same way.",
     fix_by_hand="Look at the kernel log for Xid or fallen-off-the-bus messages; reset the GPU (nvidia-smi -r) or reboot.",
+    example="nvidia-smi -q -x gives no answer within 15 s while the kernel log holds Xid 119 (GSP timeout).",
 )
 
 GPU017 = Code(
@@ -86,6 +96,7 @@ GPU017 = Code(
     what="nvidia-smi -q -x ran but printed something that is not its XML report.",
     why="decode-doctor cannot judge the driver; a broken or mismatched nvidia-smi binary is a symptom too.",
     fix_by_hand="Run nvidia-smi -q yourself and attach the output to the ticket.",
+    example="nvidia-smi -q -x exits 0 but prints a truncated document that ends inside <gpu>.",
 )
 
 GPU018 = Code(
@@ -101,6 +112,8 @@ GPU018 = Code(
     fix_by_hand="Do the next step the finding gives for each Xid; NVIDIA's catalog "
     "(https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html) has the full resolution buckets. Attach the cited "
     "kernel log lines to the ticket.",
+    example="The journal holds 14 × Xid 31 (MMU fault, the application's) and 2 × Xid 48 (double-bit ECC error: reset the GPU) on GPU "
+    "0000:07:00.",
 )
 
 GPU020 = Code(
@@ -111,6 +124,8 @@ GPU020 = Code(
     why="Under minor-version compatibility (same major version) programs built with it run with a limited feature set, and PTX it "
     "generates fails to JIT on the older driver (cudaErrorUnsupportedPtxVersion); across major versions nothing it builds runs.",
     fix_by_hand="Upgrade the driver to the version named in the finding, or install the toolkit matching the driver.",
+    example="CUDA toolkit 12.8 (nvcc) on driver 535.183: minor-version compatibility runs it with a limited feature set, and PTX it "
+    "generates fails to JIT.",
 )
 
 GPU021 = Code(
@@ -123,6 +138,7 @@ GPU021 = Code(
     fix_by_hand="Upgrade the driver to the version named in the finding, or install the PyTorch build named there (pip install torch "
     "--index-url "
     "https://download.pytorch.org/whl/cu118).",
+    example="PyTorch 2.7.0+cu128 on driver 470.256, which supports CUDA ≤ 11.4: torch.cuda.is_available() is False.",
 )
 
 GPU022 = Code(
@@ -133,6 +149,7 @@ GPU022 = Code(
     why="Inference runs on the CPU, orders of magnitude slower at decode, with no error message.",
     fix_by_hand="Install a CUDA build: pip install torch --index-url https://download.pytorch.org/whl/cu124 (pick the build the driver "
     "supports).",
+    example="pip install torch on an H100 host installed 2.5.1+cpu: torch/version.py says cuda = None.",
 )
 
 GPU023 = Code(
@@ -143,6 +160,7 @@ GPU023 = Code(
     why="Serving engines (vLLM, TGI, TensorRT-LLM) and flash attention require at least these versions; older stacks miss fused kernels "
     "and bf16 support.",
     fix_by_hand="Upgrade the component named in the finding.",
+    example="PyTorch 1.13.1 with cuDNN 8.5 and CUDA 11.7: below PyTorch 2.0, cuDNN 8.6 and CUDA 11.8.",
 )
 
 GPU024 = Code(
@@ -154,6 +172,8 @@ GPU024 = Code(
     '"CUDA driver version is insufficient for CUDA runtime version".',
     fix_by_hand="Install at least the driver branch named in the finding with the GPU, or pick software built for the driver you "
     "will have.",
+    example="A build host without a GPU has CUDA 12.4 and torch 2.5.1+cu124: the GPU it is meant for needs driver ≥ 550.54.14 (≥ "
+    "525.60.13 with minor-version compatibility).",
 )
 
 GPU025 = Code(
@@ -166,6 +186,8 @@ GPU025 = Code(
     "does not start or crashes at the first request.",
     fix_by_hand="Install a PyTorch build for a CUDA that knows the GPU: sm_90 (H100/H200) needs CUDA 11.8 or newer wheels, sm_100 and "
     "sm_120 (Blackwell) need cu128 or newer; then check torch.cuda.get_arch_list() lists the capability.",
+    example='"NVIDIA H100 80GB HBM3 with CUDA capability sm_90 is not compatible with the current PyTorch installation. The current '
+    'PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70 sm_75 sm_80 sm_86."',
 )
 
 GPU026 = Code(
@@ -176,6 +198,7 @@ GPU026 = Code(
     why="The serving engine falls back to the CPU or refuses to start; decode on the CPU is one to two orders of magnitude slower.",
     fix_by_hand="With no NVIDIA driver: install it (or, on an AMD GPU, a ROCm build of PyTorch). With a CPU-only PyTorch: install a CUDA "
     "build. With both present: check CUDA_VISIBLE_DEVICES, the container's --gpus flag and the kernel log for Xid errors.",
+    example='A pasted collect_env says "Is CUDA available: False" and "Nvidia driver version: Could not collect".',
 )
 
 GPU027 = Code(
@@ -189,6 +212,8 @@ GPU027 = Code(
     'another\'s runtime, and fails with undefined symbols or "CUDA driver version is insufficient", or silently uses the old one.',
     fix_by_hand="Pick one toolkit and point all three at it: export CUDA_HOME=/usr/local/cuda-X.Y, PATH=$CUDA_HOME/bin:$PATH, "
     "LD_LIBRARY_PATH=$CUDA_HOME/lib64:$LD_LIBRARY_PATH (or point /usr/local/cuda at it and use that).",
+    example="CUDA_HOME=/usr/local/cuda-12.1, the first nvcc on PATH is /usr/local/cuda-12.4/bin/nvcc, and LD_LIBRARY_PATH starts with "
+    "/usr/local/cuda-11.8/lib64.",
 )
 
 GPU028 = Code(
@@ -201,6 +226,7 @@ GPU028 = Code(
     "the driver works.",
     fix_by_hand="Remove the stubs directory from LD_LIBRARY_PATH and ld.so.conf.d (then run ldconfig); link against stubs with "
     "-L at build time only.",
+    example='LD_LIBRARY_PATH=/usr/local/cuda/lib64/stubs:… holds libcuda.so.1: programs fail with "CUDA driver is a stub library".',
 )
 
 GPU029 = Code(
@@ -213,6 +239,8 @@ GPU029 = Code(
     'version!"; -allow-unsupported-compiler compiles at the risk of wrong code.',
     fix_by_hand="Install a supported GCC beside it and point nvcc at it (export NVCC_CCBIN=g++-13, or CC/CXX for CMake), or use a "
     "newer CUDA toolkit.",
+    example="g++ 14 on the PATH, and CUDA 12.4's include/crt/host_config.h refuses __GNUC__ > 13: every extension build stops with "
+    '"unsupported GNU version".',
 )
 
 GPU031 = Code(
@@ -225,6 +253,8 @@ GPU031 = Code(
     'compile PyTorch"; a different minor version builds with a warning.',
     fix_by_hand="Point CUDA_HOME at a toolkit with PyTorch's CUDA version (torch.version.cuda), or install the PyTorch build for the "
     "toolkit you have.",
+    example="torch 2.4.0+cu121 while CUDA_HOME names a 12.6 toolkit: a flash-attn build compiles against 12.6 (a different minor "
+    "version: a warning).",
 )
 
 GPU030 = Code(
@@ -235,6 +265,7 @@ GPU030 = Code(
     why="The decode budget has one memory pool for weights, KV cache and the OS; vm.swappiness and zram matter more, since pages the GPU "
     "needs can be swapped out.",
     fix_by_hand="Budget against total RAM minus the OS, keep swappiness low, and use tegrastats to watch memory.",
+    example='/etc/nv_tegra_release says "# R36 (release), REVISION: 4.0" on an NVIDIA Jetson AGX Orin Developer Kit.',
 )
 
 CODES = (

@@ -50,6 +50,7 @@ IMG001 = FixableCode[QuarantineParams](
     fix_by_hand="Re-download or re-export the file from its source; or move it out of the dataset and drop it from the annotation list.",
     params=QuarantineParams,
     fix_safety=QUARANTINE_SAFETY,
+    example='train/0041.jpg is cut off at 60 % of its bytes: Pillow\'s load() raises "image file is truncated (43 bytes not processed)".',
 )
 
 IMG002 = FixableCode[QuarantineParams](
@@ -62,6 +63,7 @@ IMG002 = FixableCode[QuarantineParams](
     fix_by_hand="Fetch the image again, or remove the file and its annotation.",
     params=QuarantineParams,
     fix_safety=QUARANTINE_SAFETY,
+    example='cat_123.jpg holds "<!DOCTYPE html><html><head><title>403 Forbidden": a scraper saved the error page.',
 )
 
 IMG003 = FixableCode[QuarantineParams](
@@ -75,6 +77,7 @@ IMG003 = FixableCode[QuarantineParams](
     fix_by_hand="Re-save it: python -c \"from PIL import Image; Image.open('f.png').save('f.png')\" (or re-download).",
     params=QuarantineParams,
     fix_safety=DAMAGED_SAFETY,
+    example="frame_0007.png has no IEND chunk; its IDAT data is complete and Pillow reads it.",
 )
 
 IMG004 = FixableCode[QuarantineParams](
@@ -88,6 +91,7 @@ IMG004 = FixableCode[QuarantineParams](
     fix_by_hand="Downscale it if it is a real image, or remove it; raise --max-pixels if such sizes are expected.",
     params=QuarantineParams,
     fix_safety=QUARANTINE_SAFETY,
+    example="A 12 KB PNG whose IHDR declares 50,000 × 50,000 pixels (2.5 gigapixels), found before any pixel is inflated.",
 )
 
 IMG005 = FixableCode[RenameParams](
@@ -101,6 +105,7 @@ IMG005 = FixableCode[RenameParams](
     params=RenameParams,
     fix_safety="Safe: renames the file to the extension of its real format, in the same directory, if that name is free; journaled and "
     "undoable. Annotation files that name it must be updated by you.",
+    example="photo_88.jpg holds PNG bytes: TensorFlow's decode_jpeg fails on it, Pillow does not.",
 )
 
 IMG006 = Code(
@@ -111,6 +116,7 @@ IMG006 = Code(
     why="Preprocessing that assumes 8-bit RGB (normalisation constants, 3 channels) silently produces wrong tensors or crashes on a 4th "
     "channel.",
     fix_by_hand="Convert in the dataloader: Image.open(p).convert('RGB'), or re-encode the files once.",
+    example="1,204 of 90,000 images are RGBA PNGs and 37 are CMYK JPEGs, in a dataset whose transforms assume 3-channel RGB.",
 )
 
 IMG007 = Code(
@@ -120,6 +126,7 @@ IMG007 = Code(
     what="Bytes follow the JPEG EOI or PNG IEND marker (an appended archive, a second image, padding).",
     why="Decoders ignore them, but they waste space and can hide content; some strict validators reject the file.",
     fix_by_hand="Re-save the image to drop the trailing bytes.",
+    example="logo.jpg has 18,402 bytes after its EOI marker (a ZIP archive appended to the image).",
 )
 
 IMG008 = Code(
@@ -130,6 +137,7 @@ IMG008 = Code(
     "the local libtiff lacks), or decoding would need more memory than a worker may hold: unchecked, never called corrupt.",
     why="If the training environment cannot decode them either, they fail there.",
     fix_by_hand="pip install pillow-heif (or the codec the finding names) and run the check again, or convert them to JPEG/PNG.",
+    example="A dataset of .heic photos on a host without pillow-heif: each is reported unchecked, never corrupt.",
 )
 
 IMG009 = Code(
@@ -139,6 +147,7 @@ IMG009 = Code(
     what="Links are reported once and never resolved, so the check (and a quarantine) stays inside the tree it was given.",
     why="A link can point outside the dataset; moving or reading through it would touch files the user did not name.",
     fix_by_hand="Check the link targets yourself, or pass their directories with --images.",
+    example="train/cats is a symbolic link to /mnt/other/cats: reported, not followed.",
 )
 
 IMG010 = Code(
@@ -148,6 +157,7 @@ IMG010 = Code(
     what="Files named ._something, written by macOS on non-Apple filesystems, hold resource-fork metadata, not images.",
     why="Glob patterns such as *.jpg pick them up and the loader fails on them.",
     fix_by_hand="find DIR -name '._*' -delete (or exclude them in the dataset's file list).",
+    example="A dataset copied from a Mac to an exFAT disk holds ._0001.jpg beside every 0001.jpg.",
 )
 
 IMG011 = FixableCode[QuarantineParams](
@@ -159,6 +169,7 @@ IMG011 = FixableCode[QuarantineParams](
     fix_by_hand="Inspect it by hand; remove or re-encode it.",
     params=QuarantineParams,
     fix_safety=QUARANTINE_SAFETY,
+    example="A crafted progressive JPEG takes more than the 10 s per-file limit to decode; the worker was stopped.",
 )
 
 IMG012 = Code(
@@ -168,6 +179,7 @@ IMG012 = Code(
     what="Opening or reading the file failed (permissions, I/O error).",
     why="The training job will fail on it the same way, or, running as another user, may not.",
     fix_by_hand="Check the file's owner and mode, and the disk (dmesg for I/O errors).",
+    example="val/0003.png is mode 0000 (another user extracted the archive): opening it fails with permission denied.",
 )
 
 IMG013 = FixableCode[QuarantineParams](
@@ -181,6 +193,7 @@ IMG013 = FixableCode[QuarantineParams](
     fix_by_hand="Re-download or re-export it; --quarantine damaged moves these out with the broken ones.",
     params=QuarantineParams,
     fix_safety=DAMAGED_SAFETY,
+    example="scan_12.png has a bad CRC in its IDAT chunk at byte 33,417; Pillow decodes it, libpng's strict readers refuse it.",
 )
 
 IMG014 = Code(
@@ -192,6 +205,7 @@ IMG014 = Code(
     why="The warning floods dataloader logs, and what it reports (a 150-megapixel image, the APNG's frames ignored) may not be what "
     "the dataset meant.",
     fix_by_hand="Downscale very large images; re-export the file if the warning points at damage.",
+    example="A 92-megapixel PNG (9,600 × 9,600): Pillow warns DecompressionBombWarning and loads it.",
 )
 
 IMG015 = Code(
@@ -202,6 +216,7 @@ IMG015 = Code(
     "and the like, each reported on its own).",
     why="A mistyped or unmounted dataset path would otherwise pass as a healthy dataset.",
     fix_by_hand="Check the path (and that the volume holding it is mounted); give the directory that holds the image files.",
+    example="--images /data/coco/train2017 on a host where /data is not mounted: the directory is there but empty.",
 )
 
 CODES = (IMG001, IMG002, IMG003, IMG004, IMG005, IMG006, IMG007, IMG008, IMG009, IMG010, IMG011, IMG012, IMG013, IMG014, IMG015)

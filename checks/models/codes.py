@@ -21,6 +21,7 @@ MDL001 = FixableCode[CommandsParams](
     fix_by_hand="Download the named shard again (huggingface-cli download ORG/NAME FILE), and compare the file count with the hub's.",
     params=CommandsParams,
     fix_safety=REDOWNLOAD,
+    example="model.safetensors.index.json names model-00003-of-00004.safetensors, which is not in the directory.",
 )
 
 MDL002 = FixableCode[CommandsParams](
@@ -32,6 +33,7 @@ MDL002 = FixableCode[CommandsParams](
     fix_by_hand="Download the file again and compare its size and sha256 with the hub's (decode-doctor check --verify-hashes).",
     params=CommandsParams,
     fix_safety=REDOWNLOAD,
+    example="model-00002-of-00004.safetensors is 3.1 GB where its header's last tensor ends at 4.9 GB: an interrupted download.",
 )
 
 MDL003 = Code(
@@ -42,6 +44,7 @@ MDL003 = Code(
     "or a config, index or tokenizer config that does not parse.",
     why='The safetensors library and transformers refuse such files ("InvalidOffset", "MetadataIncompleteBuffer", JSON errors).',
     fix_by_hand="Download the file again; if it was edited by hand, restore the original.",
+    example="config.json ends in the middle of an object: json.loads fails at line 41 column 1.",
 )
 
 MDL004 = Code(
@@ -51,6 +54,7 @@ MDL004 = Code(
     what="The GGUF header is damaged, or the tensor data it describes runs past the end of the file.",
     why='llama.cpp fails to load it ("tensor data is not within file bounds"), usually after a cut download.',
     fix_by_hand="Download the file again and compare its size with the source's.",
+    example="qwen2-7b-q4_k_m.gguf is 2.1 GB where its tensor table needs 4.7 GB.",
 )
 
 MDL005 = FixableCode[CommandsParams](
@@ -62,6 +66,7 @@ MDL005 = FixableCode[CommandsParams](
     fix_by_hand="Run the download again: the hub client resumes it.",
     params=CommandsParams,
     fix_safety=REDOWNLOAD,
+    example="The cache's blobs/ holds 7c1a…e2.incomplete (1.4 GB so far) from a download that was killed.",
 )
 
 MDL006 = FixableCode[CommandsParams](
@@ -74,6 +79,7 @@ MDL006 = FixableCode[CommandsParams](
     fix_by_hand="Download the file again (huggingface-cli download ORG/NAME FILE --revision REVISION).",
     params=CommandsParams,
     fix_safety=REDOWNLOAD,
+    example="snapshots/<rev>/model-00001-of-00002.safetensors links to ../../blobs/3f2e…, which was pruned.",
 )
 
 MDL007 = FixableCode[CommandsParams](
@@ -86,6 +92,8 @@ MDL007 = FixableCode[CommandsParams](
     fix_by_hand="Delete the file and download it again.",
     params=CommandsParams,
     fix_safety=REDOWNLOAD,
+    example="--verify-hashes: model-00001-of-00004.safetensors has sha256 9b1d… while its cache blob is named 4e7a…: a flipped byte on "
+    "disk.",
 )
 
 MDL010 = Code(
@@ -98,6 +106,8 @@ MDL010 = Code(
     "gibberish, and vLLM refuses a max_model_len above it unless forced (VLLM_ALLOW_LONG_MAX_MODEL_LEN).",
     fix_by_hand="Serve at most the trained context, or add the rope_scaling the model card describes (for Qwen2.5: "
     '{"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}).',
+    example="--context 32768 for Llama-2-7B (max_position_embeddings 4096, no rope_scaling): quality falls apart past 4,096 tokens, "
+    "and vLLM refuses to start.",
 )
 
 MDL011 = Code(
@@ -108,6 +118,7 @@ MDL011 = Code(
     "number above 1, or an original_max_position_embeddings above max_position_embeddings.",
     why="Engines either refuse the config or compute the wrong rotary frequencies: long prompts then decode into noise.",
     fix_by_hand="Restore rope_scaling from the model's original config.json.",
+    example='"rope_scaling": {"type": "yarn"} without a factor.',
 )
 
 MDL012 = Code(
@@ -118,6 +129,7 @@ MDL012 = Code(
     "<arch>.rope.freq_base for the same model.",
     why="One of the two was converted with the wrong base: the same prompt decodes differently in vLLM and llama.cpp.",
     fix_by_hand="Reconvert the GGUF from the original checkpoint, or restore rope_theta in config.json.",
+    example="config.json says rope_theta 1000000, the GGUF converted from it says rope.freq_base 10000.",
 )
 
 MDL013 = Code(
@@ -127,6 +139,7 @@ MDL013 = Code(
     what="sliding_window exceeds max_position_embeddings while sliding-window attention is on.",
     why="The window can never slide: every layer attends to the whole context, and a KV budget that counts the window is wrong.",
     fix_by_hand="Restore sliding_window (and use_sliding_window) from the model's original config.json.",
+    example="sliding_window 131072 in a config whose max_position_embeddings is 32768.",
 )
 
 MDL020 = Code(
@@ -139,6 +152,7 @@ MDL020 = Code(
     why="bfloat16 weights cast to float16 can overflow to inf (8 exponent bits down to 5); a wrong "
     "quantization_config makes loaders read packed integers as weights, or fail.",
     fix_by_hand="Set torch_dtype to the stored type, and restore quantization_config from the checkpoint's original config.json.",
+    example='torch_dtype "float16" while the shards store BF16 tensors: cast at load, large activations overflow to inf.',
 )
 
 MDL021 = Code(
@@ -150,6 +164,7 @@ MDL021 = Code(
     why="The budget assumes a cache that cannot be configured; the real one is twice the size or more.",
     fix_by_hand="GGUF: --kv-dtype int8 budgets llama.cpp's q8_0 (-ctk q8_0 -ctv q8_0); safetensors: --kv-dtype fp8 "
     "budgets vLLM's --kv-cache-dtype fp8.",
+    example="--kv-dtype fp8 for a GGUF model: llama.cpp has no fp8 KV cache (q8_0 is the nearest).",
 )
 
 MDL022 = Code(
@@ -159,6 +174,7 @@ MDL022 = Code(
     what="Some shards hold their weights in one floating-point type and others in another.",
     why="A checkpoint merged from different sources: engines cast silently, and the parts disagree in precision.",
     fix_by_hand="Re-export the checkpoint in one dtype, or download it again from a single source.",
+    example="model-00001-of-00002.safetensors stores BF16 and model-00002-of-00002.safetensors F32: a merge went wrong.",
 )
 
 MDL030 = Code(
@@ -170,6 +186,7 @@ MDL030 = Code(
     why="Generation then stops only at max_tokens: every request runs to its limit, decode time and cost "
     "multiply, and answers end in garbage.",
     fix_by_hand="Set eos_token_id in generation_config.json to the tokenizer's end-of-sequence (and end-of-turn) token ids.",
+    example="generation_config.json says eos_token_id 151645, and tokenizer.json defines ids 0–151642 only: generation never stops.",
 )
 
 MDL031 = Code(
@@ -180,6 +197,7 @@ MDL031 = Code(
     why="Prompts start with, or batches are padded with, an id that is no token: engines that prepend it feed the "
     "model a row it never saw, and one past the embedding table fails the request.",
     fix_by_hand="Set bos_token_id and pad_token_id to ids the tokenizer defines (its tokenizer_config.json names the tokens).",
+    example="pad_token_id 128256 in config.json for a tokenizer of 128,256 ids (0–128,255).",
 )
 
 MDL032 = Code(
@@ -191,6 +209,7 @@ MDL032 = Code(
     why='Chat-completion endpoints refuse the request (transformers: "Cannot use chat template functions '
     'because tokenizer.chat_template is not set") or format it in a way the model was not trained on.',
     fix_by_hand="Copy chat_template (or chat_template.jinja) from the original repository, or pass --chat-template to the server.",
+    example="An -Instruct model whose tokenizer_config.json has no chat_template and no chat_template.jinja beside it.",
 )
 
 MDL033 = Code(
@@ -202,6 +221,7 @@ MDL033 = Code(
     why='Loading fails ("size mismatch for model.embed_tokens.weight"), or a token id past the table crashes '
     "the server mid-request (CUDA device-side assert, index out of range).",
     fix_by_hand="Restore the original config.json and tokenizer files; after adding tokens, resize the embeddings and save again.",
+    example="vocab_size 152064 in config.json, but the embedding holds 151,936 rows.",
 )
 
 MDL034 = Code(
@@ -211,6 +231,7 @@ MDL034 = Code(
     what="tokenizer.json is not valid JSON (cut off, edited, or another file saved under its name).",
     why="The fast tokenizer cannot load; servers fail at start.",
     fix_by_hand="Download tokenizer.json again.",
+    example="tokenizer.json cut off at 7.2 MB of 11.4 MB: it does not parse as JSON.",
 )
 
 MDL035 = Code(
@@ -221,6 +242,7 @@ MDL035 = Code(
     why="The chat template ends each turn with that token, but generation stops only at the others: answers run on "
     "into a fabricated next turn until max_tokens (the early Llama 3 Instruct release did this).",
     fix_by_hand="Add the token's id to eos_token_id in generation_config.json.",
+    example="The tokenizer's eos_token is <|im_end|> (151645), but generation_config.json stops only at 151643 (<|endoftext|>).",
 )
 
 MDL040 = Code(
@@ -230,6 +252,7 @@ MDL040 = Code(
     what="The model's path contains whitespace or characters outside ASCII.",
     why="Shell scripts that do not quote it, some Docker volume specs and older loaders break on such paths.",
     fix_by_hand="Move or link the model to a path of plain ASCII letters, digits, dots, dashes and underscores.",
+    example='--model "/data/模型/Qwen2 7B": shell scripts that do not quote the path break on the space.',
 )
 
 DEC002 = Code(
@@ -241,6 +264,7 @@ DEC002 = Code(
     "context or the batch far below what was planned; on CPU the host swaps or the OOM killer acts.",
     fix_by_hand="Apply one of the knobs named in the finding: a smaller KV dtype (fp8), a lower "
     "context cap, fewer concurrent sequences, 4-bit weights, or more devices (tensor parallel).",
+    example="Llama-3.1-70B in bf16 on 2 × 80 GB at 32,768 tokens × 16 sequences needs 221 GB, has 160 GB.",
 )
 
 DEC003 = Code(
@@ -253,6 +277,7 @@ DEC003 = Code(
     "to the limit fails under load rather than at start.",
     fix_by_hand="Take one of the knobs named in the finding, or lower the serving engine's memory "
     "fraction (vLLM --gpu-memory-utilization) and accept a smaller KV pool.",
+    example="Qwen2-7B at 8,192 tokens × 8 sequences needs 21.8 GB of a 24 GB RTX 4090: 9 % left, under the 10 % headroom.",
 )
 
 DEC004 = Code(
@@ -264,6 +289,7 @@ DEC004 = Code(
     "weights, a smaller KV dtype, a shorter context) or the bandwidth must grow (another device).",
     fix_by_hand="Quantize the weights (4-bit cuts bytes per step about 3.5× from fp16), use a smaller "
     "model, or a device with more bandwidth; speculative decoding raises tokens per step instead.",
+    example="--target-tps 60 for a 13 GB fp16 model on a 100 GB/s host: the ceiling is 7.6 tok/s per sequence.",
 )
 
 DEC010 = Code(
@@ -275,6 +301,7 @@ DEC010 = Code(
     why="Loaders fail on the same files, usually with a far less helpful error, after minutes of loading.",
     fix_by_hand="Download the named file again and compare its size and sha256 with the hub's; for GGUF, "
     "use a llama.cpp recent enough for its quantization types.",
+    example="model.safetensors's header says it is 8 bytes long and then holds no JSON.",
 )
 
 DEC011 = Code(
@@ -285,6 +312,7 @@ DEC011 = Code(
     why="Without them neither the KV cache size nor the memory fit can be computed, and serving engines usually refuse the config too.",
     fix_by_hand="Restore the model's original config.json (num_hidden_layers, num_attention_heads, "
     "num_key_value_heads, hidden_size or head_dim).",
+    example="A config.json with hidden_size but neither num_hidden_layers nor num_key_value_heads.",
 )
 
 ARTIFACT_CODES = (

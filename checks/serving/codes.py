@@ -16,6 +16,7 @@ LIV001 = Code(
     fix_by_hand="Compare the engine's own per-token time (llama.cpp timings, vLLM's inter-token histogram) with "
     "the measured TPOT; turn on CUDA graphs (drop vLLM --enforce-eager), set llama.cpp -t to the physical cores, "
     "check that every layer is offloaded (-ngl 99), and run the bench on an otherwise idle host.",
+    example="decode at concurrency 1 reaches 31 % of this host's ceiling: 12.4 of 40.2 tok/s (TPOT p50 80.6 ms against 24.9 ms).",
 )
 
 LIV002 = Code(
@@ -27,6 +28,7 @@ LIV002 = Code(
     "decode steps with running sequences, or preemption when the KV cache runs out.",
     fix_by_hand="Read the server findings (SRV002 preemption, SRV004 prefill interference) for the flag that helps: "
     "chunked prefill with a smaller token budget per step, or fewer concurrent sequences.",
+    example="TPOT swings from 21 ms (p50) to 88 ms (p99) at concurrency 8, 4.2×.",
 )
 
 LIV003 = Code(
@@ -37,6 +39,7 @@ LIV003 = Code(
     why="A request that waits in the server's queue, or behind other prompts' prefills, starts late; the user sees nothing.",
     fix_by_hand="Look for queueing (SRV003): more sequences per batch if the KV cache allows, more replicas, or "
     "a lower concurrency per replica; long prompts benefit from chunked prefill.",
+    example="TTFT at concurrency 4: p50 180 ms, p99 2,400 ms: one request in a hundred waits 2.4 s for its first token.",
 )
 
 LIV004 = Code(
@@ -49,6 +52,7 @@ LIV004 = Code(
     "load is not ready, whatever its latency. At 5 % or more this is an error.",
     fix_by_hand="The evidence lists the failures by kind with one message each. 429s mean a rate limit or a full "
     "queue (raise it, or lower the concurrency); 5xx and drops are in the server's log; stalls point at a hung engine.",
+    example="9 of 64 requests failed (6 × timeout, 3 × http-503).",
 )
 
 LIV005 = Code(
@@ -60,6 +64,7 @@ LIV005 = Code(
     "(and this bench's TPOT) do not mean what they say.",
     fix_by_hand="Check the server's version and any proxy between it and the client that rewrites requests; "
     "vLLM, SGLang, TGI and llama.cpp all honour max_tokens.",
+    example="12 responses carried more than the 128 tokens max_tokens allowed.",
 )
 
 LIV006 = Code(
@@ -70,6 +75,7 @@ LIV006 = Code(
     why="The load was lighter than planned and TPOT is averaged over fewer tokens; a sweep whose outputs differ in "
     "length compares unlike things.",
     fix_by_hand="Pass --ignore-eos (vLLM, SGLang and llama.cpp accept it) so that every request runs to max_tokens.",
+    example="41 of 64 responses ended before 256 tokens (the model chose to stop): run with --ignore-eos for a full-length load.",
 )
 
 LIV007 = Code(
@@ -80,6 +86,7 @@ LIV007 = Code(
     why="The deployment cannot serve that many concurrent users within the promised latency.",
     fix_by_hand="Serve at most the concurrency where the SLO still holds (the message names it) per replica, or "
     "lower TPOT: a smaller or quantized model, fp8 KV cache, a faster device, or tensor parallelism.",
+    example="--slo ttft_p95=800ms,tpot_p95=60ms holds up to concurrency 4 and fails at 8: TTFT p95 1,310 ms.",
 )
 
 LIV008 = Code(
@@ -91,6 +98,8 @@ LIV008 = Code(
     "speculative decoding on the server, or another device than the one measured. Judging against them would mislead.",
     fix_by_hand="Pass --model-files with the files the server loaded, --device for the device it runs on, or "
     "--bandwidth for that device's bandwidth.",
+    example="Decode measures 95 tok/s where the ceiling computed for the given files is 40 tok/s: speculative decoding, or another "
+    "model is served; not judged.",
 )
 
 LIV009 = Code(
@@ -100,6 +109,7 @@ LIV009 = Code(
     what="The server sent no usage in its stream, so each content chunk counted as one token.",
     why="Engines that put several tokens in one chunk (stream intervals, speculative decoding) make TPOT look slower than it is.",
     fix_by_hand="Use a server that honours stream_options.include_usage (vLLM, SGLang, llama.cpp, TGI do).",
+    example="The server's stream carries no usage block, so output tokens were counted as content chunks.",
 )
 
 SRV001 = Code(
@@ -110,6 +120,7 @@ SRV001 = Code(
     why="A full KV cache means new sequences wait, or running ones are preempted and recomputed: latency jumps.",
     fix_by_hand="The message names the engine's flags: more memory for the KV cache, an fp8 KV cache, a shorter "
     "maximum context, or fewer concurrent sequences.",
+    example="vLLM's gpu_cache_usage_perc reached 97 % during the run: new sequences wait or evict others.",
 )
 
 SRV002 = Code(
@@ -119,6 +130,7 @@ SRV002 = Code(
     what="The engine dropped running sequences' KV cache to admit others (vLLM num_preemptions, SGLang retractions).",
     why="Each preempted sequence recomputes its prompt and output later: wasted work and TPOT spikes for that user.",
     fix_by_hand="Admit fewer sequences at once (vLLM --max-num-seqs, SGLang --max-running-requests) or give the KV cache more memory.",
+    example="vllm:num_preemptions_total rose by 212 during the run: those sequences' KV cache was dropped and recomputed.",
 )
 
 SRV003 = Code(
@@ -130,6 +142,7 @@ SRV003 = Code(
     why="Queue time is added to TTFT; the server runs fewer sequences at once than it is sent.",
     fix_by_hand="Raise the engine's concurrent-sequence limit if the KV cache has room (the message names the "
     "flag; for llama.cpp, more --parallel slots), else add replicas.",
+    example="vLLM num_requests_waiting peaked at 23 with 8 running, at --max-num-seqs 8.",
 )
 
 SRV004 = Code(
@@ -140,6 +153,7 @@ SRV004 = Code(
     why="A step that prefills a long prompt makes every running sequence wait for it: users see a stall mid-answer.",
     fix_by_hand="Split prompts into smaller chunks per step: vLLM --max-num-batched-tokens with chunked prefill, "
     "SGLang --chunked-prefill-size, TGI --max-batch-prefill-tokens, llama.cpp smaller -b/-ub.",
+    example="ITL p99 is 9.1 × its p50 while prompts of 8,000 tokens arrive: decode steps wait behind prefill.",
 )
 
 SRV005 = Code(
@@ -150,6 +164,7 @@ SRV005 = Code(
     why="Without the engine's own counters, KV-cache pressure, preemption and queueing cannot be told apart from the outside.",
     fix_by_hand="Enable the engine's metrics (SGLang --enable-metrics, llama-server --metrics; vLLM and TGI serve "
     "them by default) on the same port as the API.",
+    example="GET /metrics answers 404 (llama-server started without --metrics).",
 )
 
 SRV006 = Code(
@@ -160,6 +175,7 @@ SRV006 = Code(
     why="Nothing can be measured or diagnosed, and clients will fail the same way.",
     fix_by_hand="Check the URL (scheme, host, port and the /v1 base), that the server is up and listening on "
     "that address, and any firewall or proxy between.",
+    example="http://127.0.0.1:8000/v1: nothing listens (connection refused).",
 )
 
 SRV007 = Code(
@@ -169,6 +185,7 @@ SRV007 = Code(
     what="llama-server divides its context (-c) among its --parallel slots; each slot holds less than one request's prompt plus output.",
     why="Requests are cut short or refused with a context error, and the bench measures the wrong thing.",
     fix_by_hand="Start llama-server with -c at least --parallel × (prompt + output tokens).",
+    example="llama-server -c 4096 --parallel 4 gives each slot 1,024 tokens, and the bench sends 1,200-token prompts.",
 )
 
 CODES = (LIV001, LIV002, LIV003, LIV004, LIV005, LIV006, LIV007, LIV008, LIV009, SRV001, SRV002, SRV003, SRV004, SRV005, SRV006, SRV007)

@@ -46,6 +46,7 @@ SWAP003 = Code(
     "inference server's weights and KV cache just the same.",
     fix_by_hand="Set it on the host (sudo sysctl -w vm.swappiness=1 plus a sysctl.d file), or ask the "
     "platform team to; Kubernetes treats vm.* as unsafe sysctls, so pod securityContext cannot set it.",
+    example="Inside a Kubernetes pod, /proc/sys is mounted read-only and the host's vm.swappiness is 60.",
 )
 SWAP004 = FixableCode[SwappinessParams](
     code="SWAP004",
@@ -58,6 +59,7 @@ SWAP004 = FixableCode[SwappinessParams](
     params=SwappinessParams,
     fix_safety="Safe: writes a sysctl.d file that sets vm.swappiness = 1; journaled and undoable.",
     concerns=("memory",),
+    example="vm.swappiness is 1 now (set by hand), but /etc/sysctl.d/99-tuning.conf sets 60 at the next boot.",
 )
 
 CODES = (SWAP001, SWAP003, SWAP004)
