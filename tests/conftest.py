@@ -53,8 +53,13 @@ def tree_digest(root: Path) -> dict[str, str]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Tests write nowhere but temporary directories: decode-doctor's default state directory (fix
+    journals, the --redact-hosts mapping, the bandwidth cache) is one for this session."""
+    import tempfile
+
     from .support import emitted
 
+    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="dd-test-state-")
     emitted.install()
 
 
@@ -62,6 +67,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     from .support import emitted
 
     emitted.remove()
+    shutil.rmtree(os.environ.get("XDG_STATE_HOME", "/nonexistent"), ignore_errors=True)
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -4,6 +4,7 @@ its names, the engine and the reports name no check, and every package is instal
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import re
@@ -18,6 +19,7 @@ SOURCES = {"decode_doctor": REPO / "doctor", "decode_doctor.checks": REPO / "che
 FEATURES = sorted(p.name for p in (REPO / "checks").iterdir() if (p / "__init__.py").is_file())
 
 
+@functools.cache
 def _modules() -> list[tuple[str, Path]]:
     found = []
     for package, root in SOURCES.items():
@@ -32,6 +34,7 @@ def _modules() -> list[tuple[str, Path]]:
     return found
 
 
+@functools.cache
 def _imports(name: str, path: Path) -> list[tuple[str, list[str]]]:
     """(module imported, names taken from it) for every import in the file, relative ones resolved."""
     tree = ast.parse(path.read_text())
@@ -120,6 +123,21 @@ def test_checks_use_the_application_layer_and_nothing_above_it():
     assert offences == []
 
 
+def test_commands_go_through_the_application_layer():
+    """The CLI reads options and writes what the application layer hands back: it imports nothing of
+    the reports, the fix executor or a feature (but the feature commands it lists)."""
+    offences = []
+    for name, path in _modules():
+        if not name.startswith("decode_doctor.cli"):
+            continue
+        for module, _ in _imports(name, path):
+            if module.startswith(("decode_doctor.reports", "decode_doctor.fixes")):
+                offences.append(f"{name} imports {module}")
+            if _feature_of(module) and not module.endswith(".commands"):
+                offences.append(f"{name} imports {module}")
+    assert offences == []
+
+
 def test_the_engine_and_the_reports_name_no_code():
     from decode_doctor.engine.registry import load
 
@@ -133,15 +151,55 @@ def test_the_engine_and_the_reports_name_no_code():
     assert named == []
 
 
-def test_every_package_directory_is_installed():
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
+NEW_FEATURE = {
+    "__init__.py": '"""A feature added by files alone."""\n',
+    "codes.py": (
+        "from decode_doctor.engine import Code, Severity\n\n"
+        'NEW001 = Code("NEW001", "A new finding", Severity.INFO, "w", "y", "f", example="e")\n'
+    ),
+    "check.py": (
+        "from decode_doctor.engine import Check, Context, Finding\n\n"
+        "from .codes import NEW001\n\n\n"
+        "class NewFeature(Check):\n"
+        '    name = "new-feature"\n'
+        '    description = "a feature that is only files"\n'
+        "    codes = (NEW001,)\n\n"
+        "    def run(self, ctx: Context) -> list[Finding]:\n"
+        '        return [self.finding(NEW001, "found by a package nobody listed")]\n'
+    ),
+}
 
-    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    present = {name for name, path in _modules() if path.name == "__init__.py"}
-    assert present - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
+
+def test_a_new_check_package_loads_after_pip_install_with_no_other_edit(tmp_path):
+    """Packages are discovered (setup.py), not listed: a copy of this tree with one more directory under
+    checks/ installs it, and the registry loads its check."""
+    import subprocess
+
+    copy = tmp_path / "src"
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO, capture_output=True, check=True
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file() and not name.startswith(("tests/", "benchmarks/", "fixtures/")):
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            (copy / name).write_bytes(source.read_bytes())
+    feature = copy / "checks" / "ddnewfeature"
+    feature.mkdir()
+    for name, text in NEW_FEATURE.items():
+        (feature / name).write_text(text)
+    site = tmp_path / "site"
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-compile", "--target", str(site)]
+    installed = subprocess.run([*pip, str(copy)], capture_output=True, text=True, cwd=tmp_path)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert (site / "decode_doctor/checks/ddnewfeature/check.py").is_file()
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    probe = "import decode_doctor, json, sys; print(decode_doctor.__file__)"
+    where = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path).stdout
+    assert where.startswith(str(site)), where  # the installed copy, not this checkout
+    listing = subprocess.run([sys.executable, "-m", "decode_doctor", "list", "--format", "json"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    checks = {c["check"]: c for c in json.loads(listing.stdout)["checks"]}
+    assert checks["new-feature"]["codes"][0]["code"] == "NEW001" and checks["new-feature"]["origin"] == "builtin"
 
 
 def test_every_feature_has_its_home():

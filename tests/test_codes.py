@@ -3,6 +3,7 @@ happen: a code no test emits is a code nobody has seen work."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pytest
@@ -26,6 +27,7 @@ def _declared() -> dict[str, str]:
     return found
 
 
+@functools.cache
 def _declaring_file(code: str) -> str:
     for path in sorted((REPO / "checks").glob("*/codes.py")):
         if re.search(rf"""["']{code}["']""", path.read_text()):

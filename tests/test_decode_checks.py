@@ -250,3 +250,20 @@ def test_a_model_within_memory_but_past_the_headroom_is_a_warning(tmp_path):
     budget = run.facts.models[0].budgets[-1]
     assert budget.fit == "tight" and "DEC002" not in run.codes()
     assert "less than 10 % left" in run.codes()["DEC003"].message
+
+
+def test_the_budget_and_estimate_read_a_hugging_face_cache_repository(tmp_path):
+    """The README's `check --model ~/.cache/huggingface/hub/models--Qwen--Qwen2-7B-Instruct`: the
+    repository directory as the hub cache keeps it, read through its snapshot (one layout, engine.hfcache)."""
+    from .support.modelgen import hf_cache
+
+    repo, snapshot = hf_cache(tmp_path / "hub", "Qwen/Qwen2-7B-Instruct", qwen2_7b(tmp_path / "source", shards=2))
+    run = run_check("decode-budget", RHEL_HOST, models=(repo,), options={"bandwidth": 50.0})
+    assert "DEC010" not in run.codes()
+    (entry,) = run.facts.models
+    assert entry.model.name == "Qwen2-7B-Instruct" and entry.model.layers == 28
+    plan = cli("estimate", "--model", str(repo), "--bandwidth", "50", "--memory", "80", "--format", "json")
+    assert plan.exit_code == 0, plan.stderr
+    assert plan.json()["model"]["layers"] == 28 and plan.json()["model"]["label"] == "Qwen2-7B-Instruct"
+    report = cli("check", "--select", "model-artifacts,decode-budget", "--model", str(repo), "--root", str(RHEL_HOST), "--bandwidth", "50")
+    assert "DEC010" not in report.stdout and "holds no config.json" not in report.stdout, report.stdout

@@ -5,6 +5,8 @@ Regenerate the golden files after a deliberate change with DD_UPDATE_GOLDEN=1 an
 
 from __future__ import annotations
 
+import re
+
 import json
 import os
 from pathlib import Path
@@ -72,7 +74,11 @@ def test_a_healthy_host_prints_one_all_clear_line(quiet_host):
     root = str(FIXTURES / "hosts" / "healthy-server")
     proc = cli("check", "--root", root, env=quiet_host)
     assert proc.exit_code == 0
-    assert proc.stdout.splitlines() == ["Ready: no problems found (3 checks ran, 9 did not apply)."], proc.stdout
+    from decode_doctor.engine.registry import load
+
+    (line,) = proc.stdout.splitlines()
+    ran, skipped = map(int, re.fullmatch(r"Ready: no problems found \((\d+) checks ran, (\d+) did not apply\)\.", line).groups())
+    assert ran == 3 and ran + skipped == len(load().checks)  # swappiness, bandwidth and docker judge; every other check is said
     verbose = cli("check", "--root", root, "--verbose", env=quiet_host).stdout
     assert "swappiness: vm.swappiness 1 with 3.0 GiB of swap on /dev/dm-1" in verbose
     assert "bandwidth: Memory read 21.0 GB/s, copy 19.0 GB/s" in verbose

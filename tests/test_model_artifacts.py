@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from .support.harness import run_app, run_check, run_fix
-from .support.modelgen import llama_gguf, write_gguf, write_safetensors
+from .support.modelgen import hf_cache, llama_gguf, write_gguf, write_safetensors
 from .support.published import NAMES, write_model
 
 ZEROS_3GIB_SHA256 = "305b66a59d15b252092fbda9d09711230c429f351897cbd430e7b55a35fd3b97"  # sha256 of 3 GiB of zeros
@@ -85,22 +84,7 @@ def test_a_truncated_gguf(tmp_path):
 
 
 def _cache(tmp_path: Path, name: str, revision: str = "0123456789abcdef0123456789abcdef01234567") -> tuple[Path, Path]:
-    """A Hugging Face cache repository for a published model: blobs named by content hash, links in the snapshot."""
-    import hashlib
-
-    source = write_model(name, tmp_path / "source" / name)
-    repo = tmp_path / "hub" / f"models--org--{name}"
-    (repo / "blobs").mkdir(parents=True)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(revision)
-    snapshot = repo / "snapshots" / revision
-    snapshot.mkdir(parents=True)
-    for file in sorted(source.iterdir()):
-        content = file.read_bytes() if file.suffix == ".json" else file.name.encode()  # shards: a made-up name
-        blob = hashlib.sha256(content).hexdigest()
-        shutil.move(file, repo / "blobs" / blob)
-        os.symlink(f"../../blobs/{blob}", snapshot / file.name)
-    return repo, snapshot
+    return hf_cache(tmp_path / "hub", f"org/{name}", write_model(name, tmp_path / "source" / name), revision)
 
 
 def test_a_hugging_face_cache_with_a_truncated_shard_a_missing_blob_and_an_unfinished_download(tmp_path):

@@ -109,7 +109,9 @@ def test_every_builtin_code_is_documented_and_unique():
             assert code.what and code.why and code.fix_by_hand and code.title
 
 
-def test_a_report_from_every_check_validates(schema, tmp_path):
+def test_a_report_from_every_check_validates(schema, tmp_path, monkeypatch):
+    from decode_doctor.checks.bandwidth import membw
+
     from .support.imagegen import write_dataset
     from .support.modelgen import qwen2_7b
     from .support.textcorpus import write_corpus
@@ -117,6 +119,8 @@ def test_a_report_from_every_check_validates(schema, tmp_path):
     qwen2_7b(tmp_path / "model")
     write_corpus(tmp_path / "model" / "texts")
     write_dataset(tmp_path / "images")
+    measured = membw.CpuBandwidth(20.0, 18.0, 0.02, 0.03, 2, 1 << 28, 3, 0.05, 0.0)
+    monkeypatch.setattr(membw, "measure_cpu", lambda *args, **kwargs: measured)  # the schema, not a second of measuring
     proc = cli(
         "check",
         "--model",

@@ -92,6 +92,12 @@ def _tool_amd(ctx: Context) -> tuple[list[AmdGpu], str | None]:
 
 class Accelerators(Check):
     name = "accelerators"
+    looks_at = (
+        "AMD GPUs from `amd-smi static --json`, else `rocm-smi --json`, else amdgpu's sysfs (name, memory, gfx target, driver, "
+        "bandwidth class, ROCm from `/opt/rocm/.info/version`; no `/dev/kfd` is ACC001); Jetson power mode and clocks from `nvpmodel "
+        "-q` and `jetson_clocks --show` (below MAXN, ACC010; memory clock left to scale, ACC011); the Rockchip rknpu driver version "
+        "from debugfs against what RKLLM needs (ACC020). All read-only. Facts: the GPUs, the mode, the NPU driver"
+    )
     description = "AMD GPUs (amd-smi, rocm-smi, sysfs), Jetson power mode and clocks, Rockchip NPU driver"
     codes = CODES
     needs = Needs(platforms=("linux",))

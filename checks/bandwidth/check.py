@@ -54,6 +54,11 @@ def _gpu_present(ctx: Context) -> bool:
 
 class Bandwidth(Check):
     name = "bandwidth"
+    looks_at = (
+        "measured memory bandwidth (read and copy, one numpy thread per core, buffer ≥ 8× the LLC, best of several passes, spread); the"
+        " DIMMs' rated figure from `dmidecode -t 17` and the likely causes when far below it; GPU device-to-device copies (torch or "
+        "cupy) against NVML's theoretical peak. Runs alone (`exclusive`); `--thorough` measures longer. Facts: every figure measured"
+    )
     description = "measured CPU (and GPU) memory bandwidth against the memory's specification"
     codes = (BW002, BW003, BW005)
     needs = Needs(exclusive=True)

@@ -154,6 +154,13 @@ def classify_connection_error(text: str) -> str:
 
 class DockerEngine(Check):
     name = "docker"
+    looks_at = (
+        "the Engine through the Docker SDK (DOCKER_HOST, else the current docker context, else the default socket): not running, "
+        "permission denied, API too old told apart; free space under the data root; whether pulls use containerd's referrers client "
+        "(Engine ≥ 29.1 with the containerd store). Facts: installed or not, version, API version, platform, storage driver, image "
+        "store (containerd or classic), mirrors (from `/info` and daemon.json), runtimes. Fix (unsafe, `--unsafe-fixes`): back to the "
+        "classic store in daemon.json; dockerd is never restarted for you"
+    )
     description = "Docker Engine reachability, versions, image store, mirrors, disk space and the referrers exposure"
     codes = CODES_ENGINE
     timeout_s = 20.0

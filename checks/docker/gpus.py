@@ -44,6 +44,10 @@ def cdi_devices(ctx: Context) -> dict[str, list[str]]:
 
 class NvidiaContainer(Check):
     name = "nvidia-container"
+    looks_at = (
+        "`docker run --gpus` readiness: `nvidia-container-runtime-hook` / `nvidia-cdi-hook`, CDI specs in `/etc/cdi` and "
+        "`/var/run/cdi`, the `nvidia` runtime in daemon.json. Fixes are display-only: the commands are printed, never run"
+    )
     description = "NVIDIA Container Toolkit hooks, CDI specs and Docker runtimes for `docker run --gpus`"
     codes = CODES_GPUS
     needs = Needs(platforms=("linux",), reads=(Reads(GpuFacts), Reads(DockerFacts)))

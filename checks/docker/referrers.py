@@ -204,6 +204,12 @@ PULL_ERROR = "failed to decode referrers index"
 
 class Referrers(Check):
     name = "referrers"
+    looks_at = (
+        "a live probe of the configured mirrors and of `--registry URL` / `--image REF`: anonymous token flow, manifest resolution, "
+        "`GET /v2/<repo>/referrers/<digest>` and its tag fallback, each answer judged the way containerd decodes it (HTML, empty body, "
+        "non-index JSON, trailing data, oversized, wrong Content-Type, 5xx). `--no-network` probes nothing. Fix (unsafe): remove a "
+        "broken mirror from daemon.json"
+    )
     description = "probes registries and mirrors for the OCI referrers API containerd's pulls depend on"
     codes = CODES_REFERRERS
     needs = Needs(reads=(Reads(DockerFacts),))  # the Engine's image store decides how much a broken mirror matters

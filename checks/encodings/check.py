@@ -11,6 +11,7 @@ from typing import Any
 
 from decode_doctor.engine import Check, Context, Facts, Finding, FixRef, Needs, Option, Severity
 from decode_doctor.engine.files import open_regular
+from decode_doctor.engine.hfcache import link_boundary
 
 from .codes import (
     CODES,
@@ -158,15 +159,6 @@ def is_weights(name: str) -> bool:
     return lower in NOT_TEXT_NAMES or os.path.splitext(lower)[1] in WEIGHT_SUFFIXES
 
 
-def tree_root(given: Path) -> Path:
-    """The boundary for links: a Hugging Face cache snapshot links into ../../blobs, inside models--*/."""
-    parts = given.parts
-    for i in range(len(parts) - 2, 0, -1):
-        if parts[i] == "snapshots" and parts[i - 1].startswith(("models--", "datasets--")):
-            return Path(*parts[:i])
-    return given
-
-
 def _inside(path: Path, root: Path) -> bool:
     try:
         path.relative_to(root)
@@ -182,7 +174,7 @@ def walk(given: Path, on_link_out: Any) -> Iterator[TextFile]:
         if not is_weights(given.name):  # a file named on purpose is text unless it is weights
             yield TextFile(given, given.resolve(), given.parent, given.is_symlink())
         return
-    root = tree_root(given)
+    root = link_boundary(given)
     for directory, dirnames, filenames in os.walk(given, followlinks=False):
         base = Path(directory)
         for name in list(dirnames):
@@ -227,6 +219,17 @@ def _utf8_stream_ok(target: Path) -> bool:
 
 class Encodings(Check):
     name = "encodings"
+    looks_at = (
+        "every config/tokenizer/template/text file under `--model` (recursive: .json, .txt, .md, .yaml, .toml, .csv, .xml, .html, .srt,"
+        " .vtt…; never weights such as .gguf, .safetensors, .bin, tokenizer.model) is clean UTF-8. The whole file is read in every "
+        "legacy encoding a model repository holds (ISO-8859-1…16, windows-1250…1258, KOI8-R/U, cp866, Mac, GBK/GB18030, Big5, "
+        "Shift_JIS/EUC-JP/ISO-2022-JP, EUC-KR/Johab, TIS-620, UTF-16/32 with or without a BOM); a reading is converted only when "
+        "chardet's language statistics rate it far likelier than every other reading on the words where they differ (and structured "
+        'files still parse). Otherwise the finding shows the readings side by side ("gbk (Chinese): 你好 | tis_620 (Thai): ฤใบร") and the'
+        " command that decides: `--from-encoding PATH=ENC` (repeatable); a bare `--from-encoding ENC` applies only to undecided files "
+        "and never overrides a file that reads as another encoding. Mixed, truncated, coding-cookie, binary, unreadable files and links"
+        " out of the tree are reported, never converted; UTF-8 BOMs are dropped where loaders choke on them"
+    )
     description = "every config and tokenizer file under --model is clean UTF-8 (convertible ones are fixed)"
     codes = CODES
     needs = Needs(inputs=("models",))

@@ -26,6 +26,20 @@ from .torchprobe import probe_torch
 
 class GpuStack(Check):
     name = "gpu"
+    looks_at = (
+        "NVML (the `gpu` extra) or `nvidia-smi -q -x` (text fallback, driver 610's KMD/UMD fields); driver failures told apart (no "
+        "driver, driver/library mismatch with the kernel log's API-mismatch line, no devices, Unknown Error, fallen off the bus, "
+        'nvidia-smi missing or hung; "GPU is lost" and exit code 15 as a GPU off the bus, exit code 9 as no driver whatever the '
+        'wording; NVIDIA Xid lines counted, GPU018, Xid 79 as GPU014); "Not Found"/"N/A" are never versions; CUDA toolkit (nvcc, '
+        "`/usr/local/cuda*/version.json`), PyTorch's CUDA build and cuDNN read without importing torch (`--python` picks the serving "
+        "interpreter), each judged against NVIDIA's driver table and minor-version compatibility (`checks/gpu/data/cuda-drivers.json`, "
+        "source named there); baseline CUDA 11.8 / cuDNN 8.6 / PyTorch 2.0; Jetson boards. Facts: GPUs, memory, architecture, MIG, "
+        "theoretical bandwidth, driver, toolkits, PyTorch. No GPU: the CUDA toolkits and PyTorch's CUDA build with the driver they will"
+        " need (GPU024), else skipped, said once. CUDA path hygiene: toolkits that PATH, LD_LIBRARY_PATH and CUDA_HOME pick differently"
+        " (GPU027), a toolkit's libcuda stub on the loader path (GPU028), a GCC newer than the toolkit's own `crt/host_config.h` allows"
+        " (GPU029), PyTorch's CUDA against the toolkit an extension build would use (GPU031); from pasted texts a wheel without the "
+        "GPU's architecture (GPU025) and CUDA unavailable (GPU026)"
+    )
     description = "NVIDIA driver, CUDA, toolkit, PyTorch and cuDNN versions and whether they work together"
     codes = CODES
     needs = Needs(platforms=("linux",))

@@ -112,6 +112,21 @@ def max_pixels_option(value: str | int) -> int:
 
 class Images(Check):
     name = "images"
+    looks_at = (
+        "every image under `--images` (repeatable), in parallel worker processes over a streaming walk, judged by the loader that will "
+        "read it: Pillow's `Image.open()` then `load()` on every frame with its default settings, and torchvision's `decode_image` or "
+        "OpenCV's `imread` with `--loader` (the `torchvision` and `opencv` extras). What breaks the loader is an error (IMG001; not an "
+        "image IMG002; a bomb IMG004; a decode past `--image-timeout` IMG011) and `--fix` quarantines it into `DATASET.quarantine/` "
+        "(`--quarantine-dir`) with a `manifest.jsonl`. Damage the loader reads past is a warning (IMG013: libjpeg-turbo's strict mode, "
+        "PNG CRCs and the whole zlib stream, bitmap header fields no bitmap has; IMG003 no end marker), quarantined only with "
+        "`--quarantine damaged`; loader warnings (APNG fallback, Pillow's bomb warning zone) are IMG014, never quarantined. Bombs come "
+        "from the header alone before any pixel is inflated — PNG, GIF screen and frame extents, WebP, every TIFF/BigTIFF page, JPEG, "
+        "BMP, AVIF/HEIF, TGA, ICO — with the loader's own limits (`--max-pixels`, Pillow's: warns above, refuses above twice). A worker"
+        " decodes only what fits a 512 MiB budget (a larger decode is reported unchecked, IMG008, as is a format no installed decoder "
+        "reads; the peak is in the facts). One finding per file, every reason in its evidence, one action; lying extensions (rename "
+        "fix); modes and trailing data (info). Progress with files/s and an ETA on a terminal; `undo` puts every file back "
+        "byte-identical"
+    )
     description = "every image under --images read by the loader that will read it (and for damage it reads past); bombs from the header"
     codes = CODES
     needs = Needs(inputs=("images",))

@@ -473,6 +473,19 @@ def _dominant(header: dict[str, Any]) -> str | None:
 
 class ModelArtifacts(Check):
     name = "model-artifacts"
+    looks_at = (
+        "each `--model` (a Hugging Face directory, the cache layout `models--org--name/snapshots/…`, or GGUF files), from headers and "
+        "small JSON files only: shards the index names but that are missing, truncated or malformed safetensors (overlapping offsets, "
+        "gaps, bytes after the last tensor, as the safetensors library checks), truncated GGUFs, `*.incomplete` downloads, snapshot "
+        "links to missing blobs; `--context` beyond `max_position_embeddings` without a `rope_scaling` that covers it, inconsistent "
+        "`rope_scaling`, `rope_theta` against the GGUF's `rope.freq_base`, a sliding window larger than the context; `torch_dtype` "
+        "against the stored dtypes and `quantization_config` against the tensors, mixed-dtype shards, a `--kv-dtype` the engine lacks; "
+        "eos, bos and pad ids the tokenizer does not define (or no eos at all), a tokenizer eos that does not stop generation, a chat "
+        "model without a chat template, `vocab_size` against the embedding rows and the tokenizer, a `tokenizer.json` that does not "
+        "parse; paths with spaces or non-ASCII. `--verify-hashes` reads every file whole and checks it against the hash the hub gave "
+        "(cache blob names, `--local-dir` metadata), with a progress line. Fix (display-only, cache): the `huggingface-cli download` "
+        "command for the damaged file. Facts: files, bytes, trained context, eos ids, chat template"
+    )
     description = "each --model's files are complete and its config, context, precision and tokenizer agree"
     codes = ARTIFACT_CODES
     needs = Needs(inputs=("models",))

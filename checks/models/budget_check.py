@@ -58,6 +58,14 @@ def devices(ctx: Context) -> list[Device]:
 
 class DecodeBudget(Check):
     name = "decode-budget"
+    looks_at = (
+        "for each `--model` (HF directory with safetensors, sharded or not, a directory with config.json alone, or a `.gguf`): weights "
+        "from the headers, or from the architecture in config.json when there are no weight files (never 0: a model that can be sized "
+        'neither way is "unknown"); the KV cache layer by layer (GQA/MQA, sliding windows, MLA, hybrid Mamba layers); memory need at '
+        "`--context` × `--concurrency` against each device (usable: 90 % of it), the limits (max context at that concurrency, max "
+        "concurrency at that context) and the tokens/s ceiling from the bandwidth check's facts; which knob helps when it does not fit;"
+        " malformed files are findings. Facts: each model's budget on each device, with a context sweep"
+    )
     description = "memory fit and decode tokens/s ceiling of each --model on this host"
     codes = BUDGET_CODES
     # Without the GPU's facts the budget would be the CPU's; without the bandwidth, no ceiling (unless

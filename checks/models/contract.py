@@ -42,6 +42,7 @@ class ModelInfo:
     quantization: str | None = None
     notes: list[str] = field(default_factory=list)
     sliding_window: int | None = None  # GGUF: the attention window of the sliding layers
+    label: str | None = None  # the repository's name, for a snapshot in the Hugging Face cache
 
     @property
     def config(self) -> dict[str, Any] | None:
@@ -50,7 +51,7 @@ class ModelInfo:
 
     @property
     def name(self) -> str:
-        return Path(self.path).name
+        return self.label or Path(self.path).name
 
     @property
     def decode_read_bytes(self) -> int:

@@ -20,46 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from decode_doctor.engine.files import open_regular
+from decode_doctor.engine.hfcache import ModelPlace, locate
+
+__all__ = ["HashProgress", "KnownHash", "ModelPlace", "dangling_links", "digest", "incomplete_files", "known_hashes", "locate", "walk"]
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
 HEX40 = re.compile(r"[0-9a-f]{40}")
 SKIP_DIRS = {".git", "__pycache__"}
 HASH_BLOCK = 1 << 20
-
-
-@dataclass(frozen=True)
-class ModelPlace:
-    given: Path
-    root: Path  # the directory holding the model's files (a snapshot in the cache), or the file's
-    layout: str  # "hf-cache", "directory", "file"
-    repo: str | None = None  # org/name, in the cache
-    revision: str | None = None
-    cache_root: Path | None = None  # models--org--name
-
-
-def _repo_of(cache_root: Path) -> str | None:
-    parts = cache_root.name.split("--")
-    return "/".join(parts[1:]) if len(parts) >= 3 and parts[0] in ("models", "datasets") else None
-
-
-def locate(given: Path) -> ModelPlace:
-    given = Path(os.path.abspath(given))
-    if given.is_file():
-        return ModelPlace(given, given, "file")
-    if given.name.startswith(("models--", "datasets--")) and (given / "snapshots").is_dir():
-        revision = None
-        ref = given / "refs" / "main"
-        if ref.is_file():
-            revision = ref.read_text(errors="replace").strip()[:64]
-        snapshots = sorted((p for p in (given / "snapshots").iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
-        chosen = next((p for p in snapshots if p.name == revision), snapshots[-1] if snapshots else None)
-        if chosen is None:
-            return ModelPlace(given, given, "hf-cache", _repo_of(given), revision, given)
-        return ModelPlace(given, chosen, "hf-cache", _repo_of(given), chosen.name, given)
-    if given.parent.name == "snapshots" and given.parent.parent.name.startswith(("models--", "datasets--")):
-        cache_root = given.parent.parent
-        return ModelPlace(given, given, "hf-cache", _repo_of(cache_root), given.name, cache_root)
-    return ModelPlace(given, given, "directory")
 
 
 def walk(root: Path) -> Iterator[Path]:

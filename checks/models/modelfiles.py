@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from decode_doctor.engine.files import NotRegular, open_regular
+from decode_doctor.engine.hfcache import locate
 
 from .contract import ModelInfo
 
@@ -545,7 +546,17 @@ def _apply_gguf_meta(info: ModelInfo, meta: dict[str, Any]) -> None:
 
 
 def read_model(path: Path) -> ModelInfo:
-    """A model directory (Hugging Face layout) or a single .gguf / .safetensors file."""
+    """A model directory (Hugging Face layout, or a repository in the Hugging Face cache), or a single
+    .gguf / .safetensors file."""
+    place = locate(path)
+    if place.layout == "hf-cache":
+        info = _read_files(place.root)
+        info.label = (place.repo or "").rsplit("/", 1)[-1] or None
+        return info
+    return _read_files(path)
+
+
+def _read_files(path: Path) -> ModelInfo:
     if path.is_dir():
         ggufs = sorted(path.glob("*.gguf"))
         if ggufs and not (path / "config.json").exists():

@@ -20,6 +20,8 @@ from typing import Any
 
 import click
 
+from decode_doctor.engine.hfcache import cached_snapshot
+
 from . import engines, prompts, reading
 from .check import Measured
 from .client import ClientError, Endpoint, stream
@@ -87,21 +89,6 @@ def _is_local(host: str) -> bool:
     return bool(addresses & mine)
 
 
-def _hf_cache_path(model_id: str) -> Path | None:
-    """A Hugging Face model id's local snapshot (org/name → models--org--name/snapshots/<rev>)."""
-    if "/" not in model_id or model_id.count("/") > 1:
-        return None
-    hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
-        os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface"), "hub"
-    )
-    snapshots = Path(hub) / ("models--" + model_id.replace("/", "--")) / "snapshots"
-    try:
-        found = sorted((p for p in snapshots.iterdir() if (p / "config.json").is_file()), key=lambda p: p.stat().st_mtime)
-    except OSError:
-        return None
-    return found[-1] if found else None
-
-
 def model_files(given: Path | None, model_id: str | None) -> tuple[Path | None, str | None]:
     """The served model's files, and where they were found (or why none were)."""
     if given is not None:
@@ -110,7 +97,7 @@ def model_files(given: Path | None, model_id: str | None) -> tuple[Path | None, 
         path = Path(model_id).expanduser()
         if path.is_absolute() and (path.is_file() or (path / "config.json").is_file()):
             return path, None
-        cached = _hf_cache_path(model_id)
+        cached = cached_snapshot(model_id, os.environ)
         if cached is not None:
             return cached, None
     return None, f"the served model {model_id!r} is not a local path or in the Hugging Face cache: give --model-files"

@@ -36,6 +36,14 @@ class Measured:
 
 class Serving(Check):
     name = "serving"
+    looks_at = (
+        'a running OpenAI-compatible server (`--endpoint URL`; see "Measuring a live server"): the results of `bench` judged — decode '
+        "at concurrency 1 against this host's ceiling for the served model, TPOT jitter, TTFT tails, failures and timeouts, a server "
+        "that ignores `max_tokens`, an SLO missed — and the server's own Prometheus `/metrics` (vLLM v0 and v1, SGLang, TGI, llama.cpp)"
+        " and llama.cpp's `/slots` diagnosed alone or before and after a run: KV-cache pressure, preemption, queueing, prefill "
+        "interference, a slot smaller than a request; each finding names the engine flag that helps. Facts: the endpoint, the engine, "
+        "every level's percentiles, the ceiling, the server's metrics"
+    )
     description = "a running server: bench results judged against the ceiling, its own /metrics diagnosed"
     codes = CODES
     # the served model's ceiling on this host: the decode budget of its files, when they are given

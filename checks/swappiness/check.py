@@ -66,6 +66,10 @@ def _as_int(text: str) -> int:
 
 class Swappiness(Check):
     name = "swappiness"
+    looks_at = (
+        "`vm.swappiness` against the swap configured, now and at boot (sysctl.d order); read-only `/proc/sys` in containers. Facts: the"
+        " value, the swap, the boot-time setting"
+    )
     description = "vm.swappiness against the swap configured, now and at boot"
     codes = CODES
     needs = Needs(platforms=("linux",))

@@ -41,6 +41,29 @@ def host_name(root: Path) -> str:
     return socket.gethostname()
 
 
+@dataclass(frozen=True)
+class Selectors:
+    """Selectors sorted out: the ones that name a check, code or prefix; codes retired (→ where their
+    data went: a warning, never an error); and ones that match nothing."""
+
+    known: tuple[str, ...]
+    retired: dict[str, str]
+    unknown: tuple[str, ...]
+
+
+def sort_selectors(registry: Registry, selectors: Iterable[str]) -> Selectors:
+    retired = {code: why for cls in registry.checks.values() for code, why in cls.retired.items()}
+    known, gone, unknown = [], {}, []
+    for selector in selectors:
+        if any(check_selected([selector], cls.name, (c.code for c in cls.codes)) for cls in registry.checks.values()):
+            known.append(selector)
+        elif selector.upper() in retired:
+            gone[selector] = retired[selector.upper()]
+        else:
+            unknown.append(selector)
+    return Selectors(tuple(known), gone, tuple(unknown))
+
+
 def select_checks(registry: Registry, selectors: Iterable[str]) -> list[type[Check]]:
     chosen = list(selectors)
     unknown = [s for s in chosen if not any(check_selected([s], cls.name, (c.code for c in cls.codes)) for cls in registry.checks.values())]

@@ -11,7 +11,7 @@ import click
 
 from ..app.choices import FORMATS
 from ..app.guard import guarded
-from .common import CONTEXT, Progress, TerminalDialogue, output_request, run_options, run_request, validate_selectors
+from .common import CONTEXT, Progress, TerminalDialogue, output_request, run_options, run_request
 
 
 @click.command(context_settings=CONTEXT)
@@ -46,7 +46,6 @@ def check(**params: Any) -> None:
     if (params["dry_run"] or params["yes"] or params["unsafe_fixes"]) and not params["fix"]:
         raise click.UsageError("--dry-run, --yes and --unsafe-fixes go with --fix")
     request = run_request(params)
-    validate_selectors(request)
     fix_request = None
     if params["fix"]:
         state_dir = params["state_dir"] or default_state_dir()

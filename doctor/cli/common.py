@@ -174,8 +174,23 @@ def check_option_keys() -> set[str]:
     return {option.key for cls in load().checks.values() for option in cls.options if option.flag not in CORE_FLAGS}
 
 
+def _selectors(values: list[str], where: str, retired_note: list[str]) -> list[str]:
+    """The selectors that name something: one that matches nothing is a usage error naming where it was
+    written; a retired code is a warning (where its data went) and is left out."""
+    from ..app.service import sort_selectors
+    from ..engine.registry import load
+
+    sorted_out = sort_selectors(load(), values)
+    if sorted_out.unknown:
+        raise click.UsageError(f"{where} {', '.join(sorted_out.unknown)} matches no check or code; see `decode-doctor list`")
+    for code, why in sorted_out.retired.items():
+        retired_note.append(f"{where} {code}: a retired code, left out: {why}")
+    return list(sorted_out.known)
+
+
 def run_request(params: dict[str, Any]) -> Any:
-    """A RunRequest from the run options (and the config file they may name); usage errors raise."""
+    """A RunRequest from the run options (and the config file they may name); usage errors raise, and
+    retired codes named in the options or the config file are said on stderr."""
     from ..app.requests import RunRequest
 
     keys = check_option_keys()
@@ -184,13 +199,21 @@ def run_request(params: dict[str, Any]) -> Any:
         config = load_config(params["config_path"], Path.cwd())
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    select = split_selectors(params["select"]) or config.select
+    notes: list[str] = []
+    flags_select = _selectors(split_selectors(params["select"]), "--select", notes)
+    flags_ignore = _selectors(split_selectors(params["ignore"]), "--ignore", notes)
+    config_select = _selectors(config.select, f"{config.source}: select", notes) if config.source else []
+    config_ignore = _selectors(config.ignore, f"{config.source}: ignore", notes) if config.source else []
+    for note in notes:
+        click.echo(f"decode-doctor: warning: {note}", err=True)
+    if (split_selectors(params["select"]) and not flags_select) or (config.select and not config_select and not flags_select):
+        raise click.UsageError("the selection names only retired codes: nothing is left to run")
     return RunRequest(
         root=params["root"].resolve(),
         models=tuple(p.resolve() for p in params["models"]),
         images=tuple(p.resolve() for p in params["images"]),
-        select=tuple(select),
-        ignore=tuple(config.ignore + split_selectors(params["ignore"])),
+        select=tuple(flags_select or config_select),
+        ignore=tuple(config_ignore + flags_ignore),
         reasons=config.reasons,
         fail_on=params["fail_on"] or config.fail_on or "error",
         incomplete_fails=params.get("incomplete", "fail") == "fail",
@@ -198,18 +221,6 @@ def run_request(params: dict[str, Any]) -> Any:
         options=check_options,
         argv=tuple(sys.argv[1:]),
     )
-
-
-def validate_selectors(request: Any) -> None:
-    from ..app.requests import RequestError
-    from ..app.service import select_checks
-    from ..engine.registry import load
-
-    for flag, values in (("--select", request.select), ("--ignore", request.ignore)):
-        try:
-            select_checks(load(), values)
-        except RequestError as exc:
-            raise click.UsageError(f"{flag} {exc}") from None
 
 
 def output_request(params: dict[str, Any], verbose: bool | None = None) -> Any:

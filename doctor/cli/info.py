@@ -14,12 +14,15 @@ INPUT_FLAGS = {"models": "--model", "images": "--images", "endpoint": "--endpoin
 
 
 @click.command("list", context_settings=CONTEXT)
-@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
 def list_checks(fmt: str) -> None:
-    """List the checks, the codes each can emit, and which are fixable."""
+    """List the checks, the codes each can emit, and which are fixable (markdown: the README's table)."""
     from ..engine.registry import load
 
     registry = load()
+    if fmt == "markdown":
+        click.echo(checks_table(registry), nl=False)
+        return
     rows: list[dict[str, Any]] = []
     for name, cls in registry.checks.items():
         needs = cls.needs
@@ -88,3 +91,34 @@ def explain(code: str) -> None:
     fix = registry.fixable(spec.code)
     automatic = f"{spec.fix_text} [{fix.value}]" if fix else "None: decode-doctor does not change this for you."
     section("Automatic fix", automatic)
+
+
+def code_ranges(codes: list[str]) -> str:
+    """ABC001, ABC003, ABC004; XYZ010–XYZ018: runs of three or more consecutive codes as a range."""
+    parsed = sorted((code.rstrip("0123456789"), int(code[len(code.rstrip("0123456789")) :]), code) for code in codes)
+    parts: list[str] = []
+    run: list[tuple[str, int, str]] = []
+
+    def flush() -> None:
+        if len(run) >= 3:
+            parts.append(f"{run[0][2]}–{run[-1][2]}")
+        else:
+            parts.extend(item[2] for item in run)
+
+    for item in parsed:
+        if run and (item[0] != run[-1][0] or item[1] != run[-1][1] + 1):
+            flush()
+            run = []
+        run.append(item)
+    if run:
+        flush()
+    return ", ".join(parts)
+
+
+def checks_table(registry: Any) -> str:
+    """The Markdown table of every check: its name, its codes and what it looks at."""
+    lines = ["| Check | Codes | What it looks at |", "|---|---|---|"]
+    for name, cls in registry.checks.items():
+        text = (cls.looks_at or cls.description).replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| `{name}` | {code_ranges([c.code for c in cls.codes])} | {text} |")
+    return "\n".join(lines) + "\n"

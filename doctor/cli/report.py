@@ -11,7 +11,7 @@ import click
 
 from ..app.choices import BUNDLE_FORMATS
 from ..app.guard import guarded
-from .common import CONTEXT, Progress, run_options, run_request, validate_selectors
+from .common import CONTEXT, Progress, run_options, run_request
 
 
 @click.command("report", context_settings=CONTEXT)
@@ -51,7 +51,6 @@ def report(**params: Any) -> None:
     if params["redact_hosts"] and params["no_redact"]:
         raise click.UsageError("--redact-hosts and --no-redact contradict each other")
     request = run_request(params)
-    validate_selectors(request)
     bundle = BundleRequest(
         run=request,
         output=params["output"] or Path.cwd(),

@@ -83,6 +83,7 @@ class Check:
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
+    looks_at: ClassVar[str] = ""  # Markdown: what it reads and judges, for the README's table (`list --format markdown`)
     codes: ClassVar[tuple[Code, ...]] = ()
     needs: ClassVar[Needs] = Needs()
     options: ClassVar[tuple[Option, ...]] = ()

@@ -24,6 +24,7 @@ class ConfigError(Exception):
 
 @dataclass
 class Config:
+    source: str | None = None  # the file (and table) it came from; None: no configuration
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)  # ignore selector → why
@@ -35,7 +36,7 @@ def _parse(table: dict[str, Any], source: str) -> Config:
     unknown = set(table) - KNOWN_KEYS
     if unknown:
         raise ConfigError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(KNOWN_KEYS))}")
-    config = Config()
+    config = Config(source=source)
     select = table.get("select", [])
     if not isinstance(select, list) or not all(isinstance(s, str) for s in select):
         raise ConfigError(f"{source}: select must be a list of codes or check names")

@@ -30,8 +30,9 @@ from typing import Any
 
 
 class FaultServer:
-    def __init__(self, metrics: str | None = None, port: int = 0, slots: str | None = None, replay: bytes = b""):
+    def __init__(self, metrics: str | None = None, port: int = 0, slots: str | None = None, replay: bytes = b"", listed: str = "delay-20ms"):
         self.metrics = metrics
+        self.listed = listed  # the model /v1/models names (what a bench without --model asks for)
         self.slots = slots
         self.replay = replay
         self.port = port
@@ -108,7 +109,7 @@ class FaultServer:
                 return self._reply(writer, 404, b'{"detail": "Not Found"}')
             return self._reply(writer, 200, self.slots.encode())
         if path == "/v1/models":
-            return self._reply(writer, 200, json.dumps({"object": "list", "data": [{"id": "delay-20ms", "object": "model"}]}).encode())
+            return self._reply(writer, 200, json.dumps({"object": "list", "data": [{"id": self.listed, "object": "model"}]}).encode())
         if path == "/tokenize":
             words = re.findall(r"\S+", str(payload.get("content", "")))
             return self._reply(writer, 200, json.dumps({"tokens": list(range(len(words)))}).encode())

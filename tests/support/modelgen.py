@@ -205,3 +205,24 @@ def sparse_file(path: Path, size: int) -> None:
     with open(path, "wb") as handle:
         handle.truncate(size)
     os.utime(path)
+
+
+def hf_cache(hub: Path, repo_id: str, source: Path, revision: str = "0123456789abcdef0123456789abcdef01234567") -> tuple[Path, Path]:
+    """A Hugging Face cache repository (models--org--name) holding source's files as the hub leaves
+    them: blobs named by content hash, links in snapshots/<revision>, refs/main. Returns (repository,
+    snapshot); source's files are moved into the blobs."""
+    import hashlib
+    import shutil
+
+    repo = hub / ("models--" + repo_id.replace("/", "--"))
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    snapshot = repo / "snapshots" / revision
+    snapshot.mkdir(parents=True)
+    for file in sorted(source.iterdir()):
+        content = file.read_bytes() if file.suffix == ".json" else file.name.encode()  # shards: a made-up name
+        blob = hashlib.sha256(content).hexdigest()
+        shutil.move(file, repo / "blobs" / blob)
+        os.symlink(f"../../blobs/{blob}", snapshot / file.name)
+    return repo, snapshot
