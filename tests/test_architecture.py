@@ -197,7 +197,9 @@ def test_a_new_check_package_loads_after_pip_install_with_no_other_edit(tmp_path
     probe = "import decode_doctor, json, sys; print(decode_doctor.__file__)"
     where = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path).stdout
     assert where.startswith(str(site)), where  # the installed copy, not this checkout
-    listing = subprocess.run([sys.executable, "-m", "decode_doctor", "list", "--format", "json"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    listing = subprocess.run(
+        [sys.executable, "-m", "decode_doctor", "list", "--format", "json"], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
     checks = {c["check"]: c for c in json.loads(listing.stdout)["checks"]}
     assert checks["new-feature"]["codes"][0]["code"] == "NEW001" and checks["new-feature"]["origin"] == "builtin"
 

@@ -257,7 +257,7 @@ def test_the_budget_and_estimate_read_a_hugging_face_cache_repository(tmp_path):
     repository directory as the hub cache keeps it, read through its snapshot (one layout, engine.hfcache)."""
     from .support.modelgen import hf_cache
 
-    repo, snapshot = hf_cache(tmp_path / "hub", "Qwen/Qwen2-7B-Instruct", qwen2_7b(tmp_path / "source", shards=2))
+    repo, _ = hf_cache(tmp_path / "hub", "Qwen/Qwen2-7B-Instruct", qwen2_7b(tmp_path / "source", shards=2))
     run = run_check("decode-budget", RHEL_HOST, models=(repo,), options={"bandwidth": 50.0})
     assert "DEC010" not in run.codes()
     (entry,) = run.facts.models

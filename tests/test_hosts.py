@@ -5,10 +5,9 @@ Regenerate the golden files after a deliberate change with DD_UPDATE_GOLDEN=1 an
 
 from __future__ import annotations
 
-import re
-
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest

@@ -376,3 +376,36 @@ def test_an_image_the_user_cannot_read_is_said_and_the_rest_judged():
     (finding,) = report["findings"]
     assert finding["code"] == "IMG012" and finding["path"].endswith("locked.png") and "Permission denied" in finding["message"]
     assert report["results"][0]["state"] == "findings" and proc.returncode == 0  # a warning; the other file was judged
+
+
+def test_the_re_check_after_a_fix_judges_only_the_files_the_fix_touched(tmp_path):
+    """5 broken images among 200 good ones and one lying extension: the re-check decodes the renamed
+    file alone (the quarantined ones are gone from the dataset), never the 200, and the journal says so;
+    the findings about the rest of the dataset stand."""
+    from .support.harness import run_fix
+
+    root = tmp_path / "ds"
+    root.mkdir()
+    good = encode(picture(8, 8), "JPEG")
+    for number in range(200):
+        (root / f"{number:03d}.jpg").write_bytes(good)
+    for number in range(5):
+        (root / f"broken-{number}.jpg").write_bytes(good[: len(good) // 2])
+    (root / "really-a-png.jpg").write_bytes(encode(picture(8, 8), "PNG"))
+    (root / "cmyk.jpg").write_bytes(encode(picture(8, 8).convert("CMYK"), "JPEG"))  # IMG006, a dataset-wide note
+    state = tmp_path / "state"
+    after, said = run_fix("images", images=(root,), state_dir=state)
+    assert "IMG001: resolved (5 findings)" in said.text and "IMG005: resolved" in said.text, said.text
+    (run_dir,) = (state / "runs").iterdir()
+    records = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    (recheck,) = [r for r in records if r["type"] == "recheck"]
+    judged_paths = {Path(p) for p in recheck["paths"]}
+    assert {p for p in judged_paths if root in p.parents} == {root / f"broken-{n}.jpg" for n in range(5)} | {
+        root / "really-a-png.jpg",
+        root / "really-a-png.png",
+    }
+    assert recheck["judged"]["images"] == [f"1 images checked under {root} in " + recheck["judged"]["images"][0].split(" in ", 1)[1]]
+    findings = {f.code for r in after.report.results for f in r.findings}
+    assert findings == {"IMG006"}  # the note about the dataset stands from the first run
+    (result,) = after.report.results
+    assert result.facts is not None and result.facts.datasets[0].images == 207  # the first run's facts: every file

@@ -245,6 +245,7 @@ class Encodings(Check):
     )
     timeout_s = 120.0
     facts_type = EncodingsFacts
+    scoped = True  # after a conversion, only the files written are judged again
 
     def run(self, ctx: Context) -> list[Finding]:
         findings: list[Finding] = []
@@ -277,6 +278,8 @@ class Encodings(Check):
             links: list[TextFile] = []
             counted = [0, 0]  # files, bytes
             for item in walk(Path(given), link_out):
+                if ctx.scope is not None and item.path not in ctx.scope:
+                    continue  # the re-check after a fix: only the files it wrote
                 if item.is_link:  # after the regular files, so a fix is offered on the real path
                     links.append(item)
                     continue
@@ -299,11 +302,11 @@ class Encodings(Check):
                 ctx.note_file(item.target)
                 findings.extend(self._judge(item, Path(given), stated_for(item), counted))
             trees.append(ScannedTree(str(given), counted[0], counted[1]))
-            if counted[0] == 0:
+            if counted[0] == 0 and ctx.scope is None:
                 message = f"{given}: 0 text files under it: no encoding was checked."
                 findings.append(self.finding(ENC012, message, evidence={"model": str(given), "files": 0}, path=str(given)))
         for path, encoding in for_path.items():
-            if path not in used:
+            if path not in used and ctx.scope is None:
                 message = f"--from-encoding {path}={encoding}: not among the text files checked under --model; not applied."
                 findings.append(self.finding(ENC011, message, evidence={"path": path, "encoding": encoding}, path=path))
         ctx.publish(EncodingsFacts(trees))

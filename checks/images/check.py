@@ -30,7 +30,7 @@ from .codes import (
 from .decode import UNUSUAL_MODES, Settings
 from .loaders import loader_name
 from .scan import decode_all, start_counter
-from .walk import iter_images
+from .walk import iter_images, scoped_images
 
 FORMAT_SUFFIXES = {
     "JPEG": ".jpg",
@@ -78,7 +78,8 @@ class _Progress:
 
     def __init__(self, ctx: Context, counter: Any):
         self.ctx, self.counter = ctx, counter
-        self.done, self.total = 0, None
+        self.done = 0
+        self.total: int | None = None
         self.started = self.last = time.monotonic()
 
     def tick(self, problems: int) -> None:
@@ -87,7 +88,7 @@ class _Progress:
         if now - self.last < PROGRESS_EVERY_S:
             return
         self.last = now
-        if self.total is None and self.counter.conn.poll():
+        if self.total is None and self.counter is not None and self.counter.conn.poll():
             self.total = self.counter.conn.recv()
         rate = self.done / max(now - self.started, 1e-6)
         if self.total:
@@ -160,6 +161,7 @@ class Images(Check):
     )
     timeout_s = 7 * 24 * 3600.0  # a dataset of millions takes hours; --timeout caps it
     facts_type = ImagesFacts
+    scoped = True  # after a quarantine, only the files moved are judged again
 
     def run(self, ctx: Context) -> list[Finding]:
         max_pixels = max_pixels_option(ctx.options.get("max_pixels") or DEFAULT_MAX_PIXELS)
@@ -195,8 +197,11 @@ class Images(Check):
         mode_files: dict[str, list[str]] = {}
         unchecked: dict[str, str] = {}
         peak_rss = [0]
-        counter = start_counter(dataset)
+        scoped = ctx.scope is not None
+        counter = None if scoped else start_counter(dataset)
         progress = _Progress(ctx, counter)
+        if scoped:
+            progress.total = len(ctx.scope or ())
 
         def on_result(result: dict[str, Any]) -> None:
             progress.tick(len(findings))
@@ -212,12 +217,16 @@ class Images(Check):
                 findings.append(self._file_finding(result, dataset, quarantine, quarantine_damaged))
 
         try:
-            decode_all(iter_images(dataset, links, appledouble), jobs, settings, file_timeout, on_result)
+            files = scoped_images(dataset, ctx.scope) if ctx.scope is not None else iter_images(dataset, links, appledouble)
+            decode_all(files, jobs, settings, file_timeout, on_result)
         finally:
-            counter.kill()
+            if counter is not None:
+                counter.kill()
         scan = DatasetScan(str(dataset), progress.done, round(time.monotonic() - progress.started, 3), round(peak_rss[0] / 1024, 1))
         scans.append(scan)
         summary = {"dataset": scan.dataset, "images": scan.images, "seconds": scan.seconds}
+        if scoped:  # the re-check after a fix: only the files it touched; what is said of the dataset stands
+            return findings
         if scan.images == 0:
             findings.append(
                 self.finding(IMG015, f"{dataset}: 0 images under it: nothing was checked.", evidence=summary, path=str(dataset))

@@ -37,3 +37,17 @@ def iter_images(root: Path, links: list[str], appledouble: list[str]) -> Iterato
                     appledouble.append(entry.path)
                     continue
                 yield Path(entry.path)
+
+
+def scoped_images(root: Path, scope: frozenset[Path] | None) -> Iterator[Path]:
+    """The files of scope that are images under root: what a re-check after a fix judges again.
+    Links are never followed, and a file moved away (quarantined) is simply not there."""
+    for path in sorted(scope or ()):
+        if root not in path.parents or path.suffix.lower() not in IMAGE_SUFFIXES or path.name.startswith("._"):
+            continue
+        try:
+            if path.is_symlink() or not path.is_file():
+                continue
+        except OSError:
+            continue
+        yield path

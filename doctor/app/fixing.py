@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..engine.findings import Applicability, Finding
 from ..engine.paths import default_state_dir
 from ..fixes.actions import FixPlan
-from ..fixes.journal import LockBusy, apply_plans
+from ..fixes.journal import LockBusy, apply_plans, note
 from .requests import Dialogue, FixRequest
 from .service import Outcome, recheck
 
@@ -101,7 +102,11 @@ def fix(outcome: Outcome, request: FixRequest, dialogue: Dialogue) -> Outcome:
         run_id=result.run_id,
         outcomes=[{"code": o.code, "target": o.shown, "status": o.status} for o in result.outcomes],
     )
-    after = recheck(outcome, {plan.finding.check for plan in plans.to_apply})
+    scope = {Path(plan.finding.path) for plan in plans.to_apply if plan.finding.path}
+    scope |= {path for plan in plans.to_apply for action in plan.actions for path in action.touched()}
+    checked = recheck(outcome, {plan.finding.check for plan in plans.to_apply}, scope)
+    note(result.run_dir, {"type": "recheck", "scope": len(scope), "paths": sorted(map(str, scope))[:100], "judged": checked.judged})
+    after = checked.outcome
     _say_rechecked(plans.to_apply, {(f.code, f.path) for r in after.report.results for f in r.findings}, dialogue, summary)
     return after
 

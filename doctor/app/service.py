@@ -17,7 +17,7 @@ from ..engine.commands import CommandRunner
 from ..engine.config import check_selected, ignored_by
 from ..engine.context import Context
 from ..engine.facts import Board
-from ..engine.findings import CheckResult
+from ..engine.findings import CheckResult, State
 from ..engine.registry import Registry, load
 from ..engine.runner import Progress, run_checks
 from ..reports.report import Ignored, Report
@@ -154,12 +154,36 @@ def run(request: RunRequest, registry: Registry | None = None, progress: Progres
     return Outcome(request, build_report(request, registry, results, meta), ctx, registry)
 
 
-def recheck(outcome: Outcome, checks: Iterable[str]) -> Outcome:
-    """Runs the named checks again (and the ones they read facts from) and rebuilds the report."""
+@dataclass
+class Recheck:
+    outcome: Outcome  # the report after the fix
+    judged: dict[str, list[str]]  # check → what it judged again (its facts' summary), for the journal
+
+
+def recheck(outcome: Outcome, checks: Iterable[str], scope: Iterable[Path] = ()) -> Recheck:
+    """Runs the named checks again (and the ones they read facts from) and rebuilds the report.
+
+    With a scope (the paths a fix touched), a scoped check judges only those paths: its findings about
+    them are replaced, the rest stand from the first run, and so do its facts."""
     classes = with_dependencies(outcome.registry, checks)
     ctx = context_for(outcome.request)
+    paths = frozenset(Path(p) for p in scope)
+    ctx.scope = paths or None
     fresh = {r.check: r for r in run_checks(classes, ctx, timeout_s=outcome.request.timeout)}
-    results = [fresh.get(r.check, r) for r in outcome.report.results]
+    results, judged = [], {}
+    for before in outcome.report.results:
+        after = fresh.get(before.check)
+        if after is None:
+            results.append(before)
+            continue
+        judged[before.check] = after.facts.summary() if after.facts is not None else [after.state.value]
+        cls = outcome.registry.checks.get(before.check)
+        if paths and cls is not None and cls.scoped and after.state in (State.PASSED, State.FINDINGS):
+            kept = [f for f in before.findings if f.path is None or Path(f.path) not in paths]
+            rejudged = [f for f in after.findings if f.path is not None and Path(f.path) in paths]
+            merged = kept + rejudged
+            after = replace(before, findings=merged, state=State.FINDINGS if merged else State.PASSED, commands=after.commands)
+        results.append(after)
     report = build_report(outcome.request, outcome.registry, results, outcome.report.meta)
     report.fixes = outcome.report.fixes
-    return Outcome(outcome.request, report, ctx, outcome.registry)
+    return Recheck(Outcome(outcome.request, report, ctx, outcome.registry), judged)

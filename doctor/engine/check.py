@@ -91,6 +91,9 @@ class Check:
     facts_type: ClassVar[type[Facts] | None] = None  # what run() publishes with ctx.publish
     retired: ClassVar[dict[str, str]] = {}  # codes this check no longer emits → where they went
     reads: ClassVar[str] = ""  # the pasted texts analyze() recognises, for `analyze`'s messages
+    # Judges only the paths in ctx.scope when it is set (the re-check after a fix): its findings about
+    # other paths stand from the run before, and its facts are that run's.
+    scoped: ClassVar[bool] = False
 
     def run(self, ctx: Context) -> list[Finding]:
         raise NotImplementedError

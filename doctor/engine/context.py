@@ -29,6 +29,8 @@ class Context:
     # Typed values a command hands the checks (what `bench` measured): ctx.supplied.get(Type).
     supplied: Board = field(default_factory=Board)
     published: Facts | None = None
+    # The re-check after a fix: only these paths are judged again by checks that are scoped (Check.scoped).
+    scope: frozenset[Path] | None = None
     # Long checks report progress ("1,234 files, 850/s"); the engine shows it on a terminal.
     progress: Callable[[str], None] = field(default=lambda text: None, repr=False)
 

@@ -47,6 +47,10 @@ class Action:
     def permitted(self) -> bool:
         raise NotImplementedError
 
+    def touched(self) -> tuple[Path, ...]:
+        """The paths this action changes: what the re-check after a fix judges again."""
+        return (self.path,)
+
     def intent(self) -> Record:
         """What the journal must hold before anything is touched."""
         raise NotImplementedError
@@ -363,6 +367,9 @@ class MoveFile(Action):
 
     def permitted(self) -> bool:
         return os.access(self.path.parent, os.W_OK) and os.access(existing_ancestor(self.destination.parent), os.W_OK)
+
+    def touched(self) -> tuple[Path, ...]:
+        return (self.path, self.destination)
 
     def intent(self) -> Record:
         if self.path.is_symlink() or not self.path.is_file():

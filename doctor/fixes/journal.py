@@ -82,6 +82,11 @@ class Journal:
         return records
 
 
+def note(run_dir: Path, record: dict[str, Any]) -> None:
+    """Adds a record to a finished run's journal (what the re-check after it judged); undo reads past it."""
+    Journal(run_dir / "journal.jsonl").append({**record, "at": _now()})
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 

@@ -30,7 +30,9 @@ from typing import Any
 
 
 class FaultServer:
-    def __init__(self, metrics: str | None = None, port: int = 0, slots: str | None = None, replay: bytes = b"", listed: str = "delay-20ms"):
+    def __init__(
+        self, metrics: str | None = None, port: int = 0, slots: str | None = None, replay: bytes = b"", listed: str = "delay-20ms"
+    ):
         self.metrics = metrics
         self.listed = listed  # the model /v1/models names (what a bench without --model asks for)
         self.slots = slots
