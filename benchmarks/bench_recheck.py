@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from support.harness import Recorder  # noqa: E402
-from support.imagegen import encode, picture  # noqa: E402
+from support.harness import Recorder
+from support.imagegen import encode, picture
 
-from decode_doctor.app import fixing, service  # noqa: E402
-from decode_doctor.app.requests import FixRequest, RunRequest  # noqa: E402
+from decode_doctor.app import fixing, service
+from decode_doctor.app.requests import FixRequest, RunRequest
 
 
 def main() -> None:

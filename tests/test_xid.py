@@ -119,7 +119,7 @@ def test_xids_beside_a_hung_nvidia_smi_are_reported(tmp_path):
     log += (LOGS / "talos-kern-xid-154-gsp-reset-required.txt").read_text()
     log += (LOGS / "kernel-xid-45-caused-by-149-145-8gpu.txt").read_text()
     (host / "var/log/kern.log").write_text(log)
-    found = gpu_check(tmp_path, "sleep 30", root=host, options={"nvidia_smi_timeout": 1}).codes()
+    found = gpu_check(tmp_path, "sleep 30", root=host, options={"nvidia_smi_timeout": 0.5}).codes()
     assert "GPU016" in found
     xids = {x["xid"]: x["count"] for x in found["GPU018"].evidence["xids"]}
     assert xids == {45: 7, 119: 3, 154: 1} and found["GPU018"].severity.value == "error"

@@ -12,7 +12,7 @@ from decode_doctor.engine.units import amount, human_bytes, parse_rate, whole
 from .artifacts import ArtifactsFacts
 from .budget import Device, compute_budget
 from .codes import BUDGET_CODES, BUDGET_RETIRED, DEC002, DEC003, DEC004, DEC010, DEC011
-from .contract import BudgetFacts, ModelBudget, ModelInfo
+from .contract import BudgetAt, BudgetFacts, ModelBudget, ModelInfo
 from .dtypes import KV_DTYPE_BYTES
 from .modelfiles import ModelFormatError, read_model
 from .plan import sizing
@@ -132,8 +132,9 @@ class DecodeBudget(Check):
 
     @staticmethod
     def _budget(ctx: Context, model: ModelInfo) -> ModelBudget:
-        context = ctx.options.get("context") or min(DEFAULT_CONTEXT, model.max_context or DEFAULT_CONTEXT)
-        concurrency = ctx.options.get("concurrency") or 1
+        asked = ctx.supplied.get(BudgetAt)
+        context = (asked.context if asked else ctx.options.get("context")) or min(DEFAULT_CONTEXT, model.max_context or DEFAULT_CONTEXT)
+        concurrency = (asked.concurrency if asked else ctx.options.get("concurrency")) or 1
         kv_dtype = ctx.options.get("kv_dtype") or "fp16"
         all_devices = devices(ctx)
         judged = [d for d in all_devices if d.name != "cpu"] or all_devices  # a GPU host serves from GPUs

@@ -183,3 +183,12 @@ class BudgetFacts(Facts):
             for b in entry.budgets
             if b.tps_per_sequence
         }
+
+
+@dataclass(frozen=True)
+class BudgetAt:
+    """Where another feature asks for the decode budget (ctx.supplied): `bench` wants the ceiling at the
+    mean context of its requests, for one sequence. The check's --context and --concurrency otherwise."""
+
+    context: int
+    concurrency: int = 1

@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from decode_doctor.checks.models.contract import BudgetAt
 from decode_doctor.engine.hfcache import cached_snapshot
 
 from . import engines, prompts, reading
@@ -364,18 +365,15 @@ def report(
         ceiling_note=ceiling_note,
         device=params["device"],
     )
-    options: dict[str, Any] = {
-        "endpoint": endpoint.label,
-        "context": params["input_tokens"] + params["output_tokens"] // 2,  # the mean context while decoding
-        "concurrency": 1,
-    }
+    options: dict[str, Any] = {"endpoint": endpoint.label}
     if bandwidth:
-        options["bandwidth"] = bandwidth
+        options["bandwidth"] = bandwidth  # --bandwidth means the same to the decode budget: the figure to divide by
+    at = BudgetAt(context=params["input_tokens"] + params["output_tokens"] // 2, concurrency=1)  # the mean context while decoding
     request = RunRequest(
         models=(files,) if judged and files is not None else (),
         select=("serving",),
         options=options,
-        supplied=(measured,),
+        supplied=(measured, at),
         fail_on=params["fail_on"],
         argv=tuple(sys.argv[1:]),
     )

@@ -15,7 +15,7 @@ TEST001 = Code("TEST001", "a test finding", Severity.WARNING, "w", "y", "f")
 class SleepsForever(Check):
     name = "sleeps-forever"
     codes = ()
-    timeout_s = 1.0
+    timeout_s = 0.5
 
     def run(self, ctx):
         while True:
@@ -40,7 +40,7 @@ class HungCommand(Check):
     """Runs a command that never ends, with a command timeout longer than the check's."""
 
     name = "hung-command"
-    timeout_s = 1.0
+    timeout_s = 0.5
 
     def run(self, ctx):
         marker = ctx.options.get("marker", "1000.1")  # a unique sleep length names the processes
