@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+# Hypothesis keeps what it learns under its storage directory: a temporary one, never the checkout.
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(__import__("tempfile").mkdtemp(prefix="dd-hypothesis-"), "h"))
 # The CLI tests start decode-doctor as a process: let them reuse compiled bytecode instead of compiling
 # every module again in each process (some environments set PYTHONDONTWRITEBYTECODE).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -60,6 +62,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from .support import emitted
 
     os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="dd-test-state-")
+    from hypothesis import settings
+
+    settings.register_profile("decode-doctor", database=None)  # no .hypothesis/ written into the checkout
+    settings.load_profile("decode-doctor")
     emitted.install()
 
 
@@ -68,6 +74,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
     emitted.remove()
     shutil.rmtree(os.environ.get("XDG_STATE_HOME", "/nonexistent"), ignore_errors=True)
+    shutil.rmtree(os.path.dirname(os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY", "/nonexistent/h")), ignore_errors=True)
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

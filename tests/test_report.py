@@ -289,6 +289,7 @@ def test_html_report_renders_in_headless_chromium_without_network(tmp_path):
         capture_output=True,
         text=True,
         timeout=120,
+        env={**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_CACHE_HOME": str(tmp_path / "cache")},
     )
     title = re.search(r"<title>width (\d+) of (\d+)</title>", proc.stdout)
     assert title, proc.stdout[-2000:] + proc.stderr[-2000:]
