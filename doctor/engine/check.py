@@ -154,6 +154,8 @@ class Check:
         every call, so no ranking of codes at run time can attach a fix to a code without one.
         """
         spec = code
+        if not isinstance(spec, Code):
+            raise TypeError(f"{self.name}: finding() takes one of its Code constants, not {spec!r}")
         if spec not in self.codes:
             raise KeyError(f"{self.name} does not declare {spec.code}")
         if fix is not None and not (isinstance(spec, FixableCode) and isinstance(fix.params, spec.params)):
