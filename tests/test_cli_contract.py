@@ -187,10 +187,11 @@ def test_empty_targets_are_reported_not_passed(tmp_path):
     empty.mkdir()
     images = cli("check", "--select", "images", "--images", str(empty))
     assert "IMG015" in images.stdout and "0 images under it" in images.stdout and "Ready" not in images.stdout
+    assert f"not judged: images: the dataset {empty} (no image file under it)" in images.stdout and images.exit_code == 3
     text = cli("check", "--select", "encodings", "--model", str(empty))
     assert "ENC012" in text.stdout and "0 text files under it" in text.stdout
     budget = cli("check", "--select", "decode-budget", "--model", str(empty), "--bandwidth", "10GB/s")
-    assert "DEC010" in budget.stdout and budget.exit_code == 1
+    assert "DEC010" in budget.stdout and budget.exit_code == 3  # an error, and a budget that could not be computed
 
 
 def test_a_selection_pulls_in_the_checks_it_cannot_judge_without(tmp_path, monkeypatch):
@@ -431,7 +432,8 @@ def test_an_unreadable_model_file_is_a_finding_not_a_crash():
         (model / "tokenizer_config.json").chmod(0o000)
         proc = run_dd("check", "--select", "encodings,model-artifacts", "--model", str(model), user="nobody")
     assert "crashed" not in proc.stdout and "Traceback" not in proc.stdout + proc.stderr, proc.stdout
-    assert "tokenizer_config.json: cannot read it (Permission denied)" in proc.stdout and proc.returncode == 1
+    assert "tokenizer_config.json: cannot read it (Permission denied)" in proc.stdout
+    assert "not judged — " in proc.stdout and proc.returncode == 3  # an error, and a file nothing could judge
 
 
 def test_a_fix_with_a_read_only_state_dir_is_one_line_and_changes_nothing():

@@ -375,7 +375,10 @@ def test_an_image_the_user_cannot_read_is_said_and_the_rest_judged():
     report = json.loads(proc.stdout)
     (finding,) = report["findings"]
     assert finding["code"] == "IMG012" and finding["path"].endswith("locked.png") and "Permission denied" in finding["message"]
-    assert report["results"][0]["state"] == "findings" and proc.returncode == 0  # a warning; the other file was judged
+    assert report["results"][0]["state"] == "findings" and report["summary"]["verdict"] == "incomplete"
+    (unjudged,) = report["not_judged"]
+    assert unjudged["what"] == f"1 image under {root}" and unjudged["cause"] == "IMG012" and "locked.png" in unjudged["why"]
+    assert proc.returncode == 3  # a warning, and a file that was not judged: the verdict is incomplete
 
 
 def test_the_re_check_after_a_fix_judges_only_the_files_the_fix_touched(tmp_path):

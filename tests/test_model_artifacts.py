@@ -100,7 +100,11 @@ def test_a_hugging_face_cache_with_a_truncated_shard_a_missing_blob_and_an_unfin
     assert by_code["MDL002"].fix.params.commands == (
         f"huggingface-cli download org/Qwen2-7B-Instruct model-00001-of-00002.safetensors --revision {snapshot.name}",
     )
-    assert run.facts.damaged == [str(repo)]
+    assert list(run.facts.damaged) == [str(repo)] and {p.split(":")[0] for p in run.facts.damaged[str(repo)]} == {
+        "MDL002",
+        "MDL005",
+        "MDL006",
+    }
     # the snapshot directory itself is the same model
     assert codes(artifacts(snapshot)) == ["MDL002", "MDL005", "MDL006"]
 

@@ -102,6 +102,8 @@ class Bandwidth(Check):
             for gpu in measure_gpus(budget_s=2.0 if thorough else 0.5):
                 peak = peaks.get(gpu.index)
                 gpus.append(replace(gpu, theoretical_gbps=round(peak, 1) if peak else None))
+            if not gpus:
+                ctx.not_judged("the GPUs' memory bandwidth", "neither torch nor cupy can run CUDA copies in this Python")
         facts = BandwidthFacts(cpu, gpus)
         ctx.publish(facts)
         evidence = facts.to_dict()

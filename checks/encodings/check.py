@@ -285,7 +285,7 @@ class Encodings(Check):
                     continue
                 seen.add(item.target.resolve())
                 ctx.note_file(item.target)
-                findings.extend(self._judge(item, Path(given), stated_for(item), counted))
+                findings.extend(self._judged(ctx, item, Path(given), stated_for(item), counted))
             for item in links:
                 real = item.target.resolve()
                 if real in seen:
@@ -300,7 +300,7 @@ class Encodings(Check):
                     continue
                 seen.add(real)  # a target outside the walked folders but inside the tree (a Hugging Face cache blob)
                 ctx.note_file(item.target)
-                findings.extend(self._judge(item, Path(given), stated_for(item), counted))
+                findings.extend(self._judged(ctx, item, Path(given), stated_for(item), counted))
             trees.append(ScannedTree(str(given), counted[0], counted[1]))
             if counted[0] == 0 and ctx.scope is None:
                 message = f"{given}: 0 text files under it: no encoding was checked."
@@ -311,6 +311,14 @@ class Encodings(Check):
                 findings.append(self.finding(ENC011, message, evidence={"path": path, "encoding": encoding}, path=path))
         ctx.publish(EncodingsFacts(trees))
         return findings
+
+    def _judged(self, ctx: Context, item: TextFile, given: Path, stated: str | None, counted: list[int]) -> list[Finding]:
+        """The file's findings; one it could not read is also said to be not judged."""
+        found = self._judge(item, given, stated, counted)
+        for finding in found:
+            if finding.code == ENC008.code:
+                ctx.not_judged(str(item.path), finding.message.split(": ", 1)[-1], cause=ENC008.code)
+        return found
 
     def _judge(self, item: TextFile, given: Path, stated: str | None, counted: list[int]) -> list[Finding]:
         from .textenc import decide, sniff_binary

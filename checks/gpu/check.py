@@ -78,6 +78,8 @@ class GpuStack(Check):
             message = f"NVIDIA GPU(s) at {', '.join(pci)} but no nvidia-smi: the driver is not installed."
             findings.append(self.finding(GPU015, message, evidence={"pci_devices": pci}))
         torch = probe_torch(ctx)
+        if isinstance(torch, str):
+            ctx.not_judged("PyTorch's CUDA build", torch)
         facts = GpuFacts(
             driver=info.driver_version if info else None,
             cuda=info.cuda_version if info else None,

@@ -22,6 +22,7 @@ from .codes import (
     IMG008,
     IMG009,
     IMG010,
+    IMG012,
     IMG015,
     PRECEDENCE,
     QuarantineParams,
@@ -196,6 +197,8 @@ class Images(Check):
         modes: Counter[str] = Counter()
         mode_files: dict[str, list[str]] = {}
         unchecked: dict[str, str] = {}
+        unreadable: dict[str, str] = {}
+        unlisted: list[tuple[str, str]] = []
         peak_rss = [0]
         scoped = ctx.scope is not None
         counter = None if scoped else start_counter(dataset)
@@ -214,10 +217,13 @@ class Images(Check):
             if problems and all(problem["code"] == IMG008.code for problem in problems):
                 unchecked[result["path"]] = problems[0]["message"]
             elif problems:
-                findings.append(self._file_finding(result, dataset, quarantine, quarantine_damaged))
+                finding = self._file_finding(result, dataset, quarantine, quarantine_damaged)
+                findings.append(finding)
+                if finding.code == IMG012.code:
+                    unreadable[result["path"]] = problems[0]["message"]
 
         try:
-            files = scoped_images(dataset, ctx.scope) if ctx.scope is not None else iter_images(dataset, links, appledouble)
+            files = scoped_images(dataset, ctx.scope) if ctx.scope is not None else iter_images(dataset, links, appledouble, unlisted)
             decode_all(files, jobs, settings, file_timeout, on_result)
         finally:
             if counter is not None:
@@ -225,12 +231,15 @@ class Images(Check):
         scan = DatasetScan(str(dataset), progress.done, round(time.monotonic() - progress.started, 3), round(peak_rss[0] / 1024, 1))
         scans.append(scan)
         summary = {"dataset": scan.dataset, "images": scan.images, "seconds": scan.seconds}
+        self._coverage(ctx, dataset, unreadable, unchecked, unlisted)
         if scoped:  # the re-check after a fix: only the files it touched; what is said of the dataset stands
             return findings
         if scan.images == 0:
             findings.append(
                 self.finding(IMG015, f"{dataset}: 0 images under it: nothing was checked.", evidence=summary, path=str(dataset))
             )
+            if not unlisted:
+                ctx.not_judged(f"the dataset {dataset}", "no image file under it", cause=IMG015.code)
         if modes:
             parts = ", ".join(f"{label} {count}" for label, count in modes.most_common())
             message = (
@@ -252,6 +261,22 @@ class Images(Check):
             message = f"{dataset}: {len(appledouble)} AppleDouble ._* file{'s' if len(appledouble) != 1 else ''} (not images)."
             findings.append(self.finding(IMG010, message, evidence={**summary, "files": appledouble[:100]}))
         return findings
+
+    @staticmethod
+    def _coverage(
+        ctx: Context, dataset: Path, unreadable: dict[str, str], unchecked: dict[str, str], unlisted: list[tuple[str, str]]
+    ) -> None:
+        """What under the dataset was given and not judged: files that could not be read or decoded here,
+        directories that could not be listed."""
+        for files, why, cause in ((unreadable, "cannot be read", IMG012), (unchecked, "not decoded here", IMG008)):
+            if files:
+                first, reason = next(iter(files.items()))
+                count = f"{len(files):,} image{'s' if len(files) != 1 else ''}"
+                ctx.not_judged(f"{count} under {dataset}", f"{why} (first: {first}: {reason})", cause=cause.code)
+        for directory, reason in unlisted[:20]:
+            ctx.not_judged(f"the images under {directory}", f"the directory cannot be listed: {reason}")
+        if len(unlisted) > 20:
+            ctx.not_judged(f"{len(unlisted) - 20:,} more directories under {dataset}", "they cannot be listed")
 
     def _file_finding(self, result: dict[str, Any], dataset: Path, quarantine: Path, quarantine_damaged: bool) -> Finding:
         """One finding per file: its most severe reason decides the code, and the fix goes with that

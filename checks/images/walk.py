@@ -12,15 +12,18 @@ IMAGE_SUFFIXES = {
 }  # fmt: skip
 
 
-def iter_images(root: Path, links: list[str], appledouble: list[str]) -> Iterator[Path]:
+def iter_images(root: Path, links: list[str], appledouble: list[str], unlisted: list[tuple[str, str]] | None = None) -> Iterator[Path]:
     """Image files under root, streaming (a directory stack, never the whole list): links reported,
-    not followed; ._* files and directories named like images set aside."""
+    not followed; ._* files and directories named like images set aside; directories that cannot be
+    listed go to unlisted (path, why)."""
     stack = [root]
     while stack:
         directory = stack.pop()
         try:
             entries = os.scandir(directory)
-        except OSError:
+        except OSError as exc:
+            if unlisted is not None:
+                unlisted.append((str(directory), exc.strerror or str(exc)))
             continue
         with entries:
             for entry in entries:

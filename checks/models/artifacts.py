@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from decode_doctor.engine import Check, Code, CommandsParams, Context, EnvRow, Facts, Finding, FixableCode, FixRef, Needs, Option
+from decode_doctor.engine.units import human_bytes
 
 from .codes import (
     ARTIFACT_CODES,
@@ -66,22 +67,27 @@ class ArtifactSummary:
     context_limit: int | None  # what the rope_scaling stretches it to
     rope_theta: float | None
     eos_ids: list[int]
-    chat_template: bool
+    chat_template: bool | None  # None: unknown (its file could not be read; see unknown)
     tokenizer_size: int | None
     vocab_size: int | None
     verified: int = 0
     hash_mbps: float | None = None
     notes: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # what could not be read, and why
 
     def line(self) -> str:
         where = f"{self.repo}@{(self.revision or '?')[:12]}" if self.repo else self.path
-        parts = [f"{self.weight_files} weight file(s), {self.weight_bytes / 1e9:.1f} GB"]
+        parts = [f"{self.weight_files} weight file(s), {human_bytes(self.weight_bytes)}"]
         if self.trained_context:
             stretched = f" ({self.context_limit:,} with rope_scaling)" if (self.context_limit or 0) > self.trained_context else ""
             parts.append(f"trained context {self.trained_context:,}{stretched}")
         if self.eos_ids:
             parts.append(f"stops at {', '.join(map(str, self.eos_ids))}")
-        parts.append("chat template" if self.chat_template else "no chat template")
+        if self.chat_template is None:
+            why = next((u for u in self.unknown if u.startswith("chat template")), "chat template unknown")
+            parts.append(why)
+        else:
+            parts.append("chat template" if self.chat_template else "no chat template")
         if self.verified:
             parts.append(f"{self.verified} file(s) verified at {self.hash_mbps:,.0f} MB/s")
         return f"{where}: " + "; ".join(parts) + "".join(f"; {note}" for note in self.notes)
@@ -90,7 +96,9 @@ class ArtifactSummary:
 @dataclass(frozen=True)
 class ArtifactsFacts(Facts):
     models: list[ArtifactSummary] = field(default_factory=list)
-    damaged: list[str] = field(default_factory=list)  # models whose files are incomplete or broken
+    # models whose files are incomplete or broken → what is wrong ("MDL003: config.json: …"), for the
+    # checks that cannot judge them (the decode budget) to name
+    damaged: dict[str, list[str]] = field(default_factory=dict)
 
     def summary(self) -> list[str]:
         return [model.line() for model in self.models]
@@ -138,7 +146,8 @@ class _Review:
         self.headers: dict[Path, dict[str, Any]] = {}
         self.gguf: Any = None
         self.config: dict[str, Any] = {}
-        self.damaged = False
+        self.damaged: list[str] = []
+        self.unknown: list[str] = []
 
     def add(self, code: Code, message: str, path: Path | None = None, fix: FixRef[CommandsParams] | None = None, **evidence: Any) -> None:
         where = str(path) if path else str(self.place.given)
@@ -148,7 +157,7 @@ class _Review:
         else:
             self.findings.append(self.check.finding(code, message, evidence=evidence, path=where))
         if code in DAMAGING:
-            self.damaged = True
+            self.damaged.append(f"{code.code}: {message}")
 
     def redownload(self, path: Path | None) -> FixRef[CommandsParams] | None:
         place = self.place
@@ -351,6 +360,9 @@ class _Review:
         for path, error in broken:
             if error.kind != "encoding":
                 self.add(MDL034 if path.name == "tokenizer.json" else MDL003, str(error), path)
+            else:  # the encodings check's to judge; what it holds is unknown here until it is UTF-8
+                held = "its chat template and special tokens" if path.name == "tokenizer_config.json" else "what it holds"
+                self.ctx.not_judged(f"{self.place.given.name}: {held}", f"{error}; the encodings check judges its encoding")
         generation = read_generation(root, self.config) if self.place.layout != "file" else Generation([], [], None)
         name = self.place.given.name
         if self.gguf is not None and not self.config:
@@ -358,7 +370,9 @@ class _Review:
             return tokenizer, generation
         if not self.config:
             return tokenizer, generation
-        if not generation.eos_ids and tokenizer.eos is None:
+        for file, why in tokenizer.unreadable.items():
+            self.unknown.append(f"{'chat template' if file == 'tokenizer_config.json' else file} unknown ({why})")
+        if not generation.eos_ids and tokenizer.eos is None and not tokenizer.unreadable:
             self.add(MDL030, f"{name}: neither generation_config.json, config.json nor the tokenizer names an end-of-sequence token.")
         undefined = [i for i in generation.eos_ids if not tokenizer.defines(i)]
         if undefined and tokenizer.has_json:
@@ -384,7 +398,7 @@ class _Review:
             self.add(MDL035, message, eos_token=tokenizer.eos, eos_token_id=generation.eos_ids)
         if set(generation.pad_ids) & set(generation.eos_ids):
             self.notes.append("pad_token_id is an eos id (fine for serving; batched training must mask it)")
-        if looks_like_chat(name, tokenizer, generation) and not tokenizer.chat_template:
+        if looks_like_chat(name, tokenizer, generation) and tokenizer.chat_template is False:
             self.add(MDL032, f"{name}: an instruction-tuned model, but no chat template in tokenizer_config.json or chat_template.jinja.")
         self._vocab(name, tokenizer)
         return tokenizer, generation
@@ -454,12 +468,15 @@ class _Review:
             context_limit=limit,
             rope_theta=_number(self.config.get("rope_theta")),
             eos_ids=generation.eos_ids,
-            chat_template=tokenizer.chat_template or bool(self.gguf and self.gguf.meta.get("tokenizer.chat_template")),
+            chat_template=tokenizer.chat_template
+            or bool(self.gguf and self.gguf.meta.get("tokenizer.chat_template"))
+            or (None if tokenizer.chat_template is None else False),
             tokenizer_size=tokenizer.size,
             vocab_size=_count(self.config.get("vocab_size")),
             verified=hashed[0],
             hash_mbps=hashed[1],
             notes=self.notes,
+            unknown=self.unknown,
         )
 
 
@@ -495,7 +512,8 @@ class ModelArtifacts(Check):
 
     def run(self, ctx: Context) -> list[Finding]:
         findings: list[Finding] = []
-        summaries, damaged = [], []
+        summaries: list[ArtifactSummary] = []
+        damaged: dict[str, list[str]] = {}
         for given in ctx.models:
             review = _Review(self, ctx, locate(Path(given)))
             review.paths()
@@ -508,6 +526,6 @@ class ModelArtifacts(Check):
             summaries.append(review.summary(trained, limit, tokenizer, generation, hashed))
             findings.extend(review.findings)
             if review.damaged:
-                damaged.append(str(given))
+                damaged[str(given)] = review.damaged
         ctx.publish(ArtifactsFacts(summaries, damaged))
         return findings

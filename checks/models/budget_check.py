@@ -103,26 +103,33 @@ class DecodeBudget(Check):
         findings: list[Finding] = []
         budgets: list[ModelBudget] = []
         artifacts = ctx.facts.get(ArtifactsFacts)  # its damaged models are its to report
-        damaged = set(artifacts.damaged) if artifacts is not None else set()
+        damaged = artifacts.damaged if artifacts is not None else {}
         for path in ctx.models:
+            what = f"the decode budget of {Path(path).name}"
             for name in ("config.json", "model.safetensors.index.json"):
                 if (Path(path) / name).is_file():
                     ctx.note_file(Path(path) / name)
             try:
                 model = read_model(Path(path))
             except ModelFormatError as exc:
-                if str(path) not in damaged:
+                problems = damaged.get(str(path))
+                if problems:  # the artifacts check found why: say that it stopped the budget, even unselected
+                    ctx.not_judged(what, f"model-artifacts found {problems[0]}", cause=problems[0].split(":", 1)[0])
+                else:
                     where = exc.path or str(path)
                     findings.append(self.finding(DEC010, str(exc), evidence={"file": where}, path=where))
+                    ctx.not_judged(what, str(exc), cause=DEC010.code)
                 continue
             except OSError as exc:
                 findings.append(self.finding(DEC010, f"{path}: {exc.strerror}", evidence={"file": str(path)}, path=str(path)))
+                ctx.not_judged(what, f"{path}: {exc.strerror}", cause=DEC010.code)
                 continue
             missing = model.missing_hyperparameters() or ["layers, kv_heads, head_dim"]
             if not sizing(model).cache:
                 message = f"{model.name}: cannot size the KV cache: no {', '.join(missing)} in its config."
                 evidence = {"missing": missing, "format": model.format}
                 findings.append(self.finding(DEC011, message, evidence=evidence, path=str(path)))
+                ctx.not_judged(what, f"no {', '.join(missing)} in its config", cause=DEC011.code)
                 continue
             entry = self._budget(ctx, model)
             budgets.append(entry)

@@ -27,8 +27,9 @@ class Tokenizer:
     by_content: dict[str, int] = field(default_factory=dict)  # added and special tokens
     eos: str | None = None  # the tokenizer's eos token, as text
     pad: str | None = None
-    chat_template: bool = False
+    chat_template: bool | None = False  # None: unknown, its file could not be read
     has_json: bool = False
+    unreadable: dict[str, str] = field(default_factory=dict)  # file name → why it could not be read
 
     @property
     def size(self) -> int | None:
@@ -72,6 +73,7 @@ def read_tokenizer(root: Path) -> tuple[Tokenizer, list[tuple[Path, ModelFormatE
             return read_config(path)
         except ModelFormatError as exc:
             broken.append((path, exc))
+            tokenizer.unreadable[name] = str(exc)
             return None
 
     data = load("tokenizer.json")
@@ -100,9 +102,11 @@ def read_tokenizer(root: Path) -> tuple[Tokenizer, list[tuple[Path, ModelFormatE
     special = load("special_tokens_map.json") or {}
     tokenizer.eos = _content(config.get("eos_token")) or _content(special.get("eos_token"))
     tokenizer.pad = _content(config.get("pad_token")) or _content(special.get("pad_token"))
-    tokenizer.chat_template = bool(config.get("chat_template")) or any(
-        (root / name).is_file() for name in ("chat_template.jinja", "chat_template.json")
-    )
+    in_files = any((root / name).is_file() for name in ("chat_template.jinja", "chat_template.json"))
+    if bool(config.get("chat_template")) or in_files:
+        tokenizer.chat_template = True
+    elif "tokenizer_config.json" in tokenizer.unreadable:
+        tokenizer.chat_template = None  # it may hold one: unknown, never "no chat template"
     return tokenizer, broken
 
 

@@ -80,7 +80,9 @@ class Swappiness(Check):
     def run(self, ctx: Context) -> list[Finding]:
         raw = ctx.read_text(SWAPPINESS)
         if raw is None:
-            return []  # nothing to judge without the tunable
+            where = "" if ctx.live_host else f" under {ctx.root}"
+            ctx.not_judged("vm.swappiness", f"{SWAPPINESS} is not there{where}")
+            return []
         try:
             value = int(raw.strip())
         except ValueError:

@@ -7,7 +7,19 @@ Checks and fixers import what they need from here.
 from .check import Analysis, Check, Needs, Option, Reads, SkipCheck
 from .context import Context
 from .facts import Board, Chart, EnvRow, Facts, HtmlBlock, Metric, Sample, Series
-from .findings import Applicability, Code, CommandRecord, CommandsParams, Finding, FixableCode, FixParams, FixRef, NoParams, Severity
+from .findings import (
+    Applicability,
+    Code,
+    CommandRecord,
+    CommandsParams,
+    Finding,
+    FixableCode,
+    FixParams,
+    FixRef,
+    NoParams,
+    NotJudged,
+    Severity,
+)
 from .fixer import Fixer
 
 __all__ = [
@@ -31,6 +43,7 @@ __all__ = [
     "Metric",
     "Needs",
     "NoParams",
+    "NotJudged",
     "Option",
     "Reads",
     "Sample",

@@ -10,7 +10,7 @@ from typing import Any
 
 from .commands import CommandRunner
 from .facts import Board, Facts
-from .findings import CommandRecord
+from .findings import CommandRecord, NotJudged
 
 DEFAULT_READ_LIMIT = 1 << 20
 
@@ -29,6 +29,8 @@ class Context:
     # Typed values a command hands the checks (what `bench` measured): ctx.supplied.get(Type).
     supplied: Board = field(default_factory=Board)
     published: Facts | None = None
+    # What the check could not judge (ctx.not_judged): the verdict is incomplete, never "Ready".
+    unjudged: list[NotJudged] = field(default_factory=list)
     # The re-check after a fix: only these paths are judged again by checks that are scoped (Check.scoped).
     scope: frozenset[Path] | None = None
     # Long checks report progress ("1,234 files, 850/s"); the engine shows it on a terminal.
@@ -37,6 +39,11 @@ class Context:
     def publish(self, facts: Facts) -> None:
         """The check's facts: for the report, and for the checks that run after this one."""
         self.published = facts
+
+    def not_judged(self, what: str, why: str, cause: str | None = None) -> None:
+        """Says that something given could not be judged (unreadable, absent, stopped by another check's
+        finding): the report lists it, and the verdict is incomplete."""
+        self.unjudged.append(NotJudged(what, why, cause))
 
     def host_path(self, path: str | os.PathLike[str]) -> Path:
         """Maps an absolute host path such as /proc/sys/vm/swappiness under --root."""

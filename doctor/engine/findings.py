@@ -207,6 +207,22 @@ class CommandRecord:
         return data
 
 
+@dataclass(frozen=True)
+class NotJudged:
+    """Something a check was given, or exists to judge, and could not: no verdict on it, said as such,
+    never a pass. cause: the code of the finding that stopped it (a pulled-in check's), if one did."""
+
+    what: str  # "the decode budget of Qwen2-7B", "/data/train/0041.jpg"
+    why: str  # "config.json: num_hidden_layers is NaN", "permission denied"
+    cause: str | None = None
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return {"what": self.what, "why": self.why, "cause": self.cause}
+
+    def text(self) -> str:
+        return f"{self.what} ({self.why})"
+
+
 @dataclass
 class CheckResult:
     check: str
@@ -218,3 +234,9 @@ class CheckResult:
     commands: list[CommandRecord] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # host files the check read
     facts: Facts | None = None  # what the check learned, typed (see engine.facts)
+    not_judged: list[NotJudged] = field(default_factory=list)  # what it was given and could not judge
+
+    @property
+    def complete(self) -> bool:
+        """Whether the check reached a verdict on everything it was given."""
+        return self.state not in (State.TIMED_OUT, State.CRASHED) and not self.not_judged

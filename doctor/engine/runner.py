@@ -57,15 +57,16 @@ def _child_main(conn: Connection, cls: type[Check], ctx: Context) -> None:
     ctx.runner.records = []
     ctx.files_read = []
     ctx.published = None
+    ctx.unjudged = []
     ctx.runner.on_spawn = lambda pgid, argv: conn.send(("spawn", pgid, list(argv)))
     ctx.runner.on_reap = lambda pgid, argv: conn.send(("reap", pgid, None))
     ctx.progress = lambda text: conn.send(("progress", text, None))
     payload: tuple[Any, ...]
     try:
         findings = cls().run(ctx) or []
-        payload = ("ok", list(findings), ctx.runner.records, ctx.files_read, ctx.published)
+        payload = ("ok", list(findings), ctx.runner.records, ctx.files_read, ctx.published, ctx.unjudged)
     except SkipCheck as skip:
-        payload = ("skip", str(skip), ctx.runner.records, ctx.files_read, ctx.published)
+        payload = ("skip", str(skip), ctx.runner.records, ctx.files_read, ctx.published, [])
     except BaseException as exc:
         payload = ("crash", f"{type(exc).__name__}: {exc}", traceback.format_exc(), ctx.runner.records)
     try:
@@ -80,11 +81,11 @@ def _finish(job: _Job, message: tuple[Any, ...]) -> CheckResult:
     duration = time.monotonic() - job.started
     name = job.cls.name
     if message[0] == "ok":
-        _, findings, records, files, facts = message
+        _, findings, records, files, facts, unjudged = message
         state = State.FINDINGS if findings else State.PASSED
-        return CheckResult(name, state, duration, findings=findings, commands=records, files=files, facts=facts)
+        return CheckResult(name, state, duration, findings=findings, commands=records, files=files, facts=facts, not_judged=unjudged)
     if message[0] == "skip":
-        _, reason, records, files, facts = message
+        _, reason, records, files, facts, _ = message
         return CheckResult(name, State.SKIPPED, duration, reason=reason, commands=records, files=files, facts=facts)
     _, reason, error, records = message
     return CheckResult(name, State.CRASHED, duration, reason=reason, error=error, commands=records)

@@ -121,10 +121,12 @@ def render_html(view: ReportView) -> str:
     ]
     counts = {s: sum(1 for f in view.findings if f.severity.value == s) for s in ("error", "warning", "info")}
     clear = all_clear(view)
+    exit_code = view.command_exit_code()
     out.append(
         f'<p class="summary"><span class="error">{counts["error"]} error(s)</span> · '
         f'<span class="warning">{counts["warning"]} warning(s)</span> · <span class="info">{counts["info"]} info</span> · '
-        f"{len(view.ignored)} ignored · exit code {view.exit_code}{' · ' + _e(clear) if clear else ''}</p>"
+        f"{len(view.ignored)} ignored{f' · exit code {exit_code}' if exit_code is not None else ''}"
+        f"{' · ' + _e(clear) if clear else ''}</p>"
     )
     out.append("<h2>Findings</h2>")
     if view.findings:
@@ -142,6 +144,10 @@ def render_html(view: ReportView) -> str:
         out.append("</tbody></table>")
     else:
         out.append("<p>No findings.</p>")
+    if view.unjudged():
+        out.append('<h2>Not judged</h2><p class="muted">What the checks were given and could not judge: no verdict on it.</p><ul>')
+        out.extend(f"<li>{_e(check)}: {_e(item.what)} — {_e(item.why)}</li>" for check, item in view.unjudged()[:500])
+        out.append("</ul>")
     out.extend(_block(block) for block in view.html_blocks)
     if view.environment:
         out.append("<h2>Environment</h2><table><thead><tr><th>Item</th><th>Value</th><th>Judged</th></tr></thead><tbody>")

@@ -50,6 +50,12 @@ def markdown(view: ReportView) -> str:
                 out += ["", "</details>", ""]
     else:
         out += ["No findings.", ""]
+    if view.unjudged():
+        out += ["## Not judged", "", "What the checks were given and could not judge: no verdict on it, in either direction.", ""]
+        out += [f"- {check}: {_cell(item.what)} — {_cell(item.why)}" for check, item in view.unjudged()[:FOLDED_LIMIT]]
+        if len(view.unjudged()) > FOLDED_LIMIT:
+            out.append(f"- … and {len(view.unjudged()) - FOLDED_LIMIT:,} more (the JSON report lists them)")
+        out.append("")
     if view.fact_lines:
         out += ["## Facts", ""]
         out += [f"- {line.check}: {_cell(line.text)}" for line in view.fact_lines]

@@ -35,13 +35,14 @@ class Report:
         return sum(1 for f in self.findings if f.severity is severity)
 
     def incomplete(self) -> list[CheckResult]:
-        """The checks that reached no verdict: they crashed or ran out of time."""
-        return [r for r in self.results if r.state in (State.CRASHED, State.TIMED_OUT)]
+        """The checks whose verdict is incomplete: they crashed, ran out of time, or could not judge
+        something they were given."""
+        return [r for r in self.results if not r.complete]
 
     @property
     def exit_code(self) -> int:
-        """0 clean, 1 findings at or above fail_on, 3 a check reached no verdict (wins over 1: the
-        verdict is incomplete); --fail-on never is always 0."""
+        """0 clean, 1 findings at or above fail_on, 3 a check reached no verdict or could not judge
+        something it was given (wins over 1: the verdict is incomplete); --fail-on never is always 0."""
         if self.fail_on == "never":
             return 0
         if self.incomplete_fails and self.incomplete():

@@ -10,6 +10,7 @@ from ..engine.findings import Finding, Severity, State
 from .view import ReportView
 
 NOTE_STATES = (State.SKIPPED, State.TIMED_OUT, State.CRASHED)
+SHOWN_NOT_JUDGED = 10
 
 
 def summary_line(view: ReportView) -> str:
@@ -26,7 +27,16 @@ def summary_line(view: ReportView) -> str:
     unjudged = sum(1 for r in view.results if r.state in (State.TIMED_OUT, State.CRASHED))
     if unjudged:
         line += f" — the verdict is incomplete: {plural(unjudged, 'check')} reached none"
+    if view.unjudged():
+        line += f" — not judged: {not_judged_text(view)}"
     return line
+
+
+def not_judged_text(view: ReportView, shown: int = 3) -> str:
+    """What was not judged, the first few named: "images: /d/a.jpg (permission denied); and 4 more"."""
+    items = view.unjudged()
+    named = "; ".join(f"{check}: {item.text()}" for check, item in items[:shown])
+    return named + (f"; and {len(items) - shown:,} more" if len(items) > shown else "")
 
 
 def plural(count: int, noun: str) -> str:
@@ -60,23 +70,31 @@ def rerun_hint(argv: list[str], *flags: str) -> str:
 
 
 def all_clear(view: ReportView) -> str | None:
-    """The one line a healthy run prints, or None when there is something to report."""
+    """The one line a healthy run prints, or None when there is something to report. "Ready" only when
+    every check judged everything it was given; otherwise what was not judged is named."""
     if view.findings or any(r.state in (State.TIMED_OUT, State.CRASHED) for r in view.results):
         return None
     skipped = sum(1 for r in view.results if r.state is State.SKIPPED)
     ran = len(view.results) - skipped
     ignored = f", {len(view.ignored)} ignored" if view.ignored else ""
+    if view.unjudged():
+        return f"No problems in what was judged ({plural(ran, 'check')} ran{ignored}); not judged: {not_judged_text(view)}."
     return f"Ready: no problems found ({plural(ran, 'check')} ran, {skipped} did not apply{ignored})."
 
 
 def result_notes(view: ReportView, verbose: bool) -> list[str]:
-    """Checks that timed out or crashed, always; those that did not apply, with --verbose."""
+    """Checks that timed out or crashed, and what each could not judge, always; those that did not
+    apply, with --verbose."""
     lines = []
     for result in view.results:
         if result.state in NOTE_STATES and (verbose or result.state is not State.SKIPPED):
             lines.append(f"{result.check}: {result.state.value} — {result.reason}")
             if result.error:
                 lines.extend("    " + line for line in result.error.rstrip().splitlines())
+        shown = result.not_judged if verbose else result.not_judged[:SHOWN_NOT_JUDGED]
+        lines.extend(f"{result.check}: not judged — {item.text()}" for item in shown)
+        if len(result.not_judged) > len(shown):
+            lines.append(f"{result.check}: not judged — and {len(result.not_judged) - len(shown):,} more (--verbose lists them)")
     return lines
 
 
@@ -148,7 +166,7 @@ def rich_text(view: ReportView, stream: TextIO, verbose: bool = False) -> None:
         console.print(line, markup=False, style="dim")
     clear = all_clear(view)
     if clear:
-        console.print(clear, markup=False, style="bold green")
+        console.print(clear, markup=False, style="bold green" if view.complete else "bold yellow")
     else:
         console.print(summary_line(view), markup=False, style="bold")
     for line in footer(view):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..engine.facts import Chart, EnvRow, HtmlBlock, Metric, Sample, Series
-from ..engine.findings import Code, Finding, FixParams, Severity, State
+from ..engine.findings import Code, Finding, FixParams, NotJudged, Severity, State
 from .redact import Redactor
 from .report import SCHEMA_VERSION, Report
 
@@ -47,6 +47,11 @@ class ResultView:
     error: str | None
     commands: list[dict[str, Any]]
     files: list[str]
+    not_judged: list[NotJudged] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.state not in (State.TIMED_OUT, State.CRASHED) and not self.not_judged
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,6 +62,7 @@ class ResultView:
             "reason": self.reason,
             "commands": self.commands,
             "files": self.files,
+            "not_judged": [item.to_dict() for item in self.not_judged],
         }
 
 
@@ -130,6 +136,21 @@ class ReportView:
     def fixable(self) -> list[Finding]:
         return [f for f in self.findings if f.fix is not None]
 
+    def command_exit_code(self) -> int | None:
+        """The exit code of the command that made this report, where it is the verdict's (check,
+        analyze, bench); `report` exits 0 once its bundle is written, whatever the verdict."""
+        argv = self.meta.get("argv") or []
+        return self.exit_code if not argv or argv[0] in ("check", "analyze", "bench") else None
+
+    def unjudged(self) -> list[tuple[str, NotJudged]]:
+        """(check, what) for everything a check was given and could not judge."""
+        return [(r.check, item) for r in self.results for item in r.not_judged]
+
+    @property
+    def complete(self) -> bool:
+        """Every check reached a verdict on everything it was given: only then is a run "Ready"."""
+        return all(r.complete for r in self.results)
+
     def groups(self) -> list[FindingGroup]:
         """Findings grouped by check and code, the host's first, then by severity: 29 broken images are
         one row that does not bury the two host findings a support engineer needs first."""
@@ -153,10 +174,13 @@ class ReportView:
                 "checks": self.states(),
                 "fail_on": self.fail_on,
                 "exit_code": self.exit_code,
+                "verdict": "complete" if self.complete else "incomplete",
+                "not_judged": len(self.unjudged()),
             },
             "findings": [f.to_dict() for f in self.findings],
             "ignored": [i.to_dict() for i in self.ignored],
             "results": [r.to_dict() for r in self.results],
+            "not_judged": [{"check": check, **item.to_dict()} for check, item in self.unjudged()],
             "facts": self.facts,
             "environment": [row.to_dict() for row in self.environment],
             "load_errors": list(self.load_errors),
@@ -205,6 +229,7 @@ def build_view(
                 redact.text(r.error) if (debug and r.error) else None,
                 [redact.json(c.to_dict(limit=COMMAND_OUTPUT_LIMIT)) for c in r.commands],
                 list(r.files),
+                [NotJudged(redact.text(n.what), redact.text(n.why), n.cause) for n in r.not_judged],
             )
             for r in report.results
         ],
