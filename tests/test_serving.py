@@ -82,7 +82,8 @@ def test_histogram_quantiles_follow_prometheus():
         ("llamacpp-np2-under-load.prom", ["SRV003"], "-np/--parallel"),
         ("vllm-v0-qwen25-coder-1.5b-idle.prom", [], ""),
         ("vllm-v1-0.10.0-glm45.excerpt.prom", [], ""),
-        ("vllm-v0-qwen25-coder-1.5b-derived-kv-full.prom", ["SRV001", "SRV002", "SRV003"], "--gpu-memory-utilization"),
+        # 5 wait, 31 of vLLM's default 256 run, KV 97 % full: the cache is the limit, not queueing
+        ("vllm-v0-qwen25-coder-1.5b-derived-kv-full.prom", ["SRV001", "SRV002"], "--gpu-memory-utilization"),
         ("tgi-documented-names.handmade.prom", ["SRV003"], "--max-batch-total-tokens"),
     ],
 )
@@ -285,12 +286,15 @@ def test_bench_reports_percentiles_per_level_in_the_versioned_schema(fault, sche
     prompts = facts["bench"]["prompts"]
     assert prompts["method"] == "tokenizer (POST /tokenize)" and prompts["tokens"] == [16] * 8 and len(prompts["texts"]) == 8
     assert facts["ceiling_note"].startswith("the served model 'delay-5ms' is not a local path")
-    assert result.exit_code == 0 and "SRV005" in codes(report)  # the fault server has no /metrics
+    # the fault server has no /metrics: the server's own diagnosis is not judged, so the verdict is incomplete
+    assert result.exit_code == 3 and "SRV005" in codes(report) and report["summary"]["verdict"] == "incomplete"
+    (unjudged,) = report["not_judged"]
+    assert unjudged["check"] == "serving" and "HTTP 404" in unjudged["why"]
     assert f"Bearer {SECRET}" in fault.authorizations and SECRET not in result.stdout + result.stderr
 
 
 def test_a_failing_server_is_an_error_finding_and_exit_1(fault):
-    result = bench(fault, "--model", "500")
+    result = bench(fault, "--model", "500", "--incomplete", "ignore")  # no /metrics: exit 1 for the failures alone
     report = result.json()
     (failed,) = [f for f in report["findings"] if f["code"] == "LIV004"]
     assert failed["severity"] == "error" and "8 of 8 requests failed (8 × http-5xx)" in failed["message"]
@@ -306,7 +310,7 @@ def test_a_stalling_server_ends_within_the_timeout(fault):
 
 def test_html_report_has_the_charts_and_no_script(fault, tmp_path):
     out = tmp_path / "bench.html"
-    result = bench(fault, "--model", "delay-2ms", "--format", "html", "-o", str(out))
+    result = bench(fault, "--model", "delay-2ms", "--format", "html", "-o", str(out), "--no-metrics")
     page = out.read_text()
     assert result.exit_code == 0 and "<h2>Live decode: TTFT</h2>" in page and "<h2>Live decode: TPOT</h2>" in page
     assert page.count("<svg") >= 2 and "<script" not in page
@@ -352,6 +356,96 @@ def test_check_endpoint_reads_the_server_alone(metrics, slots, expected):
     assert codes(report) == expected and server.requests <= 3  # /v1/models, /metrics (and /slots): no load
     facts = report["facts"]["serving"]
     assert facts["bench"] is None and (facts["after"] is None) == (metrics is None)
+
+
+def check_endpoint(server: FaultServer, *args: str):
+    return cli("check", "--select", "serving", "--endpoint", server.url, "--format", "json", *args)
+
+
+def test_kv_capacity_is_the_limit_when_few_run_while_requests_wait_and_the_cache_is_full():
+    # vllm-project/vllm#3094's own stats line (2 running, 3 pending, GPU KV cache 82.1 %) served as /metrics
+    with FaultServer(metrics=(SERVING / "vllm-issue3094-as-metrics.derived.prom").read_text()) as server:
+        report = check_endpoint(server).json()
+    (kv,) = [f for f in report["findings"] if f["code"] == "SRV001"]
+    assert "SRV003" not in codes(report)  # not queueing advice: the cache, not --max-num-seqs, holds them back
+    assert "2 of 256 (vLLM's default --max-num-seqs)" in kv["message"] and "82.1 %" in kv["message"]
+    for knob in ("--gpu-memory-utilization", "--max-model-len", "--kv-cache-dtype fp8", "replicas"):
+        assert knob in kv["message"]
+    assert "a higher --max-num-seqs would change nothing" in kv["message"]
+
+
+def test_at_the_sequence_limit_with_room_in_the_cache_the_advice_is_the_limit():
+    at_limit = 'vllm:num_requests_running{model_name="m"} 256\nvllm:num_requests_waiting{model_name="m"} 40\n'
+    at_limit += 'vllm:kv_cache_usage_perc{model_name="m"} 0.4\nvllm:num_preemptions_total{model_name="m"} 0\n'
+    (queue,) = diagnosis.diagnose(engines.snapshot(promtext.parse(at_limit)))
+    assert queue.code.code == "SRV003" and queue.evidence["at_limit"] is True
+    assert "256 of 256" in queue.message and "a higher --max-num-seqs while the KV cache has room" in queue.message
+    # at the limit and the cache full (vllm-project/vllm#6737: 247 running, 740 pending, 99.7 %): not a higher limit
+    full = engines.snapshot(
+        promtext.parse("vllm:num_requests_running 247\nvllm:num_requests_waiting 740\nvllm:gpu_cache_usage_perc 0.997\n")
+    )
+    verdicts = {v.code.code: v for v in diagnosis.diagnose(full)}
+    assert "a higher limit alone would not help" in verdicts["SRV003"].message and "SRV001" in verdicts
+
+
+@pytest.mark.parametrize(
+    ("fixture", "unjudged"),
+    [
+        ("llamacpp-np2-under-load.prom", {"KV-cache pressure (llama.cpp)"}),  # this llama-server has no KV gauge
+        ("sglang-early-capacity-only.excerpt.prom", {"KV-cache pressure (SGLang)", "queueing (SGLang)", "preemption (SGLang)"}),
+        ("tgi-documented-names.handmade.prom", {"KV-cache pressure (TGI)"}),
+    ],
+)
+def test_a_metrics_page_without_the_gauges_is_not_judged_and_never_ready(fixture, unjudged):
+    with FaultServer(metrics=(SERVING / fixture).read_text()) as server:
+        result = check_endpoint(server)
+        text = check_endpoint(server, "--format", "text").stdout
+    report = result.json()
+    assert result.exit_code == 3 and report["summary"]["verdict"] == "incomplete"
+    assert unjudged <= {item["what"] for item in report["not_judged"]}
+    assert ("Ready" not in text and "No problems in what was judged" in text) or report["findings"]
+
+
+def test_early_sglang_names_and_tgis_are_read_as_what_they_are():
+    early = capture("sglang-early-names.excerpt.prom")
+    assert (early.engine, early.running, early.waiting, early.max_running, early.kv_usage) == ("SGLang", 0.0, 0.0, 4097.0, 0.01)
+    tgis = capture("tgis-adapter-names.handmade.prom")
+    assert tgis.engine == "TGIS" and (tgis.running, tgis.waiting) == (16.0, 6.0)
+    (queue,) = diagnosis.diagnose(tgis)
+    assert "TGI:" not in queue.message and "--max-batch-total-tokens" not in queue.message  # no TGI flags for TGIS
+
+
+def test_a_dropped_line_carrying_a_used_gauge_is_reported():
+    huge = 'vllm:num_requests_waiting{model_name="' + "m" * (1 << 20) + '"} 7\n'
+    metrics = 'vllm:num_requests_running{model_name="m"} 1\nvllm:kv_cache_usage_perc{model_name="m"} 0.1\n' + huge
+    metrics += 'vllm:num_preemptions_total{model_name="m"} 0\n'
+    snap = engines.snapshot(promtext.parse(metrics))
+    assert snap.lost == ("vllm:num_requests_waiting",)
+    with FaultServer(metrics=metrics) as server:
+        result = check_endpoint(server)
+    report = result.json()
+    (item,) = report["not_judged"]
+    assert item["what"] == "queueing (vLLM)" and "vllm:num_requests_waiting was dropped" in item["why"] and result.exit_code == 3
+
+
+@pytest.mark.parametrize(("answers", "words"), [("hang", "accepts connections but answered neither"), ("errors", "HTTP 503")])
+def test_a_server_that_hangs_or_answers_errors_is_an_error(answers, words):
+    started = time.monotonic()
+    with FaultServer(answers=answers) as server:
+        result = check_endpoint(server)
+    (finding,) = result.json()["findings"]
+    assert finding["code"] == "SRV006" and finding["severity"] == "error" and words in finding["message"]
+    assert result.exit_code == 1 and time.monotonic() - started < 9  # one 5 s timeout for both requests, not two
+
+
+def test_the_values_read_are_shown_in_text_markdown_and_html(tmp_path):
+    with FaultServer(metrics=(SERVING / "vllm-issue3094-as-metrics.derived.prom").read_text()) as server:
+        text = check_endpoint(server, "--format", "text", "--verbose").stdout
+        markdown = check_endpoint(server, "--format", "markdown").stdout
+        check_endpoint(server, "--format", "html", "-o", str(tmp_path / "r.html"))
+    page = (tmp_path / "r.html").read_text()
+    for shown in (text, markdown, page):
+        assert "KV cache in use 82.1 %" in shown.replace("</th><td>", " ") and "2 of 256" in shown and "waiting" in shown
 
 
 def test_check_endpoint_says_when_nothing_answers():

@@ -234,7 +234,8 @@ async def measure(
             await asyncio.gather(watching, return_exceptions=True)
     after = None
     if before is not None:
-        after, _ = await reading.metrics(endpoint, FETCH_TIMEOUT_S)
+        after, after_note = await reading.metrics(endpoint, FETCH_TIMEOUT_S)
+        metrics_note = f"after the run, {after_note}" if after is None else metrics_note
     bar.clear()
     return Measurement(model, engine, prompt_set, runs, before, after, watch, metrics_note, interrupted, started)
 
@@ -364,6 +365,7 @@ def report(
         metrics_note=measurement.metrics_note,
         ceiling_note=ceiling_note,
         device=params["device"],
+        metrics_declined=bool(params["no_metrics"]),
     )
     options: dict[str, Any] = {"endpoint": endpoint.label}
     if bandwidth:
@@ -375,6 +377,7 @@ def report(
         options=options,
         supplied=(measured, at),
         fail_on=params["fail_on"],
+        incomplete_fails=params["incomplete"] == "fail",
         argv=tuple(sys.argv[1:]),
     )
     outcome = service.run(request)

@@ -7,15 +7,18 @@ import asyncio
 from dataclasses import dataclass
 
 from decode_doctor.checks.models.contract import BudgetFacts
-from decode_doctor.engine import Check, Context, Finding, Needs, Option, Reads, Severity
+from decode_doctor.engine import Analysis, Check, Context, Finding, Needs, Option, Reads, Severity
 
 from . import reading
 from .client import Endpoint
 from .codes import CODES, LIV004, SRV005, SRV006
-from .diagnosis import Verdict, diagnose
+from .diagnosis import Verdict, diagnose, unjudged
 from .engines import Snapshot
 from .facts import BenchRun, Ceiling, Peaks, ServingFacts
 from .judge import ERROR_RATE, judge
+from .pasted import READS, analyze
+
+DIAGNOSIS = "the server's own diagnosis (KV-cache pressure, queueing, preemption)"
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class Measured:
     metrics_note: str | None
     ceiling_note: str | None
     device: str | None  # judge against this device of the decode budget
+    metrics_declined: bool = False  # --no-metrics: the user chose not to read them (not a gap in coverage)
 
 
 class Serving(Check):
@@ -41,8 +45,9 @@ class Serving(Check):
         "at concurrency 1 against this host's ceiling for the served model, TPOT jitter, TTFT tails, failures and timeouts, a server "
         "that ignores `max_tokens`, an SLO missed — and the server's own Prometheus `/metrics` (vLLM v0 and v1, SGLang, TGI, llama.cpp)"
         " and llama.cpp's `/slots` diagnosed alone or before and after a run: KV-cache pressure, preemption, queueing, prefill "
-        "interference, a slot smaller than a request; each finding names the engine flag that helps. Facts: the endpoint, the engine, "
-        "every level's percentiles, the ceiling, the server's metrics"
+        "interference, a slot smaller than a request; each finding names the engine flag that helps, and a page without the gauges "
+        "a diagnosis needs is *not judged*. `analyze` reads the same from pasted vLLM, SGLang and llama-server logs and captured SSE "
+        "streams, citing each line. Facts: the endpoint, the engine, every level's percentiles, the ceiling, the values read"
     )
     description = "a running server: bench results judged against the ceiling, its own /metrics diagnosed"
     codes = CODES
@@ -59,6 +64,11 @@ class Serving(Check):
     )
     timeout_s = 30.0
     facts_type = ServingFacts
+    reads = READS
+
+    @classmethod
+    def analyze(cls, text: str, source: str) -> Analysis | None:
+        return analyze(cls(), text, source)
 
     def run(self, ctx: Context) -> list[Finding]:
         measured = ctx.supplied.get(Measured)
@@ -100,11 +110,20 @@ class Serving(Check):
                 measured.before,
                 peak_kv=peaks.kv_usage if peaks else None,
                 peak_waiting=peaks.waiting if peaks else None,
+                peak_running=peaks.running if peaks else None,
                 planned_tokens=planned,
             )
+            self._coverage(ctx, measured.after)
         elif measured.metrics_note:
             verdicts.append(Verdict(SRV005, f"{measured.endpoint}: {measured.metrics_note}.", {"endpoint": measured.endpoint}))
+            if not measured.metrics_declined:
+                ctx.not_judged(DIAGNOSIS, measured.metrics_note)
         return self._findings(verdicts, measured.endpoint)
+
+    @staticmethod
+    def _coverage(ctx: Context, snap: Snapshot) -> None:
+        for what, why in unjudged(snap):
+            ctx.not_judged(f"{what} ({snap.engine})" if snap.engine != "unknown" else what, why)
 
     def _read_alone(self, ctx: Context) -> list[Finding]:
         url = str(ctx.options.get("endpoint"))
@@ -121,7 +140,9 @@ class Serving(Check):
             return [self.finding(SRV006, f"{label}: {result.note}.", evidence={"endpoint": label}, path=label)]
         if result.snapshot is None or result.snapshot.engine == "unknown":
             note = result.note or "GET /metrics answered with metrics of no engine decode-doctor knows"
+            ctx.not_judged(DIAGNOSIS, note)
             return [self.finding(SRV005, f"{label}: {note}.", evidence={"endpoint": label}, path=label)]
+        self._coverage(ctx, result.snapshot)
         return self._findings(diagnose(result.snapshot), label)
 
 

@@ -114,13 +114,17 @@ LIV009 = Code(
 
 SRV001 = Code(
     code="SRV001",
-    title="KV-cache pressure",
+    title="KV-cache pressure: the cache limits concurrency",
     severity=Severity.WARNING,
-    what="The engine's KV cache was at least 90 % full (vLLM kv_cache_usage_perc, SGLang token_usage, llama.cpp kv_cache_usage_ratio).",
-    why="A full KV cache means new sequences wait, or running ones are preempted and recomputed: latency jumps.",
-    fix_by_hand="The message names the engine's flags: more memory for the KV cache, an fp8 KV cache, a shorter "
-    "maximum context, or fewer concurrent sequences.",
-    example="vLLM's gpu_cache_usage_perc reached 97 % during the run: new sequences wait or evict others.",
+    what="The engine's KV cache was at least 90 % full (vLLM kv_cache_usage_perc, SGLang token_usage, llama.cpp "
+    "kv_cache_usage_ratio), or at least 75 % full while requests waited and fewer sequences ran than the engine's limit "
+    "(--max-num-seqs, --max-running-requests): then the cache, not the limit, is what holds requests back.",
+    why="A full KV cache means new sequences wait, or running ones are preempted and recomputed: latency jumps. Raising "
+    "the sequence limit changes nothing while the cache cannot hold more sequences.",
+    fix_by_hand="The message names the engine's flags: more memory for the KV cache (vLLM --gpu-memory-utilization), an "
+    "fp8 KV cache (--kv-cache-dtype fp8), a shorter maximum context (--max-model-len), or more replicas.",
+    example="KV-cache capacity is vLLM's limit now: 3 request(s) wait while 2 of 256 (vLLM's default --max-num-seqs) "
+    "sequences run and the KV cache is 82.1 % full.",
 )
 
 SRV002 = Code(
@@ -140,8 +144,9 @@ SRV003 = Code(
     what="Requests waited before running (vLLM num_requests_waiting, SGLang num_queue_reqs, TGI queue_size, "
     "llama.cpp requests_deferred), or their mean queue time was 100 ms or more.",
     why="Queue time is added to TTFT; the server runs fewer sequences at once than it is sent.",
-    fix_by_hand="Raise the engine's concurrent-sequence limit if the KV cache has room (the message names the "
-    "flag; for llama.cpp, more --parallel slots), else add replicas.",
+    fix_by_hand="At the engine's sequence limit with room in the KV cache: raise the limit (vLLM --max-num-seqs, SGLang "
+    "--max-running-requests, llama.cpp more --parallel slots). Below the limit with room in the cache: a larger per-step "
+    "token budget (vLLM --max-num-batched-tokens). Otherwise, more replicas. The message says which case it is.",
     example="vLLM num_requests_waiting peaked at 23 with 8 running, at --max-num-seqs 8.",
 )
 

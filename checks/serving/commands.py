@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from decode_doctor.app.choices import FAIL_ON_LEVELS, FORMATS
+from decode_doctor.app.choices import FAIL_ON_LEVELS, FORMATS, INCOMPLETE_HELP, INCOMPLETE_POLICIES
 
 BENCH_FORMATS = tuple(f for f in FORMATS if f != "prometheus")  # a bench run is a report to read, not a gauge to scrape
 
@@ -43,6 +43,7 @@ BENCH_FORMATS = tuple(f for f in FORMATS if f != "prometheus")  # a bench run is
 @click.option("--format", "fmt", type=click.Choice(BENCH_FORMATS), default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the report here.")
 @click.option("--fail-on", type=click.Choice(FAIL_ON_LEVELS), default="error", show_default=True)
+@click.option("--incomplete", type=click.Choice(INCOMPLETE_POLICIES), default="fail", show_default=True, help=INCOMPLETE_HELP)
 @click.option("-v", "--verbose", is_flag=True, help="Show every fact, and which check said what.")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 def bench(**params: Any) -> None:
@@ -53,7 +54,8 @@ def bench(**params: Any) -> None:
     judges decode at concurrency 1 against this host's ceiling for the served model. The server's
     own /metrics are read before, during and after the run. Ctrl-C stops and reports what was measured.
 
-    Exits 1 on findings at --fail-on or above, 2 on a usage error or an unreachable server, 130 when interrupted.
+    Exits 1 on findings at --fail-on or above, 3 when the server's own metrics could not be judged
+    (--incomplete), 2 on a usage error or an unreachable server, 130 when interrupted.
     """
     from .bench import run
 

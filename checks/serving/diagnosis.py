@@ -17,25 +17,23 @@ from .codes import SRV001, SRV002, SRV003, SRV004, SRV007
 from .engines import Histogram, Snapshot
 
 KV_PRESSURE = 0.90  # KV-cache fraction in use
+KV_HIGH = 0.75  # with requests waiting while fewer sequences run than the engine allows: the cache is the limit
+AT_LIMIT = 0.9  # running at this share of the engine's sequence limit or more: the limit holds requests back
 QUEUE_TIME_S = 0.1  # mean time a request waits before it runs
 ITL_SPREAD = 4.0  # inter-token p99 / p50 that says decode steps waited behind something
 
+# Where each diagnosis points, per engine: the knobs that change it
+KV_FLAGS = {
+    "vLLM": "--gpu-memory-utilization 0.95 (more KV blocks), a lower --max-model-len, --kv-cache-dtype fp8, or more replicas",
+    "SGLang": "--mem-fraction-static 0.9, --kv-cache-dtype fp8_e5m2, a lower --context-length, or more replicas",
+    "llama.cpp": "-c/--ctx-size (it is shared by the --parallel slots), --cache-type-k q8_0 --cache-type-v q8_0, or more replicas",
+    "TGI": "--max-batch-total-tokens (the KV budget), a lower --max-total-tokens, or more replicas",
+}
 FLAGS: dict[Code, dict[str, str]] = {
-    SRV001: {
-        "vLLM": "--gpu-memory-utilization 0.95 (more KV blocks), --kv-cache-dtype fp8, a lower --max-model-len or --max-num-seqs",
-        "SGLang": "--mem-fraction-static 0.9, --kv-cache-dtype fp8_e5m2, a lower --max-running-requests",
-        "llama.cpp": "-c/--ctx-size (it is shared by the --parallel slots), --cache-type-k q8_0 --cache-type-v q8_0",
-        "TGI": "--max-batch-total-tokens (the KV budget), a lower --max-total-tokens",
-    },
+    SRV001: KV_FLAGS,
     SRV002: {
         "vLLM": "a lower --max-num-seqs, or --gpu-memory-utilization 0.95 for more KV blocks",
         "SGLang": "a lower --max-running-requests, --schedule-conservativeness 1.3, or --mem-fraction-static 0.9",
-    },
-    SRV003: {
-        "vLLM": "a higher --max-num-seqs if the KV cache has room, else more replicas",
-        "SGLang": "a higher --max-running-requests if token_usage has room, else more replicas",
-        "llama.cpp": "-np/--parallel N for N slots (and -c N × the context one request needs)",
-        "TGI": "a higher --max-batch-total-tokens or --max-concurrent-requests, else more replicas",
     },
     SRV004: {
         "vLLM": "--enable-chunked-prefill with a smaller --max-num-batched-tokens (2048)",
@@ -45,10 +43,27 @@ FLAGS: dict[Code, dict[str, str]] = {
     },
     SRV007: {"llama.cpp": "-c/--ctx-size = --parallel × (prompt + output tokens)"},
 }
+# requests wait while the engine runs as many sequences as it may: raise the limit if the KV cache has room
+AT_LIMIT_FLAGS = {
+    "vLLM": "a higher --max-num-seqs while the KV cache has room, else more replicas",
+    "SGLang": "a higher --max-running-requests while token_usage has room, else more replicas",
+    "llama.cpp": "-np/--parallel N for N slots (and -c N × the context one request needs)",
+    "TGI": "a higher --max-concurrent-requests or --max-batch-total-tokens, else more replicas",
+}
+# requests wait although neither the sequence limit nor the KV cache binds: the step's token budget or the load itself
+BELOW_LIMIT_FLAGS = {
+    "vLLM": "a larger --max-num-batched-tokens (the tokens one step may take), else more replicas",
+    "SGLang": "a larger --chunked-prefill-size or --max-prefill-tokens, else more replicas",
+    "TGI": "a higher --max-batch-total-tokens (the KV budget, which TGI's metrics do not show) or --max-batch-prefill-tokens, "
+    "else more replicas",
+}
+# the engines whose waiting gauge counts only requests no sequence slot could take: waiting means at the limit
+WAITS_ONLY_AT_LIMIT = ("llama.cpp",)
 
 
-def flag(code: Code, engine: str) -> str:
-    return FLAGS.get(code, {}).get(engine, "")
+def _hinted(message: str, engine: str, flags: dict[str, str]) -> str:
+    hint = flags.get(engine)
+    return f"{message} {engine}: {hint}." if hint else message
 
 
 @dataclass(frozen=True)
@@ -59,8 +74,7 @@ class Verdict:
 
 
 def _with_flag(code: Code, engine: str, message: str) -> str:
-    hint = flag(code, engine)
-    return f"{message} {engine}: {hint}." if hint else message
+    return _hinted(message, engine, FLAGS.get(code, {}))
 
 
 def _peak(*values: float | None) -> float | None:
@@ -69,7 +83,46 @@ def _peak(*values: float | None) -> float | None:
 
 
 def _percent(value: float) -> str:
-    return f"{value * 100:.0f} %"
+    return f"{value * 100:.1f} %"
+
+
+LIMIT_SOURCES = {"default": " ({engine}'s default {flag})", "log": " (its {flag} in the log)", "slots": " (its slots)"}
+
+AREAS = (  # what the diagnosis judges, and the snapshot values each needs (any one of them)
+    ("KV-cache pressure", ("kv_usage",)),
+    ("queueing", ("waiting", "queue_time")),
+    ("preemption", ("preemptions",)),
+)
+
+
+def _family(name: str) -> str:
+    for suffix in ("_bucket", "_count", "_sum"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def unjudged(snap: Snapshot) -> list[tuple[str, str]]:
+    """(what, why) for each part of the diagnosis this reading cannot support: its series absent from
+    the metrics, or their lines dropped, or the answer cut before them."""
+    spec = snap.spec
+    if spec is None:
+        return [("the server's own metrics", "they are of no engine decode-doctor knows")]
+    found = []
+    for area, attributes in AREAS:
+        names = tuple(name for attribute in attributes for name in getattr(spec, attribute))
+        if area == "preemption" and not names:
+            continue  # an engine that never preempts (llama.cpp's slots hold their own context)
+        lost = [name for name in snap.lost if _family(name) in names]
+        if lost:
+            found.append((area, f"the line of {lost[0]} was dropped (over 64 KiB, or cut inside its labels), so its value is unknown"))
+        elif all(getattr(snap, attribute) is None for attribute in attributes):
+            listed = f"no {names[0]}" if len(names) == 1 else "none of " + ", ".join(names)
+            why = f"{listed} in the metrics" if names else f"{spec.name}'s metrics have no series for it"
+            found.append((area, why))
+    if snap.truncated:
+        found.append(("the rest of /metrics", "the answer passed 8 MiB or 200,000 samples; series after that point were not read"))
+    return found
 
 
 def diagnose(
@@ -78,18 +131,41 @@ def diagnose(
     *,
     peak_kv: float | None = None,
     peak_waiting: float | None = None,
+    peak_running: float | None = None,
     planned_tokens: int | None = None,
+    when: str | None = None,
 ) -> list[Verdict]:
     """before: the reading taken before a bench run (now: after it); the peaks: what the readings
-    taken during the run saw. planned_tokens: prompt + output tokens of one bench request."""
+    taken during the run saw. planned_tokens: prompt + output tokens of one bench request. when: the
+    moment the reading describes, for a reading from elsewhere ("at server.log, line 12")."""
     engine = now.engine
     verdicts: list[Verdict] = []
     during = before is not None
-    window = "during the run" if during else "now"
+    window = when or ("during the run" if during else "now")
     kv = _peak(peak_kv, now.kv_usage)
-    if kv is not None and kv >= KV_PRESSURE:
+    waiting = _peak(peak_waiting, now.waiting)
+    running = _peak(peak_running, now.running)
+    limit = now.max_running
+    limit_text = (
+        "" if limit is None else f"{limit:,.0f}" + LIMIT_SOURCES.get(now.limit_source or "", "").format(engine=engine, flag=now.limit_flag)
+    )
+    at_limit = bool(limit and running is not None and running >= AT_LIMIT * limit) or (engine in WAITS_ONLY_AT_LIMIT and bool(waiting))
+    # requests wait and the cache is well used while fewer sequences run than the engine allows: the KV
+    # cache cannot admit more, so raising the sequence limit would change nothing
+    kv_bound = bool(waiting and kv is not None and kv >= KV_HIGH and not at_limit)
+    if kv_bound:
+        assert kv is not None and waiting is not None
+        runs = f"{running:,.0f} of {limit_text}" if running is not None and limit else f"{running or 0:,.0f}"
+        message = (
+            f"KV-cache capacity is {engine}'s limit {window}: {waiting:,.0f} request(s) wait while {runs} sequences run and the "
+            f"KV cache is {_percent(kv)} full: no more sequences fit in it, so a higher {now.limit_flag or 'sequence limit'} "
+            "would change nothing."
+        )
+        evidence = {"kv_usage": round(kv, 4), "waiting": waiting, "running": running, "max_running": limit, "engine": engine}
+        verdicts.append(Verdict(SRV001, _hinted(message, engine, KV_FLAGS), evidence))
+    elif kv is not None and kv >= KV_PRESSURE:
         message = f"{engine}'s KV cache was {_percent(kv)} full {window}: new sequences wait or evict others."
-        verdicts.append(Verdict(SRV001, _with_flag(SRV001, engine, message), {"kv_usage": round(kv, 4), "engine": engine}))
+        verdicts.append(Verdict(SRV001, _hinted(message, engine, KV_FLAGS), {"kv_usage": round(kv, 4), "engine": engine}))
 
     if now.preemptions is not None:
         gained = now.preemptions - before.preemptions if before is not None and before.preemptions is not None else now.preemptions
@@ -98,19 +174,39 @@ def diagnose(
             message = f"{engine} preempted {gained:,.0f} sequence(s) {when}: their KV cache was dropped and recomputed."
             verdicts.append(Verdict(SRV002, _with_flag(SRV002, engine, message), {"preemptions": gained, "engine": engine}))
 
-    waiting = _peak(peak_waiting, now.waiting)
     queue = now.queue_time.since(before.queue_time if before else None) if now.queue_time else None
     queue_mean = queue.mean if queue else None
-    if (waiting is not None and waiting > 0) or (queue_mean is not None and queue_mean >= QUEUE_TIME_S):
+    queued = (waiting is not None and waiting > 0) or (queue_mean is not None and queue_mean >= QUEUE_TIME_S)
+    if queued and not kv_bound:
         parts = []
         if waiting:
-            parts.append(f"{waiting:,.0f} request(s) waiting {'at the peak' if during else 'now'}")
+            parts.append(f"{waiting:,.0f} request(s) waiting {when or ('at the peak' if during else 'now')}")
         if queue_mean is not None and queue_mean >= QUEUE_TIME_S:
             parts.append(f"a mean queue time of {queue_mean * 1000:,.0f} ms")
-        running = f" while {now.running:,.0f} ran" if now.running else ""
-        message = f"{engine} queues requests: {' and '.join(parts)}{running}; their TTFT includes the wait."
-        evidence = {"waiting": waiting, "queue_time_mean_s": queue_mean, "running": now.running, "engine": engine}
-        verdicts.append(Verdict(SRV003, _with_flag(SRV003, engine, message), evidence))
+        if at_limit and not limit:
+            why = f" while {running:,.0f} ran: every slot was busy" if running else ": every slot was busy"
+            flags = AT_LIMIT_FLAGS
+        elif at_limit and kv is not None and kv >= KV_HIGH:
+            why = (
+                f" while {running:,.0f} of {limit_text} sequences ran and the KV cache is {_percent(kv)} full: both the sequence "
+                "limit and the cache bind, so a higher limit alone would not help"
+            )
+            flags = {engine: f"more replicas, or more KV room first ({KV_FLAGS[engine]})"} if engine in KV_FLAGS else {}
+        elif at_limit:
+            room = f" (the KV cache is {_percent(kv)} full)" if kv is not None else ""
+            why = f" while {running:,.0f} of {limit_text} sequences ran{room}: the sequence limit holds them back"
+            flags = AT_LIMIT_FLAGS
+        elif running is not None and limit:
+            room = f", the KV cache {_percent(kv)} full" if kv is not None else ""
+            why = f" while only {running:,.0f} of {limit_text} sequences ran{room}: neither the sequence limit nor the cache binds"
+            flags = BELOW_LIMIT_FLAGS
+        else:  # the limit is not in the metrics: which one binds cannot be told
+            why = f" while {running:,.0f} ran (its sequence limit is not in the metrics)" if running else ""
+            flags = {engine: f"if {running:,.0f} is its limit, {AT_LIMIT_FLAGS[engine]}"} if running and engine in AT_LIMIT_FLAGS else {}
+        message = f"{engine} queues requests: {' and '.join(parts)}{why}; their TTFT includes the wait."
+        evidence = {"waiting": waiting, "queue_time_mean_s": queue_mean, "running": running, "max_running": limit, "engine": engine}
+        evidence["at_limit"] = at_limit
+        verdicts.append(Verdict(SRV003, _hinted(message, engine, flags), evidence))
 
     itl = now.itl.since(before.itl if before else None) if now.itl else None
     verdict = _interference(engine, itl, now, before)

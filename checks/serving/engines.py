@@ -30,6 +30,15 @@ class EngineSpec:
     ttft: tuple[str, ...] = ()
     itl: tuple[str, ...] = ()
     queue_time: tuple[str, ...] = ()
+    # the most sequences it runs at once when its metrics do not say: the engine's default, and the flag
+    default_max_running: int | None = None
+    limit_flag: str = ""
+    marks: tuple[str, ...] = ()  # metric names only this engine exposes (a prefix is not proof)
+
+    def uses(self) -> tuple[str, ...]:
+        """Every series the diagnosis reads from this engine (histograms by their family name)."""
+        gauges = (*self.kv_usage, *self.running, *self.waiting, *self.preemptions, *self.max_running)
+        return (*gauges, *self.prompt_tokens, *self.generation_tokens, *self.ttft, *self.itl, *self.queue_time)
 
 
 ENGINES = (
@@ -45,20 +54,23 @@ ENGINES = (
         ttft=("vllm:time_to_first_token_seconds",),
         itl=("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
         queue_time=("vllm:request_queue_time_seconds",),
+        default_max_running=256,  # --max-num-seqs; vLLM's /metrics do not carry it
+        limit_flag="--max-num-seqs",
     ),
     EngineSpec(
         "SGLang",
         "sglang:",
         kv_usage=("sglang:token_usage",),
-        running=("sglang:num_running_reqs",),
-        waiting=("sglang:num_queue_reqs",),
+        running=("sglang:num_running_reqs", "sglang:num_requests_running"),  # the second: its first metrics (2024)
+        waiting=("sglang:num_queue_reqs", "sglang:num_requests_waiting", "sglang:queue_req"),
         preemptions=("sglang:num_retracted_requests_total",),
         prompt_tokens=("sglang:prompt_tokens_total",),
         generation_tokens=("sglang:generation_tokens_total",),
         max_running=("sglang:max_running_requests",),
         ttft=("sglang:time_to_first_token_seconds",),
         itl=("sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"),
-        queue_time=("sglang:queue_time_seconds",),
+        queue_time=("sglang:queue_time_seconds", "sglang:waiting_request_latency_seconds"),
+        limit_flag="--max-running-requests",
     ),
     EngineSpec(
         "TGI",
@@ -67,6 +79,17 @@ ENGINES = (
         waiting=("tgi_queue_size",),
         itl=("tgi_request_mean_time_per_token_duration",),
         queue_time=("tgi_request_queue_duration",),
+        default_max_running=128,  # --max-concurrent-requests
+        limit_flag="--max-concurrent-requests",
+        marks=("tgi_request_count", "tgi_request_success", "tgi_batch_current_max_tokens", "tgi_request_mean_time_per_token_duration"),
+    ),
+    EngineSpec(  # IBM's TGIS, and vLLM behind its TGIS adapter (which also serves vllm: series: then vLLM)
+        "TGIS",
+        "tgi_",
+        running=("tgi_batch_current_size",),
+        waiting=("tgi_queue_size",),
+        queue_time=("tgi_request_queue_duration",),
+        marks=("tgi_tokenize_request_tokens", "tgi_tokenize_request_input_count", "tgi_request_input_count", "tgi_request_failure"),
     ),
     EngineSpec(
         "llama.cpp",
@@ -76,6 +99,7 @@ ENGINES = (
         waiting=("llamacpp:requests_deferred",),
         prompt_tokens=("llamacpp:prompt_tokens_total",),
         generation_tokens=("llamacpp:tokens_predicted_total",),
+        limit_flag="-np/--parallel",  # its slots: /slots says how many
     ),
 )
 
@@ -144,19 +168,38 @@ class Snapshot:
     series: int = 0  # samples in the answer
     skipped: int = 0  # lines that were not samples
     truncated: bool = False
+    lost: tuple[str, ...] = ()  # series the diagnosis uses whose lines were dropped (too long, cut)
+    limit_source: str | None = None  # where max_running comes from: "metrics", "default", "slots"
+    adapter: str | None = None  # another engine's series beside these (vLLM's TGIS adapter)
+
+    @property
+    def spec(self) -> EngineSpec | None:
+        return next((s for s in ENGINES if s.name == self.engine), None)
 
     def with_slots(self, slots: Slots | None) -> Snapshot:
-        return replace(self, slots=slots)
+        if slots is None:
+            return replace(self, slots=None)
+        return replace(self, slots=slots, max_running=float(slots.total), limit_source="slots")
+
+    @property
+    def limit_flag(self) -> str:
+        spec = self.spec
+        return spec.limit_flag if spec else ""
 
 
 def detect(exposition: Exposition) -> EngineSpec | None:
-    counts = {spec.name: 0 for spec in ENGINES}
-    for sample in exposition.samples:
-        for spec in ENGINES:
-            if sample.name.startswith(spec.prefix):
-                counts[spec.name] += 1
+    """The engine the metrics prove: vLLM when any vllm: series is there (its TGIS adapter adds tgi_
+    ones); among tgi_ servers, TGIS by the series only it has, else TGI; otherwise the prefix with the
+    most series."""
+    names = {sample.name.removesuffix("_bucket").removesuffix("_count").removesuffix("_sum") for sample in exposition.samples}
+    by_name = {spec.name: spec for spec in ENGINES}
+    if any(name.startswith("vllm:") for name in names):
+        return by_name["vLLM"]
+    if any(name.startswith("tgi_") for name in names):
+        return by_name["TGIS"] if names & set(by_name["TGIS"].marks) else by_name["TGI"]
+    counts = {spec.name: sum(1 for name in names if name.startswith(spec.prefix)) for spec in ENGINES}
     best = max(counts, key=lambda name: counts[name])
-    return next(spec for spec in ENGINES if spec.name == best) if counts[best] else None
+    return by_name[best] if counts[best] else None
 
 
 def _by_name(exposition: Exposition) -> dict[str, list[Sample]]:
@@ -204,6 +247,13 @@ def snapshot(exposition: Exposition) -> Snapshot:
         return Snapshot("unknown", series=series, skipped=skipped, truncated=truncated)
     index = _by_name(exposition)
     read: list[str] = []
+    used = spec.uses()
+    lost = tuple(name for name in exposition.dropped if name in used or name.rsplit("_", 1)[0] in used)
+    adapter = "the TGIS adapter's tgi_ series" if spec.name == "vLLM" and any(n.startswith("tgi_") for n in index) else None
+    max_running = _first(spec.max_running, index, read)
+    limit_source = "metrics" if max_running is not None else None
+    if max_running is None and spec.default_max_running:
+        max_running, limit_source = float(spec.default_max_running), "default"
     return Snapshot(
         engine=spec.name,
         kv_usage=_first(spec.kv_usage, index, read, fullest=True),
@@ -212,7 +262,7 @@ def snapshot(exposition: Exposition) -> Snapshot:
         preemptions=_first(spec.preemptions, index, read),
         prompt_tokens=_first(spec.prompt_tokens, index, read),
         generation_tokens=_first(spec.generation_tokens, index, read),
-        max_running=_first(spec.max_running, index, read),
+        max_running=max_running,
         ttft=_histogram(spec.ttft, index, read),
         itl=_histogram(spec.itl, index, read),
         queue_time=_histogram(spec.queue_time, index, read),
@@ -220,6 +270,9 @@ def snapshot(exposition: Exposition) -> Snapshot:
         series=series,
         skipped=skipped,
         truncated=truncated,
+        lost=lost,
+        limit_source=limit_source,
+        adapter=adapter,
     )
 
 

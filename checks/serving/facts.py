@@ -61,6 +61,46 @@ class BenchRun:
         return next((lv for lv in self.levels if lv.concurrency == concurrency), None)
 
 
+def _count(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f}"
+
+
+def reading_values(snap: Snapshot, peaks: Peaks | None = None, before: Snapshot | None = None) -> list[tuple[str, str]]:
+    """What the server's own metrics said, as (name, value) rows: the gauges now, or their peaks
+    during a run; counters since the server started, or what the run added. A value the metrics
+    lack says so."""
+    kv = peaks.kv_usage if peaks and peaks.kv_usage is not None else snap.kv_usage
+    running = peaks.running if peaks and peaks.running is not None else snap.running
+    waiting = peaks.waiting if peaks and peaks.waiting is not None else snap.waiting
+    peak = "peak " if peaks else ""
+    limit = _count(snap.max_running)
+    if snap.limit_source == "default":
+        limit += f" ({snap.engine}'s default {snap.limit_flag})"
+    elif snap.limit_source == "slots":
+        limit += " (its /slots)"
+    rows = [
+        (f"{peak}KV cache in use", "not in its metrics" if kv is None else f"{kv * 100:.1f} %"),
+        (
+            f"{peak}sequences running",
+            "not in its metrics" if running is None else _count(running) + (f" of {limit}" if snap.max_running else ""),
+        ),
+        (f"{peak}requests waiting", "not in its metrics" if waiting is None else _count(waiting)),
+    ]
+    if snap.preemptions is not None:
+        gained = snap.preemptions - before.preemptions if before is not None and before.preemptions is not None else snap.preemptions
+        rows.append(("preemptions " + ("during the run" if before is not None else "since it started"), _count(gained)))
+    if snap.queue_time is not None and snap.queue_time.mean is not None:
+        queue = snap.queue_time.since(before.queue_time if before else None)
+        if queue.mean is not None:
+            rows.append(("mean queue time", f"{queue.mean * 1000:,.1f} ms over {queue.count:,.0f} requests"))
+    if snap.slots is not None:
+        per_slot = f", {snap.slots.n_ctx:,} tokens each" if snap.slots.n_ctx else ""
+        rows.append(("slots", f"{snap.slots.busy} of {snap.slots.total} busy{per_slot}"))
+    if snap.lost:
+        rows.append(("lines dropped", ", ".join(snap.lost)))
+    return rows
+
+
 def _ms(value: float | None) -> str:
     return "–" if value is None else (f"{value:,.0f} ms" if value >= 100 else f"{value:.2f} ms" if value < 10 else f"{value:.1f} ms")
 
@@ -78,6 +118,8 @@ class ServingFacts(Facts):
     after: Snapshot | None = None
     peaks: Peaks | None = None
     metrics_note: str | None = None  # why there is no reading of /metrics
+    origin: str = ""  # where the readings come from when not a live endpoint: "vLLM log", "SSE transcript"
+    pasted: tuple[str, ...] = ()  # what a pasted text held beside the readings
 
     @property
     def reach(self) -> float | None:
@@ -98,12 +140,34 @@ class ServingFacts(Facts):
             return f"not judged against a ceiling: {self.ceiling_note}"
         return None
 
+    def reading(self) -> list[tuple[str, str]]:
+        """The server's own metrics as read: alone, or during a bench run."""
+        if self.after is None or self.after.engine == "unknown":
+            return []
+        return reading_values(self.after, self.peaks, self.before)
+
+    def _reading_line(self) -> str | None:
+        rows = self.reading()
+        if not rows:
+            return None
+        if self.origin:
+            lines = "stats line" if self.peaks and self.peaks.readings == 1 else "stats lines"
+            where = f"its log ({self.peaks.readings:,} {lines})" if self.peaks else f"the {self.origin}"
+        else:
+            when = f"during the run ({self.peaks.readings} readings)" if self.peaks else "at the end of the run" if self.bench else "now"
+            where = f"its /metrics {when}"
+        return f"{where}: " + "; ".join(f"{name} {value}" for name, value in rows)
+
     def summary(self) -> list[str]:
         lines = []
         where = f"{self.endpoint} ({self.engine or 'engine unknown'}" + (f", model {self.model})" if self.model else ")")
         bench = self.bench
+        reading = self._reading_line()
         if bench is None:
-            lines.append(f"server {where}" + (f": {self.metrics_note}" if self.metrics_note else ""))
+            head = f"{self.origin} {self.endpoint}" + (f" ({self.engine})" if self.engine else "") if self.origin else f"server {where}"
+            lines.append(head + (f": {self.metrics_note}" if self.metrics_note else ""))
+            lines.extend([f"  {reading}"] if reading else [])
+            lines.extend(f"  {note}" for note in self.pasted)
             return lines
         state = ", interrupted" if bench.interrupted else ""
         lines.append(f"bench {where}: {bench.api} API, {bench.prompts.description}, {bench.output_tokens} output tokens{state}")
@@ -130,9 +194,18 @@ class ServingFacts(Facts):
         ceiling = self._ceiling_line()
         if ceiling:
             lines.append(ceiling)
+        if reading:
+            lines.append(reading)
         return lines
 
     def html(self) -> list[HtmlBlock]:
+        reading = self.reading()
+        title = f"What the {self.origin} says" if self.origin else f"The server's own metrics ({self.after.engine if self.after else ''})"
+        rows = tuple(reading) + tuple(("", note) for note in self.pasted)
+        server = [HtmlBlock(title, rows)] if rows else []
+        return self._bench_html() + server
+
+    def _bench_html(self) -> list[HtmlBlock]:
         bench = self.bench
         if bench is None or not any(lv.tpot for lv in bench.levels):
             return []

@@ -12,6 +12,7 @@ MAX_TEXT_BYTES = 8 << 20
 MAX_LINE_CHARS = 64 << 10
 MAX_SAMPLES = 200_000
 MAX_LABELS = 64
+MAX_DROPPED = 100  # the metric names of dropped lines kept, for the diagnosis to tell what it lost
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class Exposition:
     types: dict[str, str]  # family → counter, gauge, histogram…
     skipped: int  # lines that were not valid samples
     truncated: bool  # the text or the sample count passed its limit
+    dropped: tuple[str, ...] = ()  # the metric names their dropped lines start with (too long, cut, malformed)
 
     def named(self, name: str) -> list[Sample]:
         return [s for s in self.samples if s.name == name]
@@ -104,12 +106,21 @@ def parse(data: bytes | str) -> Exposition:
     samples: list[Sample] = []
     types: dict[str, str] = {}
     skipped = 0
+    dropped: list[str] = []
+
+    def drop(line: str) -> None:
+        nonlocal skipped
+        skipped += 1
+        name = line[: _name_end(line[:256], 0)]
+        if name and len(dropped) < MAX_DROPPED and name not in dropped:
+            dropped.append(name)
+
     for line in _lines(text):
         line = line.strip()
         if not line:
             continue
         if len(line) > MAX_LINE_CHARS:
-            skipped += 1
+            drop(line)
             continue
         if line.startswith("#"):
             parts = line.split(None, 3)
@@ -130,9 +141,9 @@ def parse(data: bytes | str) -> Exposition:
                 raise ValueError("no value")
             samples.append(Sample(name, labels, _value(fields[0])))
         except ValueError:
-            skipped += 1
+            drop(line)
             continue
         if len(samples) >= MAX_SAMPLES:
             truncated = True
             break
-    return Exposition(samples, types, skipped, truncated)
+    return Exposition(samples, types, skipped, truncated, tuple(dropped))

@@ -3,6 +3,7 @@ small bounded GET to the endpoint given and nowhere else."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 
@@ -27,20 +28,37 @@ class Reading:
     reachable: bool
 
 
-class Unreachable(Exception):
-    """Nothing answers at the endpoint's address."""
+@dataclass(frozen=True)
+class Answer:
+    """One GET: its status and body, or why there was no HTTP answer (the ClientError's kind and message)."""
+
+    status: int | None
+    body: bytes = b""
+    error: str | None = None
+    kind: str | None = None
+
+    @property
+    def answered(self) -> bool:
+        return self.status is not None
+
+    def describe(self, path: str) -> str:
+        return f"{path} answered HTTP {self.status}" if self.answered else str(self.error)
 
 
-async def models(endpoint: Endpoint, timeout: float) -> tuple[str | None, str | None]:
-    """(the first model id, the engine its owned_by names) from GET {base}/models; raises
-    Unreachable when the connection itself fails."""
+async def get(endpoint: Endpoint, path: str, timeout: float) -> Answer:
     try:
-        answer = await fetch(endpoint, "GET", endpoint.path("models"), timeout=timeout)
-        body = json.loads(answer.body) if answer.status == 200 else None
+        answer = await fetch(endpoint, "GET", path, timeout=timeout)
     except ClientError as exc:
-        if exc.kind == "connect":
-            raise Unreachable(str(exc)) from None
+        return Answer(None, error=str(exc), kind=exc.kind)
+    return Answer(answer.status, answer.body)
+
+
+def models_from(answer: Answer) -> tuple[str | None, str | None]:
+    """(the first model id, the engine its owned_by names) from GET {base}/models."""
+    if answer.status != 200:
         return None, None
+    try:
+        body = json.loads(answer.body)
     except ValueError:
         return None, None
     data = body.get("data") if isinstance(body, dict) else None
@@ -52,38 +70,73 @@ async def models(endpoint: Endpoint, timeout: float) -> tuple[str | None, str | 
     return model, OWNERS.get(owner.lower()) if isinstance(owner, str) else None
 
 
-async def metrics(endpoint: Endpoint, timeout: float) -> tuple[engines.Snapshot | None, str | None]:
-    try:
-        answer = await fetch(endpoint, "GET", "/metrics", timeout=timeout)
-    except ClientError as exc:
-        return None, f"GET /metrics: {exc}"
+def snapshot_from(answer: Answer) -> tuple[engines.Snapshot | None, str | None]:
+    if not answer.answered:
+        return None, f"GET /metrics: {answer.error}"
     if answer.status != 200:
         return None, f"GET /metrics answered HTTP {answer.status}"
     exposition = promtext.parse(answer.body)
     if not exposition.samples:
         return None, "GET /metrics answered, but with no Prometheus samples"
-    snap = engines.snapshot(exposition)
-    if snap.engine == "llama.cpp":
-        snap = snap.with_slots(await slots(endpoint, timeout))
-    return snap, None
+    return engines.snapshot(exposition), None
 
 
 async def slots(endpoint: Endpoint, timeout: float) -> engines.Slots | None:
+    answer = await get(endpoint, "/slots", timeout)
+    if answer.status != 200:
+        return None
     try:
-        answer = await fetch(endpoint, "GET", "/slots", timeout=timeout)
-        return engines.slots_from(json.loads(answer.body)) if answer.status == 200 else None
-    except (ClientError, ValueError):
+        return engines.slots_from(json.loads(answer.body))
+    except ValueError:
         return None
 
 
+class Unreachable(Exception):
+    """Nothing answers at the endpoint's address."""
+
+
+async def models(endpoint: Endpoint, timeout: float) -> tuple[str | None, str | None]:
+    """The model list's first id and owner; raises Unreachable when the connection itself fails."""
+    listing = await get(endpoint, endpoint.path("models"), timeout)
+    if listing.kind == "connect":
+        raise Unreachable(str(listing.error))
+    return models_from(listing)
+
+
+async def metrics(endpoint: Endpoint, timeout: float) -> tuple[engines.Snapshot | None, str | None]:
+    """A reading of /metrics (with llama.cpp's /slots), or why there is none."""
+    snap, note = snapshot_from(await get(endpoint, "/metrics", timeout))
+    if snap is not None and snap.engine == "llama.cpp":
+        snap = snap.with_slots(await slots(endpoint, timeout))
+    return snap, note
+
+
+def failure(listing: Answer, metrics: Answer, timeout: float) -> str | None:
+    """Why the endpoint is not serving, when neither GET gave a usable answer: nothing listens, it
+    accepts and never answers (or drops the connection), or it answers only server errors."""
+    if listing.kind == "connect" and metrics.kind == "connect":
+        return str(listing.error)
+    if not listing.answered and not metrics.answered:
+        if listing.kind == "timeout" and metrics.kind == "timeout":
+            return f"it accepts connections but answered neither the model list nor /metrics within {timeout:g} s (a hung server)"
+        return f"no HTTP answer: {listing.error}; {metrics.error}"
+    statuses = [a.status for a in (listing, metrics) if a.answered]
+    if statuses and all(status is not None and status >= 500 for status in statuses):
+        return f"it answers only server errors ({listing.describe('the model list')}; {metrics.describe('/metrics')})"
+    return None
+
+
 async def read(endpoint: Endpoint, timeout: float = 5.0) -> Reading:
-    try:
-        model, owner = await models(endpoint, timeout)
-    except Unreachable as exc:
-        return Reading(None, str(exc), None, None, reachable=False)
-    snap, note = await metrics(endpoint, timeout)
-    reachable = True
+    """The model list and /metrics, asked together (a hung server costs one timeout, not two)."""
+    listing, answer = await asyncio.gather(get(endpoint, endpoint.path("models"), timeout), get(endpoint, "/metrics", timeout))
+    broken = failure(listing, answer, timeout)
+    if broken:
+        return Reading(None, broken, None, None, reachable=False)
+    model, owner = models_from(listing)
+    snap, note = snapshot_from(answer)
+    if snap is not None and snap.engine == "llama.cpp":
+        snap = snap.with_slots(await slots(endpoint, timeout))
     engine = snap.engine if snap is not None and snap.engine != "unknown" else owner
     if note and engine in METRICS_HINT:
         note = f"{note} ({METRICS_HINT[engine]})"
-    return Reading(snap, note, model, engine, reachable)
+    return Reading(snap, note, model, engine, reachable=True)

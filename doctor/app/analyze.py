@@ -28,6 +28,7 @@ class AnalyzeRequest:
     files: tuple[str, ...]  # paths, "-" for standard input
     fail_on: str = "error"
     timeout: float = DEADLINE_S
+    incomplete_fails: bool = True
 
 
 def read_input(name: str) -> str:
@@ -57,7 +58,9 @@ def _judge(texts: list[tuple[str, str]]) -> list[tuple[str, CheckResult]]:
                 continue
             findings = [registry.resolve(f) for f in analysis.findings]
             state = State.FINDINGS if findings else State.PASSED
-            found.append((name, CheckResult(f"{cls.name} ({source})", state, 0.0, findings, reason=analysis.kind, facts=analysis.facts)))
+            result = CheckResult(f"{cls.name} ({source})", state, 0.0, findings, reason=analysis.kind, facts=analysis.facts)
+            result.not_judged = list(analysis.not_judged)
+            found.append((name, result))
     return found
 
 
@@ -77,4 +80,12 @@ def analyze(request: AnalyzeRequest, registry: Registry | None = None) -> Report
         "argv": ["analyze", *request.files],
         "version": __version__,
     }
-    return Report(results, [f for r in results for f in r.findings], [], meta, request.fail_on, load_errors=list(registry.errors))
+    return Report(
+        results,
+        [f for r in results for f in r.findings],
+        [],
+        meta,
+        request.fail_on,
+        incomplete_fails=request.incomplete_fails,
+        load_errors=list(registry.errors),
+    )

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..app.choices import FAIL_ON_LEVELS, FORMATS
+from ..app.choices import FAIL_ON_LEVELS, FORMATS, INCOMPLETE_HELP, INCOMPLETE_POLICIES
 from ..app.guard import guarded
 from .common import CONTEXT, output_request
 
@@ -18,6 +18,7 @@ from .common import CONTEXT, output_request
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to this file.")
 @click.option("--fail-on", type=click.Choice(FAIL_ON_LEVELS), default="error", show_default=True)
+@click.option("--incomplete", type=click.Choice(INCOMPLETE_POLICIES), default="fail", show_default=True, help=INCOMPLETE_HELP)
 @click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True, help="Seconds the analysis may take.")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 def analyze(**params: Any) -> None:
@@ -35,7 +36,9 @@ def _analyze(params: dict[str, Any]) -> int:
 
     registry = load()
     try:
-        report = analyze(AnalyzeRequest(tuple(params["files"]), params["fail_on"], params["timeout"]), registry)
+        report = analyze(
+            AnalyzeRequest(tuple(params["files"]), params["fail_on"], params["timeout"], params["incomplete"] == "fail"), registry
+        )
     except RequestError as exc:
         raise click.UsageError(str(exc)) from None
     render_report(report, registry, output_request(params, verbose=True))

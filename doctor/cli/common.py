@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from ..app.choices import FAIL_ON_LEVELS
+from ..app.choices import FAIL_ON_LEVELS, INCOMPLETE_HELP, INCOMPLETE_POLICIES
 from ..engine.config import ConfigError, load_config, split_selectors
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -151,10 +151,10 @@ def run_options(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--incomplete",
-            type=click.Choice(("fail", "ignore")),
+            type=click.Choice(INCOMPLETE_POLICIES),
             default="fail",
             show_default=True,
-            help="A check that crashed or timed out: exit 3 (fail), or let the findings decide (ignore).",
+            help=INCOMPLETE_HELP,
         ),
         click.option(
             "--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds each check may run (default: each check's own)."

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 from .facts import Facts
-from .findings import Code, Finding, FixableCode, FixRef, P, Severity
+from .findings import Code, Finding, FixableCode, FixRef, NotJudged, P, Severity
 
 if TYPE_CHECKING:
     from .context import Context
@@ -76,6 +76,7 @@ class Analysis:
     findings: list[Finding]
     facts: Facts | None = None
     kind: str = ""  # what the text was recognised as ("nvidia-smi table", "kernel log")
+    not_judged: list[NotJudged] = field(default_factory=list)  # what the text cannot show
 
 
 class Check:

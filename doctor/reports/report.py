@@ -28,7 +28,7 @@ class Report:
     meta: dict[str, Any]
     fail_on: str = "error"
     fixes: dict[str, Any] | None = None
-    incomplete_fails: bool = True  # a crashed or timed-out check makes the exit code 3
+    incomplete_fails: bool = True  # a crashed or timed-out check, or one that could not judge an input, makes the exit code 3
     load_errors: list[str] = field(default_factory=list)
 
     def count(self, severity: Severity) -> int:

@@ -14,6 +14,9 @@ demand. The request's "model" picks the behaviour:
   trickle          the same body a byte at a time
   429, 500         that status, with a JSON error body
 
+A whole server can misbehave too (`answers=`): "hang" accepts every connection and never answers;
+"errors" answers every request with HTTP 503.
+
 It also answers /v1/models, llama.cpp's /tokenize (a token per word), and /metrics and /slots (texts
 the test sets; 404 when unset). It runs in a thread with its own event loop;
 `with FaultServer() as server: server.url`.
@@ -31,8 +34,15 @@ from typing import Any
 
 class FaultServer:
     def __init__(
-        self, metrics: str | None = None, port: int = 0, slots: str | None = None, replay: bytes = b"", listed: str = "delay-20ms"
+        self,
+        metrics: str | None = None,
+        port: int = 0,
+        slots: str | None = None,
+        replay: bytes = b"",
+        listed: str = "delay-20ms",
+        answers: str = "normally",
     ):
+        self.answers = answers
         self.metrics = metrics
         self.listed = listed  # the model /v1/models names (what a bench without --model asks for)
         self.slots = slots
@@ -102,6 +112,10 @@ class FaultServer:
             writer.close()
 
     async def _route(self, method: str, path: str, payload: dict[str, Any], writer: asyncio.StreamWriter) -> None:
+        if self.answers == "hang":
+            await asyncio.sleep(3600)  # cancelled when the server stops
+        if self.answers == "errors":
+            return self._reply(writer, 503, b'{"error": "engine is overloaded"}')
         if path == "/metrics":
             if self.metrics is None:
                 return self._reply(writer, 404, b'{"detail": "Not Found"}')

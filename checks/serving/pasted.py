@@ -1,0 +1,255 @@
+"""What the serving check reads in a pasted text (decode-doctor analyze): a vLLM, SGLang or llama.cpp
+server log, or a captured SSE stream. The log's stats lines become the same readings the live check
+takes from /metrics and are judged by the same diagnosis; every finding cites its line, and what the
+text cannot show is reported as not judged."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from decode_doctor.engine import Analysis, Check, Code, Finding, NotJudged, Severity
+
+from .codes import LIV004, LIV005, LIV009, SRV001, SRV002, SRV007
+from .diagnosis import FLAGS, Verdict, diagnose
+from .engines import ENGINES, Snapshot
+from .facts import Peaks, ServingFacts
+from .logtext import Cited, ServerLog, StatsLine, read_log
+from .ssetext import Transcript, read_transcript
+
+READS = (
+    "vLLM's stats, preemption and startup lines, SGLang's batch and retraction lines, llama-server's slot lines, "
+    "a captured SSE stream (curl -N)"
+)
+SLOT_FLAG = "-c/--ctx-size = --parallel × (prompt + output tokens)"
+
+
+def evidence(source: str, at: Cited, **values: Any) -> dict[str, Any]:
+    return {"source": source, "line": at.line, "text": at.text, **values}
+
+
+def _where(source: str, at: Cited) -> str:
+    return f"{source}, line {at.line}"
+
+
+@dataclass(frozen=True)
+class Judged:
+    verdict: Verdict
+    at: StatsLine
+    seen: int  # stats lines that gave this verdict
+
+
+def _snapshot(log: ServerLog, stat: StatsLine) -> Snapshot:
+    spec = next(s for s in ENGINES if s.name == log.engine)
+    limit, source = (log.limit[0], "log") if log.limit else (spec.default_max_running, "default")
+    return Snapshot(
+        engine=log.engine,
+        kv_usage=stat.kv_usage,
+        running=stat.running,
+        waiting=stat.waiting,
+        max_running=float(limit) if limit else None,
+        limit_source=source if limit else None,
+    )
+
+
+def _worst(hits: list[tuple[StatsLine, Verdict]]) -> tuple[StatsLine, Verdict]:
+    """The moment to cite: the most requests waiting, then the fullest cache."""
+    return max(hits, key=lambda hit: (hit[0].waiting or 0.0, hit[0].kv_usage or 0.0))
+
+
+def judge_stats(log: ServerLog, source: str) -> list[Judged]:
+    by_code: dict[str, list[tuple[StatsLine, Verdict]]] = {}
+    for stat in log.stats:
+        when = f"at {_where(source, stat.at)}"
+        for verdict in diagnose(_snapshot(log, stat), when=when):
+            by_code.setdefault(verdict.code.code, []).append((stat, verdict))
+    judged = []
+    for hits in by_code.values():
+        stat, verdict = _worst(hits)
+        judged.append(Judged(verdict, stat, len(hits)))
+    return judged
+
+
+def _stats_findings(check: Check, log: ServerLog, source: str) -> list[Finding]:
+    findings = []
+    limit_note = f" (the limit, {log.limit[0]:,.0f}, is from line {log.limit[1].line})" if log.limit else ""
+    capacity = f" Its KV cache at startup (line {log.capacity[-1].line}): {log.capacity[-1].text[-120:]}." if log.capacity else ""
+    for item in judge_stats(log, source):
+        verdict = item.verdict
+        seen = f" Seen in {item.seen:,} of {len(log.stats):,} stats lines" if len(log.stats) > 1 else ""
+        seen = f"{seen}{limit_note}." if seen or limit_note else ""
+        extra = capacity if verdict.code is SRV001 else ""
+        values = {k: v for k, v in verdict.evidence.items() if k != "engine"}
+        cite = evidence(source, item.at.at, engine=log.engine, stats_lines=len(log.stats), seen=item.seen, **values)
+        findings.append(check.finding(verdict.code, verdict.message + seen + extra, evidence=cite))
+    return findings
+
+
+def _preemption(check: Check, log: ServerLog, source: str) -> Finding | None:
+    at = log.first_preemption
+    if at is None:
+        return None
+    flag = FLAGS[SRV002].get(log.engine, "")
+    if log.engine == "vLLM":
+        what = f"vLLM preempted sequences: its cumulative count reached {log.preemptions:,.0f}"
+    else:
+        what = f"SGLang retracted {log.preemptions:,.0f} running request(s) when the KV cache ran out"
+    message = f"{what} (first at {_where(source, at)}): their KV cache was dropped and recomputed." + (
+        f" {log.engine}: {flag}." if flag else ""
+    )
+    return check.finding(SRV002, message, evidence=evidence(source, at, preemptions=log.preemptions, engine=log.engine))
+
+
+def _slot_findings(check: Check, log: ServerLog, source: str) -> list[Finding]:
+    """llama-server: prompts cut or refused because a slot holds less, and contexts shifted mid-answer."""
+    found = []
+    slot = f"its slot of {log.slot_tokens[0]:,} tokens" if log.slot_tokens else "its slot's context"
+    if log.truncated or log.oversized:
+        at = (log.oversized[0][2] if log.oversized else None) or log.truncated[0]
+        biggest = max((prompt for prompt, _, _ in log.oversized), default=None)
+        size = f" (the largest {biggest:,} tokens)" if biggest else ""
+        count = max(len(log.truncated), len(log.oversized))
+        message = (
+            f"llama.cpp was sent {count:,} prompt(s) longer than {slot}{size}, first at {_where(source, at)}: "
+            f"it cut them to fit, so the model never saw their start. llama.cpp: {SLOT_FLAG}."
+        )
+        found.append(check.finding(SRV007, message, evidence=evidence(source, at, prompts=count, slot_tokens=_slot(log))))
+    if log.refused:
+        at = log.refused[0]
+        message = (
+            f"llama.cpp refused {len(log.refused):,} request(s) larger than {slot}, first at {_where(source, at)}: "
+            f"the client got an error. llama.cpp: {SLOT_FLAG}."
+        )
+        found.append(check.finding(SRV007, message, evidence=evidence(source, at, refused=len(log.refused), slot_tokens=_slot(log))))
+    if log.shifted:
+        at = log.shifted[0]
+        message = (
+            f"llama.cpp shifted a slot's context {len(log.shifted):,} time(s), first at {_where(source, at)}: an answer outgrew "
+            f"{slot} and its oldest tokens were discarded mid-answer. llama.cpp: {SLOT_FLAG}, or a lower max_tokens."
+        )
+        found.append(check.finding(SRV007, message, evidence=evidence(source, at, shifts=len(log.shifted), slot_tokens=_slot(log))))
+    return found
+
+
+def _slot(log: ServerLog) -> int | None:
+    return log.slot_tokens[0] if log.slot_tokens else None
+
+
+def _log_coverage(log: ServerLog) -> list[NotJudged]:
+    missing = []
+    if log.engine == "llama.cpp":
+        why = "a llama-server log does not show them: read its /metrics and /slots with `check --endpoint`"
+        missing.append(NotJudged("KV-cache pressure and queueing (llama.cpp)", why))
+        if log.slot_tokens is None and not (log.truncated or log.refused or log.shifted):
+            missing.append(NotJudged("slot size against requests (llama.cpp)", "the log shows no request reaching a slot"))
+        return missing
+    if not log.stats:
+        how = "--disable-log-stats turns them off" if log.engine == "vLLM" else "they are printed while requests run"
+        missing.append(NotJudged(f"KV-cache pressure and queueing ({log.engine})", f"the log has no periodic stats lines ({how})"))
+    if log.engine == "vLLM" and log.v1 and log.first_preemption is None:
+        why = "vLLM V1 does not log preemptions: read vllm:num_preemptions_total with `check --endpoint`"
+        missing.append(NotJudged("preemption (vLLM)", why))
+    if log.skipped:
+        missing.append(NotJudged(f"{log.skipped:,} line(s) of the log", "longer than 16 KiB, not read"))
+    return missing
+
+
+def _log_facts(log: ServerLog, source: str) -> ServingFacts:
+    worst = max(log.stats, key=lambda s: (s.waiting or 0.0, s.kv_usage or 0.0)) if log.stats else None
+    peaks = None
+    if log.stats:
+        peaks = Peaks(
+            len(log.stats),
+            max((s.kv_usage for s in log.stats if s.kv_usage is not None), default=None),
+            max((s.waiting for s in log.stats if s.waiting is not None), default=None),
+            max((s.running for s in log.stats if s.running is not None), default=None),
+        )
+    notes = [f"{log.lines:,} line{'' if log.lines == 1 else 's'} read"]
+    if log.limit:
+        notes.append(f"sequence limit {log.limit[0]:,.0f} (line {log.limit[1].line})")
+    notes.extend(f"startup, line {at.line}: {at.text[-160:]}" for at in log.capacity[:3])
+    if log.slot_tokens:
+        notes.append(f"slot context {log.slot_tokens[0]:,} tokens (line {log.slot_tokens[1].line})")
+    return ServingFacts(
+        endpoint=source,
+        engine=log.engine,
+        after=_snapshot(log, worst) if worst else None,
+        peaks=peaks,
+        origin=f"{log.engine} log",
+        pasted=tuple(notes),
+    )
+
+
+def analyze_log(check: Check, log: ServerLog, source: str) -> Analysis:
+    findings = _stats_findings(check, log, source) if log.stats else []
+    preempted = _preemption(check, log, source)
+    findings += [preempted] if preempted else []
+    findings += _slot_findings(check, log, source) if log.engine == "llama.cpp" else []
+    kind = f"{log.engine} server log"
+    return Analysis(findings, _log_facts(log, source), kind=kind, not_judged=_log_coverage(log))
+
+
+def _transcript_findings(check: Check, transcript: Transcript, source: str) -> list[Finding]:
+    findings = []
+    if transcript.errors:
+        at = transcript.errors[0]
+        message = (
+            f"The stream carried {len(transcript.errors)} error event(s), first at {_where(source, at)}: the request failed mid-stream."
+        )
+        findings.append(check.finding(LIV004, message, evidence=evidence(source, at, kind="server-error"), severity=Severity.ERROR))
+    elif transcript.cut and transcript.last is not None:
+        at = transcript.last
+        message = (
+            f"The stream ends after {transcript.content_chunks:,} content chunk(s) with neither a finish_reason nor data: [DONE] "
+            f"(last event at {_where(source, at)}): the answer was cut off by the server, a proxy or a client timeout."
+        )
+        findings.append(check.finding(LIV004, message, evidence=evidence(source, at, kind="cut-off"), severity=Severity.ERROR))
+    limit, used = transcript.max_tokens, transcript.completion_tokens
+    if limit and used is not None and used > limit[0] and transcript.usage_at:
+        where = _where(source, transcript.usage_at)
+        message = f"The response carried {used:,} tokens where the request's max_tokens allowed {limit[0]:,} ({where})."
+        findings.append(
+            check.finding(LIV005, message, evidence=evidence(source, transcript.usage_at, max_tokens=limit[0], completion_tokens=used))
+        )
+    if transcript.usage is None and transcript.events and transcript.last is not None:
+        message = (
+            "The stream carries no usage block, so its tokens can only be counted as content chunks: ask for "
+            '"stream_options": {"include_usage": true}.'
+        )
+        findings.append(check.finding(LIV009, message, evidence=evidence(source, transcript.last)))
+    return findings
+
+
+def _transcript_facts(transcript: Transcript, source: str) -> ServingFacts:
+    notes = [f"{transcript.events:,} events, {transcript.content_chunks:,} content chunks"]
+    reasons = ", ".join(f"{reason} (line {at.line})" for reason, at in transcript.finish_reasons[:4])
+    notes.append(f"finish reason: {reasons}" if reasons else "no finish reason")
+    if transcript.usage:
+        notes.append("usage: " + ", ".join(f"{k} {v:,}" for k, v in transcript.usage.items()))
+    if transcript.max_tokens:
+        notes.append(f"max_tokens {transcript.max_tokens[0]:,} (line {transcript.max_tokens[1].line})")
+    if transcript.done:
+        notes.append(f"data: [DONE] at line {transcript.done.line}")
+    elif transcript.finish_reasons:
+        notes.append("no data: [DONE] after the finish reason (a shortened paste, or a server that omits it)")
+    if transcript.malformed:
+        notes.append(f"{len(transcript.malformed)} data line(s) not JSON, first at line {transcript.malformed[0].line}")
+    return ServingFacts(endpoint=source, model=transcript.model, origin="SSE transcript", pasted=tuple(notes))
+
+
+def analyze_transcript(check: Check, transcript: Transcript, source: str) -> Analysis:
+    return Analysis(_transcript_findings(check, transcript, source), _transcript_facts(transcript, source), kind="SSE stream")
+
+
+def analyze(check: Check, text: str, source: str) -> Analysis | None:
+    """A server log, or an SSE stream (a stream that carries a server's error text is still a stream)."""
+    log = read_log(text)
+    if log is not None and log.substantive:
+        return analyze_log(check, log, source)
+    transcript = read_transcript(text)
+    if transcript is not None:
+        return analyze_transcript(check, transcript, source)
+    return analyze_log(check, log, source) if log is not None else None
+
+
+__all__ = ["READS", "Code", "analyze"]
