@@ -223,13 +223,26 @@ def test_markdown_groups_findings_host_first_and_folds_per_file_lists(tmp_path):
     assert result.stdout.count("### IMG002") == 1 and "<details><summary>2 more</summary>" in result.stdout
 
 
-def test_chart_ticks_below_one_are_not_all_zero():
-    from decode_doctor.engine.facts import Chart, Series
-    from decode_doctor.reports.html import svg_chart
+def test_chart_ticks_fall_on_round_values_and_the_legend_is_outside_the_data():
+    import re
 
-    svg = svg_chart(Chart("context", "tokens/s", (Series("ceiling", ((1024, 0.4), (2048, 0.3))),)))
-    ticks = [t.split(">")[1] for t in svg.split("</text>") if 'text-anchor="end">' in t][:5]
-    assert len(set(ticks)) == 5, ticks
+    from decode_doctor.engine.facts import Chart, Series
+    from decode_doctor.reports.html import nice_ticks, svg_chart
+
+    assert nice_ticks(1.87) == [0, 0.5, 1.0, 1.5, 2.0] and nice_ticks(19624) == [0, 5000, 10000, 15000, 20000]
+    assert nice_ticks(0.4) == [0, 0.1, 0.2, 0.3, 0.4] and nice_ticks(0.0) == [0.0, 1.0]
+    series = (
+        Series("TPOT p50", ((1, 0.2), (2, 0.4))),
+        Series("TPOT p95", ((1, 0.3), (2, 1.87))),
+        Series("a long ceiling label " * 4, ((1, 1), (2, 1))),
+    )
+    svg = svg_chart(Chart("concurrency", "TPOT (ms)", series, log_x=True))
+    ticks = re.findall(r'text-anchor="end">([^<]*)</text>', svg)
+    assert ticks == ["0", "0.5", "1.0", "1.5", "2.0"], ticks  # not 0.468, 0.936 …
+    axis = max(float(y) for y in re.findall(r'y1="([\d.]+)" x2="[\d.]+" y2="[\d.]+" stroke="#888"', svg))  # the x axis
+    legend = [float(y) for y in re.findall(r'<text x="[\d.]+" y="([\d.]+)" class="legend"', svg)]
+    assert len(legend) == 3 and min(legend) > axis + 20  # below the axis and its label, never over a line
+    assert len(set(legend)) == 2  # the long label wrapped to a second row
 
 
 def test_list_names_each_input_by_its_flag_and_ignored_lines_say_the_selector_once():

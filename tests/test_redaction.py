@@ -105,3 +105,48 @@ def test_a_bundle_with_redact_hosts_names_no_short_host_anywhere(tmp_path):
         assert real not in everything, real
     title = files["report.html"].decode().split("<title>", 1)[1].split("</title>", 1)[0]
     assert title.startswith("decode-doctor report: host-") and "vm" not in title, title
+
+
+def test_redact_hosts_leaves_no_user_home_or_private_registry_in_any_member_name_or_content(tmp_path):
+    """A host with a user's home (a model under /home/alice), root's home in the environment and a
+    private registry in Docker's config: nothing of them in the tarball's names or files."""
+    root = tmp_path / "host"
+    shutil.copytree(FIXTURES / "hosts/swap60-rhel7", root)
+    model = tmp_path / "home" / "alice" / "models" / "tiny"
+    model.mkdir(parents=True)
+    config = json.dumps({"model_type": "llama", "描述": "这是一个大型语言模型的配置文件，请勿修改。"}, ensure_ascii=False)
+    (model / "config.json").write_bytes(config.encode("gbk"))  # read and quoted: its path becomes a member name
+    docker = tmp_path / "docker-config"
+    docker.mkdir()
+    auths = {
+        "registry.internal.example:5000": {"auth": "b3BzOnMzY3JldHBhc3N3b3Jk"},
+        "https://index.docker.io/v1/": {"auth": "eDp5eXl5eXl5"},
+    }
+    (docker / "config.json").write_text(json.dumps({"auths": auths, "credHelpers": {"ecr.internal.example": "ecr-login"}}))
+    env = {"DOCKER_CONFIG": str(docker), "HOME": "/root", "HF_HOME": "/root/.cache/huggingface", "USER": "alice"}
+    out = tmp_path / "out"
+    out.mkdir()
+    state = tmp_path / "state"
+    args = ("--select", "swappiness,encodings", "--redact-hosts", "--state-dir", str(state), "-o", str(out))
+    proc = cli("report", "--root", str(root), "--model", str(model), *args, env=env)
+    assert proc.exit_code == 0, proc.stderr
+    (bundle,) = sorted(out.glob("*.tar.gz"))
+    files = bundle_files(bundle)
+    assert any("/home/user-" in name for name in files), sorted(files)  # the model's file is there, under its placeholder
+    names = "\n".join(files)
+    everything = b"\n".join(files.values()).decode("utf-8", errors="replace")
+    for real in ("alice", "/root", "registry.internal.example", "ecr.internal.example", "b3BzOnMzY3JldHBhc3N3b3Jk"):
+        assert real not in names and real not in everything, real
+    config_json = json.loads(files["raw/docker-config.json"])
+    assert set(config_json["auths"]) == {"host-1:5000", "https://index.docker.io/v1/"}  # public registries stay named
+    assert "HOME=/home/user-0" in files["raw/environment-variables.txt"].decode()
+    (mapping,) = (state / "redaction").glob("*.json")  # what each placeholder stands for stays on this host
+    assert {"alice", "root", "registry.internal.example", "ecr.internal.example"} <= set(json.loads(mapping.read_text()).values())
+
+
+def test_the_leak_check_reads_member_names_too():
+    redactor = hosts_redactor()
+    redactor.text("owner alice at /home/alice")  # alice becomes user-1
+    problems = redactor.leaks({"raw/files/encodings/home/alice/m/config.json": b"fine", "raw/env.txt": b"HOME=/root"})
+    assert "raw/files/encodings/home/alice/m/config.json (its name): user-1 (al…) is still present" in problems
+    assert "raw/env.txt: a home path is still present" in problems

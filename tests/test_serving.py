@@ -533,4 +533,11 @@ def test_the_judgement_names_a_ttft_tail_an_ignored_max_tokens_early_stops_and_a
     prompts = PromptSummary(0, 32, "test", "test prompts", "0" * 64, 1)
     run = BenchRun("chat", "m", 32, 16, False, prompts, [fast, slow], knee([fast, slow]), ["tpot_p95=30ms"], False, 1.0)
     (missed,) = [v for v in judge(run, None) if v.code.code == "LIV007"]
-    assert "fails at concurrency 2 (tpot_p95=30ms); it holds up to concurrency 1" in missed.message
+    assert "fails at concurrency 2 on latency: TPOT p95 50.0 ms > 30.0 ms; it holds up to concurrency 1" in missed.message
+    # fast enough, but requests failed: the message says the failures were the cause, and that latency held
+    slo = parse_slo("ttft_p95=800ms,tpot_p95=60ms")
+    failing = summarise(2, [record(0.035, 0.0007, 16)] * 6 + [record(0.0, 0.0, 0, "HTTP 500", "http-5xx")] * 2, 1.0, 16, slo)
+    run = BenchRun("chat", "m", 32, 16, False, prompts, [failing], None, ["ttft_p95=800ms", "tpot_p95=60ms"], False, 1.0)
+    (missed,) = [v for v in judge(run, None) if v.code.code == "LIV007"]
+    assert "on failed requests: 2 of 8" in missed.message and "within it: TTFT p95 35.0 ms, TPOT p95 0.70 ms" in missed.message
+    assert missed.evidence["cause"] == "failures" and "latency:" not in missed.message

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from decode_doctor.engine import Check, Context, EnvRow, Facts, Finding, FixRef, Metric, Sample
+from decode_doctor.engine.units import human_bytes
 
 from .codes import CODES_ENGINE, DKR003, DKR004, DKR005, DKR010, DKR020, MIN_API, RETIRED, ClassicStoreParams
 from .daemon_json import read_daemon_json
@@ -236,7 +237,7 @@ class DockerEngine(Check):
             findings.append(self.finding(DKR005, message, evidence=evidence))
         free = facts.docker_root_free_bytes
         if free is not None and free < LOW_DISK_BYTES:
-            message = f"{facts.docker_root_dir} has {free / 1e9:.1f} GB free; inference images need 10–25 GB each, twice while pulling."
+            message = f"{facts.docker_root_dir} has {human_bytes(free)} free; inference images need 10–25 GB each, twice while pulling."
             findings.append(self.finding(DKR010, message, evidence={"docker_root_dir": facts.docker_root_dir, "free_bytes": free}))
         if facts.image_store == "containerd":
             fix = FixRef("switch dockerd to the classic image store", ClassicStoreParams())

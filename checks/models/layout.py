@@ -21,6 +21,7 @@ from pathlib import Path
 
 from decode_doctor.engine.files import open_regular
 from decode_doctor.engine.hfcache import ModelPlace, locate
+from decode_doctor.engine.units import human_bytes
 
 __all__ = ["HashProgress", "KnownHash", "ModelPlace", "dangling_links", "digest", "incomplete_files", "known_hashes", "locate", "walk"]
 
@@ -104,7 +105,7 @@ class HashProgress:
             self.last = now
             rate = self.done / max(now - self.started, 1e-6)
             left = (self.total - self.done) / max(rate, 1.0)
-            self.report(f"hashing {self.done / 1e9:.1f} of {self.total / 1e9:.1f} GB, {rate / 1e6:,.0f} MB/s, ETA {left:,.0f} s")
+            self.report(f"hashing {human_bytes(self.done)} of {human_bytes(self.total)}, {rate / 1e6:,.0f} MB/s, ETA {left:,.0f} s")
 
     @property
     def mbps(self) -> float:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from .codes import LIV001, LIV002, LIV003, LIV004, LIV005, LIV006, LIV007, LIV008, LIV009
 from .diagnosis import Verdict
 from .facts import BenchRun, Ceiling
-from .stats import Dist, LevelStats
+from .stats import Dist, LevelStats, SloTerm, parse_slo
 
 LOW_REACH = 0.5  # decode at concurrency 1 below half the ceiling
 IMPOSSIBLE_REACH = 1.25  # above the ceiling by more than measurement error: the ceiling is not this server's
@@ -20,7 +20,7 @@ ERROR_RATE = 0.05  # at or above: an error, below: a warning
 
 
 def _ms(value: float) -> str:
-    return f"{value:,.0f} ms" if value >= 100 else f"{value:.1f} ms"
+    return f"{value:,.0f} ms" if value >= 100 else f"{value:.1f} ms" if value >= 10 else f"{value:.2f} ms"
 
 
 CUT_OFF_HINTS = {
@@ -153,8 +153,38 @@ def _slo(levels: Sequence[LevelStats], terms: Sequence[str]) -> list[Verdict]:
         return []
     passing = [lv.concurrency for lv in levels if lv.slo_met and all(lv.slo_met.values())]
     first = failing[0]
-    missed = ", ".join(label for label, met in first.slo_met.items() if not met)
+    over, within = _slo_terms(first, parse_slo(",".join(terms)))
+    failed = first.attempted - first.ok
+    causes = []
+    if over:
+        causes.append("latency: " + ", ".join(over))
+    if failed:
+        causes.append(f"failed requests: {failed} of {first.attempted} (a failed request misses every term)")
+    cleared = f"; within it: {', '.join(within)}" if within else ""
     holds = f"it holds up to concurrency {max(passing)}" if passing else "it holds at no level measured"
-    message = f"the SLO {','.join(terms)} fails at concurrency {first.concurrency} ({missed}); {holds}."
-    evidence = {"failing": [lv.concurrency for lv in failing], "passing": passing, "missed_first": missed}
+    message = f"the SLO {','.join(terms)} fails at concurrency {first.concurrency} on {' and on '.join(causes)}{cleared}; {holds}."
+    evidence = {
+        "failing": [lv.concurrency for lv in failing],
+        "passing": passing,
+        "missed_first": ", ".join(label for label, met in first.slo_met.items() if not met),
+        "cause": "latency and failures" if over and failed else "latency" if over else "failures",
+        "latency_over": over,
+        "failed": failed,
+    }
     return [Verdict(LIV007, message, evidence)]
+
+
+def _slo_terms(level: LevelStats, terms: Sequence[SloTerm]) -> tuple[list[str], list[str]]:
+    """Each term at this level as measured: ("TTFT p95 912 ms > 800 ms", …) over its limit, and those within."""
+    over: list[str] = []
+    within: list[str] = []
+    for term in terms:
+        dist = getattr(level, term.metric, None)
+        name = f"{term.metric.upper()} p{term.q}"
+        if not isinstance(dist, Dist):
+            over.append(f"{name} not measured")
+            continue
+        value = dist.at(term.q)
+        shown = f"{name} {_ms(value)}"
+        (over if value > term.limit_ms else within).append(f"{shown} > {_ms(term.limit_ms)}" if value > term.limit_ms else shown)
+    return over, within

@@ -92,10 +92,10 @@ def write_report(request: BundleRequest, registry: Registry | None = None, progr
         written = output / bundle.name if output.is_dir() else output
         written.write_bytes(next(iter(bundle.files.values())))
     mapping = None
-    if request.redact_hosts and redactor.mapping:
+    if request.redact_hosts and redactor.local_mapping():
         mapping = request.state_dir / "redaction" / f"{bundle.name}.json"
         mapping.parent.mkdir(parents=True, exist_ok=True)
-        mapping.write_text(json.dumps({placeholder: real for real, placeholder in redactor.mapping.items()}, indent=2))
+        mapping.write_text(json.dumps(redactor.local_mapping(), indent=2))
         mapping.chmod(0o600)
     report = outcome.report
     return BundleResult(written, len(bundle.files), len(report.findings), len(report.incomplete()), mapping)

@@ -101,8 +101,13 @@ def build_bundle(report: Report, ctx: Context, host: list[EnvRow], redactor: Red
     files["report.json"] = json.dumps(escaped_tree(view.to_json()), indent=2, ensure_ascii=False)
     files["report.md"] = markdown(view)
     files["report.html"] = render_html(view)
-    # a second pass: values learned late (in raw files) are scrubbed from everything
-    encoded = {name: to_bytes(redactor.text(text)) for name, text in files.items()}
+    # a second pass: values learned late (in raw files) are scrubbed from everything, names included
+    encoded: dict[str, bytes] = {}
+    for name, text in files.items():
+        member = redactor.path_name(name)
+        while member in encoded:  # two paths that redact alike stay two members
+            member = f"{member}~"
+        encoded[member] = to_bytes(redactor.text(text))
     return Bundle(f"decode-doctor-{_slug(redactor.text(host_name))}-{stamp}", encoded), view
 
 

@@ -31,14 +31,44 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _tick(value: float) -> str:
+def nice_ticks(top: float, most: int = 5) -> list[float]:
+    """Axis ticks from 0 at a round step (1, 2, 2.5 or 5 × 10^k) whose last tick covers `top`."""
+    if not top > 0 or not math.isfinite(top):
+        return [0.0, 1.0]
+    raw = top / (most - 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    count = math.ceil(top / step - 1e-9)
+    return [round(i * step, 12) for i in range(count + 1)]
+
+
+def _tick(value: float, step: float) -> str:
     if value == 0:
         return "0"
-    return f"{value:.3g}" if abs(value) < 10 else f"{value:,.0f}"
+    written = f"{step:.12f}".rstrip("0")  # the step's own decimals: 0.25 → 2, 2.5 → 1, 500 → 0
+    decimals = len(written.split(".", 1)[1])
+    return f"{value:,.{decimals}f}"
 
 
 def _x_tick(value: float) -> str:
     return f"{value / 1024:g}k" if value >= 1024 else f"{value:g}"
+
+
+LEGEND_ROW = 18  # px per legend line, below the axis label: the legend never covers the data
+
+
+def _legend_rows(labels: list[str], width: int) -> list[list[int]]:
+    """Series indexes per legend line, laid out left to right at about 7 px a character."""
+    rows: list[list[int]] = [[]]
+    used = 0
+    for index, label in enumerate(labels):
+        size = 30 + 7 * len(label)
+        if rows[-1] and used + size > width:
+            rows.append([])
+            used = 0
+        rows[-1].append(index)
+        used += size
+    return rows
 
 
 def svg_chart(chart: Chart, width: int = 720, height: int = 320) -> str:
@@ -46,40 +76,48 @@ def svg_chart(chart: Chart, width: int = 720, height: int = 320) -> str:
     if not series:
         return ""
     left, right, top, bottom = 64, 20, 16, 44
+    legend = _legend_rows([s.label for s in series], width - left - right)
+    plot_height = height
+    height += LEGEND_ROW * len(legend) + 6
     xs = [x for s in series for x, _ in s.points]
     ys = [y for s in series for _, y in s.points]
     scale = math.log2 if chart.log_x else (lambda v: v)
     x0, x1 = scale(min(xs)), scale(max(xs))
     span = (x1 - x0) or 1
-    y1 = (max(ys) * 1.1) or 1
+    ticks = nice_ticks(max(ys))
+    y1 = ticks[-1]
 
     def px(x: float) -> float:
         return left + (scale(x) - x0) / span * (width - left - right)
 
     def py(y: float) -> float:
-        return top + (1 - y / y1) * (height - top - bottom)
+        return top + (1 - y / y1) * (plot_height - top - bottom)
 
     base = py(0)
     parts = [f'<svg width="{width}" height="{height}" role="img" aria-label="{_e(chart.y_label)} against {_e(chart.x_label)}">']
     parts.append(f'<line x1="{left}" y1="{base:.1f}" x2="{width - right}" y2="{base:.1f}" stroke="#888"/>')
     parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{base:.1f}" stroke="#888"/>')
     for x in sorted(set(xs)):
-        parts.append(f'<text x="{px(x):.1f}" y="{height - bottom + 16}" text-anchor="middle">{_x_tick(x)}</text>')
-    for i in range(5):
-        value = y1 * i / 4
-        parts.append(f'<text x="{left - 6}" y="{py(value) + 4:.1f}" text-anchor="end">{_tick(value)}</text>')
+        parts.append(f'<text x="{px(x):.1f}" y="{plot_height - bottom + 16}" text-anchor="middle">{_x_tick(x)}</text>')
+    step = ticks[1] - ticks[0]
+    for value in ticks:
+        parts.append(f'<text x="{left - 6}" y="{py(value) + 4:.1f}" text-anchor="end">{_tick(value, step)}</text>')
         parts.append(f'<line x1="{left}" y1="{py(value):.1f}" x2="{width - right}" y2="{py(value):.1f}" stroke="#eee"/>')
-    middle = (top + height - bottom) / 2
-    parts.append(f'<text x="{(left + width) / 2}" y="{height - 6}" text-anchor="middle">{_e(chart.x_label)}</text>')
+    middle = (top + plot_height - bottom) / 2
+    parts.append(f'<text x="{(left + width) / 2}" y="{plot_height - 6}" text-anchor="middle">{_e(chart.x_label)}</text>')
     parts.append(f'<text x="14" y="{middle}" transform="rotate(-90 14 {middle})" text-anchor="middle">{_e(chart.y_label)}</text>')
     for i, item in enumerate(series):
         color = COLORS[i % len(COLORS)]
         path = " ".join(f"{'M' if j == 0 else 'L'}{px(x):.1f},{py(y):.1f}" for j, (x, y) in enumerate(item.points))
         parts.append(f'<path d="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
-        parts.append(
-            f'<text x="{width - right - 4}" y="{top + 14 + 16 * i}" text-anchor="end" fill="{color}" '
-            f'style="fill:{color}">{_e(item.label)}</text>'
-        )
+    for row, indexes in enumerate(legend):
+        y = plot_height + LEGEND_ROW * row + 12
+        x = float(left)
+        for i in indexes:
+            color = COLORS[i % len(COLORS)]
+            parts.append(f'<line x1="{x:.0f}" y1="{y - 4}" x2="{x + 20:.0f}" y2="{y - 4}" stroke="{color}" stroke-width="2"/>')
+            parts.append(f'<text x="{x + 26:.0f}" y="{y}" class="legend" style="fill:{color}">{_e(series[i].label)}</text>')
+            x += 30 + 7 * len(series[i].label)
     parts.append("</svg>")
     return "".join(parts)
 

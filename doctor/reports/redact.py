@@ -59,6 +59,10 @@ PUBLIC_DOMAINS = (
     "gcr.io", "nvidia.com", "nvcr.io", "pytorch.org", "pypi.org", "pythonhosted.org", "ubuntu.com", "debian.org",
 )  # fmt: skip
 HOME = re.compile(r"/home/([A-Za-z0-9._-]+)")
+# root's home as a path (file:///root/…, HOME=/root), not the word: "--root", "pytest-of-root" stay
+ROOT_HOME = re.compile(r"(?<![\w.~-])/root(?![\w.-])")
+ROOT_PLACEHOLDER = "user-0"  # root's home: a fixed name, since "root" itself is a word no check could scrub
+REGISTRY_KEYS = {"auths", "credhelpers"}  # Docker config keys whose own keys are registry hosts
 
 
 def placeholder(kind: str) -> str:
@@ -73,6 +77,7 @@ class Redactor:
     mapping: dict[str, str] = field(default_factory=dict)  # host mode: real value → placeholder
     known_hosts: set[str] = field(default_factory=set)
     known_users: set[str] = field(default_factory=set)
+    root_home: bool = False  # /root was replaced (said in the local mapping, not scrubbed as a word)
 
     # --- structural ---
 
@@ -91,10 +96,13 @@ class Redactor:
     def json(self, value: Any, key: str = "") -> Any:
         if not self.enabled:
             return value
+        rename = self.registry if self.hosts and key.lower() in REGISTRY_KEYS else None
         if key.lower() in SENSITIVE_JSON_KEYS:
             for leaf in _leaves(value):
                 self._secret(str(leaf))
-            return placeholder(key.lower()) if not isinstance(value, (dict, list)) else _blank(value, key.lower())
+            return placeholder(key.lower()) if not isinstance(value, (dict, list)) else _blank(value, key.lower(), rename)
+        if rename and isinstance(value, dict):
+            return {rename(str(k)): self.json(v, str(k)) for k, v in value.items()}
         if isinstance(value, dict):
             return {k: self.json(v, str(k)) for k, v in value.items()}
         if isinstance(value, list):
@@ -179,6 +187,10 @@ class Redactor:
             if not PLACEHOLDER.match(user):
                 self.known_users.add(user)
         text = HOME.sub(lambda m: "/home/" + self._stable(m.group(1), "user"), text)
+        if "/root" in text:
+            replaced = ROOT_HOME.sub("/home/" + ROOT_PLACEHOLDER, text)
+            self.root_home = self.root_home or replaced != text
+            text = replaced
         for host in sorted(self.known_hosts, key=len, reverse=True):
             # a whole name, and not the first word of a dotted identifier ("vm" in vm.swappiness)
             if len(host) >= 2 and host in text:
@@ -197,6 +209,24 @@ class Redactor:
             return match.group(0)  # addresses have their own pass
         return match.group(1) + self._stable(host, "host")
 
+    def registry(self, name: str) -> str:
+        """A registry as Docker's config names it ("https://registry.corp:5000/v1/", "registry.corp:5000"):
+        a private host becomes its placeholder everywhere; public registries stay."""
+        scheme, sep, rest = name.partition("://") if "://" in name else ("", "", name)
+        address, slash, path = rest.partition("/")
+        host, colon, port = address.partition(":")
+        public = any(host == domain or host.endswith("." + domain) for domain in PUBLIC_DOMAINS)
+        if not host or public or host in KEEP_HOSTS or PLACEHOLDER.match(host):
+            return name
+        if not IPV4.fullmatch(host):
+            self.known_hosts.add(host)
+        replaced = self._stable(host, "ip" if IPV4.fullmatch(host) else "host")
+        return scheme + sep + replaced + colon + port + slash + path
+
+    def path_name(self, name: str) -> str:
+        """A member name of the bundle (raw/files/…/home/alice/…): redacted like its contents."""
+        return self.text(name)
+
     def host_name(self, host: str) -> str:
         """The host's name as the bundle's file name and the HTML title show it."""
         return self._stable(host, "host") if self.enabled and self.hosts and host and host not in KEEP_HOSTS else host
@@ -204,13 +234,14 @@ class Redactor:
     # --- the last net ---
 
     def leaks(self, files: Mapping[str, bytes]) -> list[str]:
-        """What is still in the files: secret values seen during collection, pattern matches, and (host
-        mode) host names and addresses. An empty list means the bundle may be written."""
+        """What is still in the files, or in their names: secret values seen during collection, pattern
+        matches, and (host mode) host names, addresses and home paths. An empty list means the bundle may
+        be written."""
         if not self.enabled:
             return []
         problems = []
-        for name, data in files.items():
-            text = data.decode("utf-8", errors="replace")
+        for member, content in [(f"{name} (its name)", name.encode()) for name in files] + list(files.items()):
+            name, text = member, content.decode("utf-8", errors="replace")
             for secret in self.secrets:
                 if secret in text:
                     problems.append(f"{name}: a secret value ({secret[:4]}…) is still present")
@@ -224,7 +255,17 @@ class Redactor:
                 for real in self.mapping:
                     if real in text and len(real) >= 3:
                         problems.append(f"{name}: {self.mapping[real]} ({real[:2]}…) is still present")
+                homes = [user for user in HOME.findall(text) if not PLACEHOLDER.match(user)]
+                if homes or ROOT_HOME.search(text):
+                    problems.append(f"{name}: a home path is still present")
         return problems
+
+    def local_mapping(self) -> dict[str, str]:
+        """placeholder → real value, for the mapping file kept on this host."""
+        mapping = {placeholder: real for real, placeholder in self.mapping.items()}
+        if self.root_home:
+            mapping[ROOT_PLACEHOLDER] = "root"
+        return mapping
 
 
 def _leaves(value: Any) -> list[Any]:
@@ -235,10 +276,10 @@ def _leaves(value: Any) -> list[Any]:
     return [value]
 
 
-def _blank(value: Any, kind: str) -> Any:
-    """Keeps the shape (registry names in `auths`), drops every value."""
+def _blank(value: Any, kind: str, rename: Any = None) -> Any:
+    """Keeps the shape (registry names in `auths`, renamed under --redact-hosts), drops every value."""
     if isinstance(value, dict):
-        return {k: _blank(v, kind) for k, v in value.items()}
+        return {(rename(str(k)) if rename else k): _blank(v, kind) for k, v in value.items()}
     if isinstance(value, list):
         return [_blank(v, kind) for v in value]
     return placeholder(kind)
