@@ -322,3 +322,12 @@ def test_daemonset_manifest_and_dockerfile():
         assert volumes[mount["name"]]["hostPath"]["path"] == host_path
     dockerfile = (REPO / "deploy/Dockerfile").read_text()
     assert 'ENTRYPOINT ["decode-doctor"]' in dockerfile and '"--root", "/host"' in dockerfile
+
+
+def test_an_html_page_shows_only_the_exit_code_of_the_command_that_made_it(tmp_path):
+    root = FIXTURES / "hosts/swap60-rhel7"
+    check = cli("check", "--root", str(root), "--select", "swappiness", "--format", "html", "-o", str(tmp_path / "check.html"))
+    report = cli("report", "--root", str(root), "--select", "swappiness", "--format", "html", "-o", str(tmp_path / "report.html"))
+    assert check.exit_code == 0 and report.exit_code == 0  # SWAP001 is a warning: check exits 0
+    assert "exit code 0" in (tmp_path / "check.html").read_text()
+    assert "exit code" not in (tmp_path / "report.html").read_text()  # report exits 0 once written, whatever it holds

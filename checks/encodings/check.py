@@ -265,6 +265,7 @@ class Encodings(Check):
             return for_all
 
         def link_out(link: Path, target: Path, why: str) -> None:
+            ctx.not_judged(str(link), f"a symbolic link to {target} ({why}), not followed", cause=ENC007.code)
             findings.append(
                 self.finding(
                     ENC007,
@@ -304,6 +305,7 @@ class Encodings(Check):
             trees.append(ScannedTree(str(given), counted[0], counted[1]))
             if counted[0] == 0 and ctx.scope is None:
                 message = f"{given}: 0 text files under it: no encoding was checked."
+                ctx.not_judged(str(given), "no text file under it", cause=ENC012.code)
                 findings.append(self.finding(ENC012, message, evidence={"model": str(given), "files": 0}, path=str(given)))
         for path, encoding in for_path.items():
             if path not in used and ctx.scope is None:

@@ -450,6 +450,26 @@ class _Review:
                 self.add(MDL007, message, item.path, self.redownload(item.path), expected=item.expected, actual=actual)
         return len(known), round(progress.mbps, 1)
 
+    def coverage(self) -> None:
+        """What could not be looked at: a model with no readable config (a directory) or no weight file
+        whose header could be read is not judged on what those files hold."""
+        place, name = self.place, self.place.given.name
+        if place.layout == "file":
+            return
+        config = place.root / "config.json"
+        if not self.config and self.gguf is None:
+            cause = None
+            if config.is_symlink() and not config.exists():
+                why, cause = f"config.json is a link to a missing file ({MDL006.code})", MDL006.code
+            elif not config.exists():
+                why = "there is no config.json"
+            else:
+                why = "config.json could not be read (see its finding)"
+            self.ctx.not_judged(f"{name}: context, precision and tokenizer agreement", why, cause=cause)
+        broken = [p.name for p in (*place.root.glob("*.safetensors"), *place.root.glob("*.gguf")) if p.is_symlink() and not p.exists()]
+        if broken and not self.headers and self.gguf is None:
+            self.ctx.not_judged(f"{name}: its weights", f"no weight file could be read ({', '.join(broken[:3])}: links to missing files)")
+
     def summary(
         self, trained: int | None, limit: int | None, tokenizer: Tokenizer, generation: Generation, hashed: tuple[int, float | None]
     ) -> ArtifactSummary:
@@ -523,6 +543,7 @@ class ModelArtifacts(Check):
             review.precision()
             tokenizer, generation = review.tokens()
             hashed = review.verify() if ctx.options.get("verify_hashes") else (0, None)
+            review.coverage()
             summaries.append(review.summary(trained, limit, tokenizer, generation, hashed))
             findings.extend(review.findings)
             if review.damaged:

@@ -343,7 +343,7 @@ def report(
     the ceiling; the report is rendered and redacted like every other."""
     from decode_doctor.app import service
     from decode_doctor.app.output import OutputRequest, render_report
-    from decode_doctor.app.requests import RunRequest
+    from decode_doctor.app.requests import RunRequest, command_argv
 
     files, ceiling_note = model_files(params["model_files"], measurement.model)
     local = _is_local(endpoint.host)
@@ -378,7 +378,7 @@ def report(
         supplied=(measured, at),
         fail_on=params["fail_on"],
         incomplete_fails=params["incomplete"] == "fail",
-        argv=tuple(sys.argv[1:]),
+        argv=command_argv("bench"),
     )
     outcome = service.run(request)
     out = OutputRequest(params["fmt"], params["output"], params["verbose"], params["debug"], secrets=(key,) if key else ())

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..fixes.journal import StepHook
+
+
+def command_argv(name: str | None) -> tuple[str, ...]:
+    """The command line that made this run, for the report: sys.argv when it is this command's (a
+    console script), else just the command's name (called in-process: tests, an embedding program)."""
+    args = sys.argv[1:]
+    if name and (not args or args[0] != name):
+        return (name,)
+    return tuple(args)
 
 
 class RequestError(ValueError):
@@ -23,7 +33,7 @@ class RunRequest:
     ignore: tuple[str, ...] = ()
     reasons: Mapping[str, str] = field(default_factory=dict)  # ignore selector → why
     fail_on: str = "error"
-    incomplete_fails: bool = True  # a check that crashed or timed out: exit 3
+    incomplete_fails: bool = True  # a check that crashed, timed out or could not judge an input: exit 3
     timeout: float | None = None  # seconds per check; None: each check's own
     options: Mapping[str, Any] = field(default_factory=dict)  # check options by key (Option.key)
     env: Mapping[str, str] | None = None  # None: this process's environment

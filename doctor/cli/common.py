@@ -188,10 +188,15 @@ def _selectors(values: list[str], where: str, retired_note: list[str]) -> list[s
     return list(sorted_out.known)
 
 
+def _command_name() -> str | None:
+    context = click.get_current_context(silent=True)
+    return context.info_name if context is not None else None
+
+
 def run_request(params: dict[str, Any]) -> Any:
     """A RunRequest from the run options (and the config file they may name); usage errors raise, and
     retired codes named in the options or the config file are said on stderr."""
-    from ..app.requests import RunRequest
+    from ..app.requests import RunRequest, command_argv
 
     keys = check_option_keys()
     check_options = {key: value for key, value in params.items() if key in keys}
@@ -219,7 +224,7 @@ def run_request(params: dict[str, Any]) -> Any:
         incomplete_fails=params.get("incomplete", "fail") == "fail",
         timeout=params["timeout"] or config.timeout,
         options=check_options,
-        argv=tuple(sys.argv[1:]),
+        argv=command_argv(_command_name()),
     )
 
 
