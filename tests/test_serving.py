@@ -380,6 +380,10 @@ def test_at_the_sequence_limit_with_room_in_the_cache_the_advice_is_the_limit():
     (queue,) = diagnosis.diagnose(engines.snapshot(promtext.parse(at_limit)))
     assert queue.code.code == "SRV003" and queue.evidence["at_limit"] is True
     assert "256 of 256" in queue.message and "a higher --max-num-seqs while the KV cache has room" in queue.message
+    # around a bench run: the peaks seen while it ran decide, not the reading after it (all requests done)
+    idle = engines.snapshot(promtext.parse('vllm:num_requests_running{m="x"} 0\nvllm:num_requests_waiting{m="x"} 0\n'))
+    (during,) = diagnosis.diagnose(idle, idle, peak_kv=0.4, peak_waiting=40, peak_running=256)
+    assert during.code.code == "SRV003" and during.evidence["at_limit"] and "at the peak" in during.message
     # at the limit and the cache full (vllm-project/vllm#6737: 247 running, 740 pending, 99.7 %): not a higher limit
     full = engines.snapshot(
         promtext.parse("vllm:num_requests_running 247\nvllm:num_requests_waiting 740\nvllm:gpu_cache_usage_perc 0.997\n")
