@@ -231,3 +231,17 @@ def test_the_readme_audit_table_is_this_files():
         text = README.read_text()
         end = text.index(TABLE_END)
     assert text[start:end] == audit_table(), "the README's audit table drifted: DD_UPDATE_README=1 pytest tests/test_audit.py"
+
+
+def test_what_a_pulled_in_check_could_not_judge_is_not_the_selected_verdict(tmp_path):
+    """--select decode-budget pulls in model-artifacts; a GBK tokenizer_config.json leaves its chat template
+    unknown, which is model-artifacts' coverage, not the budget's: the budget is judged, exit 0."""
+    from .test_cli_contract import tiny_config
+
+    model = tiny_config(tmp_path / "m")
+    (model / "tokenizer_config.json").write_bytes('{"chat_template": "{{ messages }}", "描述": "模型"}'.encode("gbk"))
+    budget = cli("check", "--select", "decode-budget", "--model", str(model), "--bandwidth", "10GB/s", "--format", "json")
+    assert budget.exit_code == 0 and budget.json()["not_judged"] == [], budget.stdout[-1500:]
+    artifacts = cli("check", "--select", "model-artifacts", "--model", str(model), "--format", "json")
+    (unjudged,) = artifacts.json()["not_judged"]
+    assert artifacts.exit_code == 3 and "chat template" in unjudged["what"]

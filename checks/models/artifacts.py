@@ -464,7 +464,9 @@ class _Review:
             elif not config.exists():
                 why = "there is no config.json"
             else:
-                why = "config.json could not be read (see its finding)"
+                said = next((f for f in self.findings if f.path == str(config)), None)
+                why = f"{said.code}: {said.message}" if said else "config.json could not be read"
+                cause = said.code if said else None
             self.ctx.not_judged(f"{name}: context, precision and tokenizer agreement", why, cause=cause)
         broken = [p.name for p in (*place.root.glob("*.safetensors"), *place.root.glob("*.gguf")) if p.is_symlink() and not p.exists()]
         if broken and not self.headers and self.gguf is None:

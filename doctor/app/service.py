@@ -117,10 +117,18 @@ def context_for(request: RunRequest) -> Context:
     )
 
 
+def _selected(registry: Registry, select: list[str], check: str) -> bool:
+    cls = registry.checks.get(check)
+    return cls is None or check_selected(select, check, (code.code for code in cls.codes))
+
+
 def build_report(request: RunRequest, registry: Registry, results: list[CheckResult], meta: dict[str, Any]) -> Report:
     kept, ignored = [], []
     select, ignore = list(request.select), list(request.ignore)
     results = [replace(r, findings=[registry.resolve(f) for f in r.findings]) for r in results]
+    # a check only pulled in for what a selected one reads: its coverage is not the verdict's (what it could
+    # not judge that stops a selected check, the selected check says, naming the finding)
+    results = [r if _selected(registry, select, r.check) else replace(r, not_judged=[]) for r in results]
     for result in results:
         for finding in result.findings:
             selector = ignored_by(finding, ignore, select)

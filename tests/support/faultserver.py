@@ -105,7 +105,7 @@ class FaultServer:
             self.requests += 1
             self.authorizations.append(headers.get("authorization", ""))
             await self._route(method, path, json.loads(body) if body else {}, writer)
-        except (asyncio.IncompleteReadError, ConnectionError, ValueError):
+        except (asyncio.IncompleteReadError, asyncio.CancelledError, ConnectionError, ValueError):  # cancelled: the server stops
             pass
         finally:
             self._open.discard(writer)
