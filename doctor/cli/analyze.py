@@ -23,8 +23,9 @@ from .common import CONTEXT, output_request
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 def analyze(**params: Any) -> None:
     """Judge pasted texts: nvidia-smi output and errors, dmesg or journal excerpts, collect_env,
-    amd-smi/rocm-smi/Jetson/RKNPU output, docker pull errors. Use - for standard input. The kind of
-    text is recognised by its content."""
+    amd-smi/rocm-smi/Jetson/RKNPU output, docker pull errors, vLLM/SGLang/llama-server logs and
+    captured SSE streams. Use - for standard input. The kind of text is recognised by its content.
+    Exits 3 when a text cannot show part of what it is judged on (--incomplete)."""
     guarded(params["debug"], lambda: _analyze(params))
 
 
