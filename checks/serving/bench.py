@@ -194,8 +194,7 @@ async def measure(
     )
     before, metrics_note = (None, "not read (--no-metrics)") if params["no_metrics"] else await reading.metrics(endpoint, FETCH_TIMEOUT_S)
     engine = before.engine if before is not None and before.engine != "unknown" else owner
-    if metrics_note and engine in reading.METRICS_HINT:
-        metrics_note = f"{metrics_note} ({reading.METRICS_HINT[engine]})"
+    metrics_note = reading.hinted(metrics_note, engine)
 
     bar.show("checking the endpoint with one request")
     path, body = plan.request("hello", max_tokens=4)

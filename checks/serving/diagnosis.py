@@ -14,7 +14,7 @@ from typing import Any
 from decode_doctor.engine import Code
 
 from .codes import SRV001, SRV002, SRV003, SRV004, SRV007
-from .engines import Histogram, Snapshot
+from .engines import Histogram, Snapshot, family
 
 KV_PRESSURE = 0.90  # KV-cache fraction in use
 KV_HIGH = 0.75  # with requests waiting while fewer sequences run than the engine allows: the cache is the limit
@@ -73,8 +73,9 @@ class Verdict:
     evidence: dict[str, Any] = field(default_factory=dict)
 
 
-def _with_flag(code: Code, engine: str, message: str) -> str:
-    return _hinted(message, engine, FLAGS.get(code, {}))
+def with_flag(code: Code, engine: str, message: str) -> str:
+    """The message, then the engine's flags that help with this code, when there are any."""
+    return _hinted(message, engine, FLAGS[code])
 
 
 def _peak(*values: float | None) -> float | None:
@@ -95,13 +96,6 @@ AREAS = (  # what the diagnosis judges, and the snapshot values each needs (any 
 )
 
 
-def _family(name: str) -> str:
-    for suffix in ("_bucket", "_count", "_sum"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
 def unjudged(snap: Snapshot) -> list[tuple[str, str]]:
     """(what, why) for each part of the diagnosis this reading cannot support: its series absent from
     the metrics, or their lines dropped, or the answer cut before them."""
@@ -113,7 +107,7 @@ def unjudged(snap: Snapshot) -> list[tuple[str, str]]:
         names = tuple(name for attribute in attributes for name in getattr(spec, attribute))
         if area == "preemption" and not names:
             continue  # an engine that never preempts (llama.cpp's slots hold their own context)
-        lost = [name for name in snap.lost if _family(name) in names]
+        lost = [name for name in snap.lost if family(name) in names]
         if lost:
             found.append((area, f"the line of {lost[0]} was dropped (over 64 KiB, or cut inside its labels), so its value is unknown"))
         elif all(getattr(snap, attribute) is None for attribute in attributes):
@@ -172,7 +166,7 @@ def diagnose(
         if gained > 0:
             when = "during the run" if during else "since the server started"
             message = f"{engine} preempted {gained:,.0f} sequence(s) {when}: their KV cache was dropped and recomputed."
-            verdicts.append(Verdict(SRV002, _with_flag(SRV002, engine, message), {"preemptions": gained, "engine": engine}))
+            verdicts.append(Verdict(SRV002, with_flag(SRV002, engine, message), {"preemptions": gained, "engine": engine}))
 
     queue = now.queue_time.since(before.queue_time if before else None) if now.queue_time else None
     queue_mean = queue.mean if queue else None
@@ -220,7 +214,7 @@ def diagnose(
             f"{planned_tokens:,} (prompt + output): the prompt is cut or the request fails."
         )
         evidence = {"slots": slots.total, "slot_n_ctx": slots.n_ctx, "planned_tokens": planned_tokens}
-        verdicts.append(Verdict(SRV007, _with_flag(SRV007, engine, message), evidence))
+        verdicts.append(Verdict(SRV007, with_flag(SRV007, engine, message), evidence))
     return verdicts
 
 
@@ -240,4 +234,4 @@ def _interference(engine: str, itl: Histogram | None, now: Snapshot, before: Sna
         f"({p99 / p50:.1f}×) while prompts were being prefilled: decode steps wait behind prefills."
     )
     evidence = {"itl_p50_s": round(p50, 5), "itl_p99_s": round(p99, 5), "samples": itl.count, "prompt_tokens": prompts, "engine": engine}
-    return Verdict(SRV004, _with_flag(SRV004, engine, message), evidence)
+    return Verdict(SRV004, with_flag(SRV004, engine, message), evidence)

@@ -174,7 +174,7 @@ class Snapshot:
 
     @property
     def spec(self) -> EngineSpec | None:
-        return next((s for s in ENGINES if s.name == self.engine), None)
+        return spec_named(self.engine)
 
     def with_slots(self, slots: Slots | None) -> Snapshot:
         if slots is None:
@@ -187,11 +187,23 @@ class Snapshot:
         return spec.limit_flag if spec else ""
 
 
+def family(name: str) -> str:
+    """A histogram's family name from one of its series (…_bucket, …_count, …_sum); other names as they are."""
+    for suffix in ("_bucket", "_count", "_sum"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def spec_named(name: str) -> EngineSpec | None:
+    return next((spec for spec in ENGINES if spec.name == name), None)
+
+
 def detect(exposition: Exposition) -> EngineSpec | None:
     """The engine the metrics prove: vLLM when any vllm: series is there (its TGIS adapter adds tgi_
     ones); among tgi_ servers, TGIS by the series only it has, else TGI; otherwise the prefix with the
     most series."""
-    names = {sample.name.removesuffix("_bucket").removesuffix("_count").removesuffix("_sum") for sample in exposition.samples}
+    names = {family(sample.name) for sample in exposition.samples}
     by_name = {spec.name: spec for spec in ENGINES}
     if any(name.startswith("vllm:") for name in names):
         return by_name["vLLM"]
@@ -248,7 +260,7 @@ def snapshot(exposition: Exposition) -> Snapshot:
     index = _by_name(exposition)
     read: list[str] = []
     used = spec.uses()
-    lost = tuple(name for name in exposition.dropped if name in used or name.rsplit("_", 1)[0] in used)
+    lost = tuple(name for name in exposition.dropped if family(name) in used)
     adapter = "the TGIS adapter's tgi_ series" if spec.name == "vLLM" and any(n.startswith("tgi_") for n in index) else None
     max_running = _first(spec.max_running, index, read)
     limit_source = "metrics" if max_running is not None else None

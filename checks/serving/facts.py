@@ -101,7 +101,8 @@ def reading_values(snap: Snapshot, peaks: Peaks | None = None, before: Snapshot 
     return rows
 
 
-def _ms(value: float | None) -> str:
+def ms(value: float | None) -> str:
+    """Milliseconds as reports show them: 1,310 ms, 35.7 ms, 0.72 ms; – when unknown."""
     return "–" if value is None else (f"{value:,.0f} ms" if value >= 100 else f"{value:.2f} ms" if value < 10 else f"{value:.1f} ms")
 
 
@@ -178,9 +179,9 @@ class ServingFacts(Facts):
             errors = f", {lv.attempted - lv.ok} failed" if lv.ok < lv.attempted else ""
             goodput = f", goodput {lv.goodput_per_s:.2f} req/s" if lv.goodput_per_s is not None else ""
             lines.append(
-                f"  concurrency {lv.concurrency:>3}: {lv.ok} requests{errors}; TTFT p50 {_ms(ttft.p50 if ttft else None)} "
-                f"p95 {_ms(ttft.p95 if ttft else None)} p99 {_ms(ttft.p99 if ttft else None)}; TPOT p50 {_ms(tpot.p50 if tpot else None)} "
-                f"p95 {_ms(tpot.p95 if tpot else None)} p99 {_ms(tpot.p99 if tpot else None)}; "
+                f"  concurrency {lv.concurrency:>3}: {lv.ok} requests{errors}; TTFT p50 {ms(ttft.p50 if ttft else None)} "
+                f"p95 {ms(ttft.p95 if ttft else None)} p99 {ms(ttft.p99 if ttft else None)}; TPOT p50 {ms(tpot.p50 if tpot else None)} "
+                f"p95 {ms(tpot.p95 if tpot else None)} p99 {ms(tpot.p99 if tpot else None)}; "
                 f"{lv.requests_per_s:.2f} req/s, {lv.output_tokens_per_s:,.1f} output tok/s{goodput} (tokens from {lv.tokens_from})"
             )
         if bench.knee:
@@ -225,8 +226,8 @@ class ServingFacts(Facts):
         rows = tuple(
             (
                 f"concurrency {lv.concurrency}",
-                f"{lv.ok}/{lv.attempted} ok, TTFT p95 {_ms(lv.ttft.p95 if lv.ttft else None)}, "
-                f"TPOT p95 {_ms(lv.tpot.p95 if lv.tpot else None)}, {lv.output_tokens_per_s:,.1f} tok/s",
+                f"{lv.ok}/{lv.attempted} ok, TTFT p95 {ms(lv.ttft.p95 if lv.ttft else None)}, "
+                f"TPOT p95 {ms(lv.tpot.p95 if lv.tpot else None)}, {lv.output_tokens_per_s:,.1f} tok/s",
             )
             for lv in levels
         )

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from .codes import LIV001, LIV002, LIV003, LIV004, LIV005, LIV006, LIV007, LIV008, LIV009
 from .diagnosis import Verdict
-from .facts import BenchRun, Ceiling
+from .facts import BenchRun, Ceiling, ms
 from .stats import Dist, LevelStats, SloTerm, parse_slo
 
 LOW_REACH = 0.5  # decode at concurrency 1 below half the ceiling
@@ -17,10 +17,6 @@ TTFT_SPREAD = 3.0
 TTFT_TAIL_MS = 200.0  # and p99 − p50 at least this
 MIN_SAMPLES = 10  # a p99 of fewer requests is the maximum, not a tail
 ERROR_RATE = 0.05  # at or above: an error, below: a warning
-
-
-def _ms(value: float) -> str:
-    return f"{value:,.0f} ms" if value >= 100 else f"{value:.1f} ms" if value >= 10 else f"{value:.2f} ms"
 
 
 CUT_OFF_HINTS = {
@@ -64,7 +60,7 @@ def _against_ceiling(bench: BenchRun, ceiling: Ceiling | None) -> list[Verdict]:
     if reach < LOW_REACH:
         message = (
             f"decode at concurrency 1 reaches {reach * 100:.0f} % of this host's ceiling: {measured:,.1f} of "
-            f"{ceiling.tokens_per_s:,.1f} tok/s (TPOT p50 {_ms(first.tpot.p50)} against {_ms(1000 / ceiling.tokens_per_s)})."
+            f"{ceiling.tokens_per_s:,.1f} tok/s (TPOT p50 {ms(first.tpot.p50)} against {ms(1000 / ceiling.tokens_per_s)})."
         )
         return [Verdict(LIV001, message, evidence)]
     return []
@@ -76,7 +72,7 @@ def _swings(levels: Sequence[LevelStats]) -> list[Verdict]:
         return []
     lv, tpot = max(worst, key=lambda item: item[1].spread or 0)
     message = (
-        f"TPOT swings from {_ms(tpot.p50)} (p50) to {_ms(tpot.p99)} (p99) at concurrency {lv.concurrency}, "
+        f"TPOT swings from {ms(tpot.p50)} (p50) to {ms(tpot.p99)} (p99) at concurrency {lv.concurrency}, "
         f"{tpot.spread or 0:.1f}× (levels: {', '.join(str(x.concurrency) for x, _ in worst)})."
     )
     evidence = {"concurrency": lv.concurrency, "tpot_p50_ms": round(tpot.p50, 3), "tpot_p99_ms": round(tpot.p99, 3), "samples": tpot.n}
@@ -92,7 +88,7 @@ def _tails(levels: Sequence[LevelStats]) -> list[Verdict]:
         return []
     lv, ttft = max(worst, key=lambda item: item[1].p99 / item[1].p50)
     message = (
-        f"TTFT has a long tail at concurrency {lv.concurrency}: p50 {_ms(ttft.p50)}, p99 {_ms(ttft.p99)} "
+        f"TTFT has a long tail at concurrency {lv.concurrency}: p50 {ms(ttft.p50)}, p99 {ms(ttft.p99)} "
         f"({ttft.p99 / ttft.p50:.1f}×); one request in a hundred waits that long for its first token."
     )
     evidence = {"concurrency": lv.concurrency, "ttft_p50_ms": round(ttft.p50, 3), "ttft_p99_ms": round(ttft.p99, 3), "samples": ttft.n}
@@ -185,6 +181,6 @@ def _slo_terms(level: LevelStats, terms: Sequence[SloTerm]) -> tuple[list[str], 
             over.append(f"{name} not measured")
             continue
         value = dist.at(term.q)
-        shown = f"{name} {_ms(value)}"
-        (over if value > term.limit_ms else within).append(f"{shown} > {_ms(term.limit_ms)}" if value > term.limit_ms else shown)
+        shown = f"{name} {ms(value)}"
+        (over if value > term.limit_ms else within).append(f"{shown} > {ms(term.limit_ms)}" if value > term.limit_ms else shown)
     return over, within

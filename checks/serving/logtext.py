@@ -59,7 +59,7 @@ class ServerLog:
         )
 
 
-def _lines(text: str) -> Iterator[tuple[int, str]]:
+def lines_of(text: str) -> Iterator[tuple[int, str]]:
     start, number = 0, 0
     while start < len(text) and number < MAX_LINES:
         end = text.find("\n", start)
@@ -69,7 +69,7 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
         start = end + 1
 
 
-def _number(line: str, key: str) -> float | None:
+def number_after(line: str, key: str) -> float | None:
     """The number right after the first `key` in the line ("Running: 2 reqs" → 2.0; "81,408" → 81408;
     "82.1%" → 82.1); None when the key is absent or no number follows."""
     index = line.find(key)
@@ -88,7 +88,7 @@ def _number(line: str, key: str) -> float | None:
         return None
 
 
-def _cite(number: int, line: str) -> Cited:
+def cite(number: int, line: str) -> Cited:
     return Cited(number, " ".join(line.split())[:300])
 
 
@@ -120,65 +120,64 @@ def kind_of(text: str) -> str | None:
 
 def _vllm_line(log: ServerLog, number: int, line: str) -> None:
     if "Avg prompt throughput:" in line and "Running:" in line:
-        waiting = _number(line, "Waiting:")
+        waiting = number_after(line, "Waiting:")
         if waiting is not None:
             log.v1 = True
         else:
-            waiting = _number(line, "Pending:")
-        usage = _number(line, "GPU KV cache usage:")
-        at = _cite(number, line)
-        log.stats.append(
-            StatsLine(at, _number(line, "Running:"), waiting, usage / 100 if usage is not None else None, _number(line, "Swapped:"))
-        )
+            waiting = number_after(line, "Pending:")
+        usage = number_after(line, "GPU KV cache usage:")
+        at = cite(number, line)
+        kv = usage / 100 if usage is not None else None
+        log.stats.append(StatsLine(at, number_after(line, "Running:"), waiting, kv, number_after(line, "Swapped:")))
         return
     if "is preempted by PreemptionMode" in line:
-        total = _number(line, "total_num_cumulative_preemption=")
+        total = number_after(line, "total_num_cumulative_preemption=")
         log.preemptions = max(log.preemptions, total or 1.0)
-        log.first_preemption = log.first_preemption or _cite(number, line)
+        log.first_preemption = log.first_preemption or cite(number, line)
         return
     for key in ("'max_num_seqs':", "max_num_seqs="):
-        value = _number(line, key)
+        value = number_after(line, key)
         if value:
-            log.limit = (value, _cite(number, line))
+            log.limit = (value, cite(number, line))
             return
     if "Maximum concurrency for" in line or "GPU KV cache size:" in line or "# GPU blocks:" in line:
-        log.capacity.append(_cite(number, line))
+        log.capacity.append(cite(number, line))
 
 
 def _sglang_line(log: ServerLog, number: int, line: str) -> None:
     if ("Decode batch" in line or "Prefill batch" in line) and "#running-req:" in line:
-        usage = _number(line, "full token usage:")
-        usage = _number(line, "token usage:") if usage is None else usage
-        log.stats.append(StatsLine(_cite(number, line), _number(line, "#running-req:"), _number(line, "#queue-req:"), usage))
+        usage = number_after(line, "full token usage:")
+        usage = number_after(line, "token usage:") if usage is None else usage
+        log.stats.append(StatsLine(cite(number, line), number_after(line, "#running-req:"), number_after(line, "#queue-req:"), usage))
         return
-    retracted = _number(line, "#retracted_reqs:")
+    retracted = number_after(line, "#retracted_reqs:")
     if retracted:
         log.preemptions += retracted
-        log.first_preemption = log.first_preemption or _cite(number, line)
+        log.first_preemption = log.first_preemption or cite(number, line)
         return
-    value = _number(line, "max_running_requests=")
+    value = number_after(line, "max_running_requests=")
     if value:
-        log.limit = (value, _cite(number, line))
+        log.limit = (value, cite(number, line))
     if "max_total_num_tokens=" in line:
-        log.capacity.append(_cite(number, line))
+        log.capacity.append(cite(number, line))
 
 
 def _llama_line(log: ServerLog, number: int, line: str) -> None:
-    slot = _number(line, "n_ctx_slot =") or _number(line, "n_ctx_slot=")
+    slot = number_after(line, "n_ctx_slot =") or number_after(line, "n_ctx_slot=")
     if slot:
-        log.slot_tokens = log.slot_tokens or (int(slot), _cite(number, line))
-        prompt = _number(line, "n_prompt_tokens =") or _number(line, "task.n_tokens =")
+        log.slot_tokens = log.slot_tokens or (int(slot), cite(number, line))
+        prompt = number_after(line, "n_prompt_tokens =") or number_after(line, "task.n_tokens =")
         if prompt and prompt > slot:
-            log.oversized.append((int(prompt), int(slot), _cite(number, line)))
+            log.oversized.append((int(prompt), int(slot), cite(number, line)))
     if "input truncated" in line:
-        log.truncated.append(_cite(number, line))
-        size = _number(line, "n_ctx =") or _number(line, "n_ctx=")
+        log.truncated.append(cite(number, line))
+        size = number_after(line, "n_ctx =") or number_after(line, "n_ctx=")
         if size and log.slot_tokens is None:
-            log.slot_tokens = (int(size), _cite(number, line))
+            log.slot_tokens = (int(size), cite(number, line))
     elif "slot context shift" in line or "context shift -" in line:
-        log.shifted.append(_cite(number, line))
+        log.shifted.append(cite(number, line))
     elif "exceeds the available context size" in line:
-        log.refused.append(_cite(number, line))
+        log.refused.append(cite(number, line))
 
 
 READERS = {"vLLM": _vllm_line, "SGLang": _sglang_line, "llama.cpp": _llama_line}
@@ -190,7 +189,7 @@ def read_log(text: str) -> ServerLog | None:
         return None
     log = ServerLog(engine)
     reader = READERS[engine]
-    for number, line in _lines(text):
+    for number, line in lines_of(text):
         log.lines = number
         if len(line) > MAX_LINE_CHARS:
             log.skipped += 1

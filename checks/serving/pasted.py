@@ -11,8 +11,8 @@ from typing import Any
 from decode_doctor.engine import Analysis, Check, Code, Finding, NotJudged, Severity
 
 from .codes import LIV004, LIV005, LIV009, SRV001, SRV002, SRV007
-from .diagnosis import FLAGS, Verdict, diagnose
-from .engines import ENGINES, Snapshot
+from .diagnosis import Verdict, diagnose, with_flag
+from .engines import Snapshot, spec_named
 from .facts import Peaks, ServingFacts
 from .logtext import Cited, ServerLog, StatsLine, read_log
 from .ssetext import Transcript, read_transcript
@@ -40,8 +40,9 @@ class Judged:
 
 
 def _snapshot(log: ServerLog, stat: StatsLine) -> Snapshot:
-    spec = next(s for s in ENGINES if s.name == log.engine)
-    limit, source = (log.limit[0], "log") if log.limit else (spec.default_max_running, "default")
+    spec = spec_named(log.engine)
+    default = spec.default_max_running if spec else None
+    limit, source = (log.limit[0], "log") if log.limit else (default, "default")
     return Snapshot(
         engine=log.engine,
         kv_usage=stat.kv_usage,
@@ -52,9 +53,9 @@ def _snapshot(log: ServerLog, stat: StatsLine) -> Snapshot:
     )
 
 
-def _worst(hits: list[tuple[StatsLine, Verdict]]) -> tuple[StatsLine, Verdict]:
-    """The moment to cite: the most requests waiting, then the fullest cache."""
-    return max(hits, key=lambda hit: (hit[0].waiting or 0.0, hit[0].kv_usage or 0.0))
+def _pressure(stat: StatsLine) -> tuple[float, float]:
+    """Which moment to cite: the most requests waiting, then the fullest cache."""
+    return stat.waiting or 0.0, stat.kv_usage or 0.0
 
 
 def judge_stats(log: ServerLog, source: str) -> list[Judged]:
@@ -65,7 +66,7 @@ def judge_stats(log: ServerLog, source: str) -> list[Judged]:
             by_code.setdefault(verdict.code.code, []).append((stat, verdict))
     judged = []
     for hits in by_code.values():
-        stat, verdict = _worst(hits)
+        stat, verdict = max(hits, key=lambda hit: _pressure(hit[0]))
         judged.append(Judged(verdict, stat, len(hits)))
     return judged
 
@@ -89,14 +90,11 @@ def _preemption(check: Check, log: ServerLog, source: str) -> Finding | None:
     at = log.first_preemption
     if at is None:
         return None
-    flag = FLAGS[SRV002].get(log.engine, "")
     if log.engine == "vLLM":
         what = f"vLLM preempted sequences: its cumulative count reached {log.preemptions:,.0f}"
     else:
         what = f"SGLang retracted {log.preemptions:,.0f} running request(s) when the KV cache ran out"
-    message = f"{what} (first at {_where(source, at)}): their KV cache was dropped and recomputed." + (
-        f" {log.engine}: {flag}." if flag else ""
-    )
+    message = with_flag(SRV002, log.engine, f"{what} (first at {_where(source, at)}): their KV cache was dropped and recomputed.")
     return check.finding(SRV002, message, evidence=evidence(source, at, preemptions=log.preemptions, engine=log.engine))
 
 
@@ -155,7 +153,7 @@ def _log_coverage(log: ServerLog) -> list[NotJudged]:
 
 
 def _log_facts(log: ServerLog, source: str) -> ServingFacts:
-    worst = max(log.stats, key=lambda s: (s.waiting or 0.0, s.kv_usage or 0.0)) if log.stats else None
+    worst = max(log.stats, key=_pressure) if log.stats else None
     peaks = None
     if log.stats:
         peaks = Peaks(

@@ -19,6 +19,11 @@ METRICS_HINT = {
 }
 
 
+def hinted(note: str | None, engine: str | None) -> str | None:
+    """Why there is no reading, with how to turn the engine's metrics on when it is known."""
+    return f"{note} ({METRICS_HINT[engine]})" if note and engine in METRICS_HINT else note
+
+
 @dataclass(frozen=True)
 class Reading:
     snapshot: engines.Snapshot | None
@@ -105,7 +110,13 @@ async def models(endpoint: Endpoint, timeout: float) -> tuple[str | None, str | 
 
 async def metrics(endpoint: Endpoint, timeout: float) -> tuple[engines.Snapshot | None, str | None]:
     """A reading of /metrics (with llama.cpp's /slots), or why there is none."""
-    snap, note = snapshot_from(await get(endpoint, "/metrics", timeout))
+    return await _with_slots(endpoint, *snapshot_from(await get(endpoint, "/metrics", timeout)), timeout)
+
+
+async def _with_slots(
+    endpoint: Endpoint, snap: engines.Snapshot | None, note: str | None, timeout: float
+) -> tuple[engines.Snapshot | None, str | None]:
+    """llama.cpp's reading with its /slots (its sequence limit); others as they are."""
     if snap is not None and snap.engine == "llama.cpp":
         snap = snap.with_slots(await slots(endpoint, timeout))
     return snap, note
@@ -133,10 +144,6 @@ async def read(endpoint: Endpoint, timeout: float = 5.0) -> Reading:
     if broken:
         return Reading(None, broken, None, None, reachable=False)
     model, owner = models_from(listing)
-    snap, note = snapshot_from(answer)
-    if snap is not None and snap.engine == "llama.cpp":
-        snap = snap.with_slots(await slots(endpoint, timeout))
+    snap, note = await _with_slots(endpoint, *snapshot_from(answer), timeout)
     engine = snap.engine if snap is not None and snap.engine != "unknown" else owner
-    if note and engine in METRICS_HINT:
-        note = f"{note} ({METRICS_HINT[engine]})"
-    return Reading(snap, note, model, engine, reachable=True)
+    return Reading(snap, hinted(note, engine), model, engine, reachable=True)

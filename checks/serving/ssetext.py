@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .logtext import Cited, _cite, _lines, _number
+from .logtext import Cited, cite, lines_of, number_after
 
 MAX_EVENT_CHARS = 1 << 20
 MAX_DEPTH = 32
@@ -64,7 +64,7 @@ def _depth(value: Any, limit: int = MAX_DEPTH) -> int:
 
 
 def _event(transcript: Transcript, number: int, line: str, payload: str) -> None:
-    at = _cite(number, line)
+    at = cite(number, line)
     transcript.last = at
     if payload == "[DONE]":
         transcript.done = at
@@ -110,14 +110,14 @@ def read_transcript(text: str) -> Transcript | None:
     if not looks_like_sse(text):
         return None
     transcript = Transcript()
-    for number, line in _lines(text):
+    for number, line in lines_of(text):
         stripped = line.strip()
         if stripped.startswith("data:"):
             _event(transcript, number, line, stripped[5:].strip())
         elif transcript.last is None and transcript.max_tokens is None and len(line) <= MAX_EVENT_CHARS:
             for key in ('"max_tokens":', '"max_completion_tokens":'):
-                value = _number(line, key)
+                value = number_after(line, key)
                 if value:
-                    transcript.max_tokens = (int(value), _cite(number, line))
+                    transcript.max_tokens = (int(value), cite(number, line))
                     break
     return transcript if transcript.events or transcript.done else None

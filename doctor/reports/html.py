@@ -57,12 +57,16 @@ def _x_tick(value: float) -> str:
 LEGEND_ROW = 18  # px per legend line, below the axis label: the legend never covers the data
 
 
+def _legend_width(label: str) -> int:
+    return 30 + 7 * len(label)  # a 20 px swatch, a gap, about 7 px a character
+
+
 def _legend_rows(labels: list[str], width: int) -> list[list[int]]:
     """Series indexes per legend line, laid out left to right at about 7 px a character."""
     rows: list[list[int]] = [[]]
     used = 0
     for index, label in enumerate(labels):
-        size = 30 + 7 * len(label)
+        size = _legend_width(label)
         if rows[-1] and used + size > width:
             rows.append([])
             used = 0
@@ -117,7 +121,7 @@ def svg_chart(chart: Chart, width: int = 720, height: int = 320) -> str:
             color = COLORS[i % len(COLORS)]
             parts.append(f'<line x1="{x:.0f}" y1="{y - 4}" x2="{x + 20:.0f}" y2="{y - 4}" stroke="{color}" stroke-width="2"/>')
             parts.append(f'<text x="{x + 26:.0f}" y="{y}" class="legend" style="fill:{color}">{_e(series[i].label)}</text>')
-            x += 30 + 7 * len(series[i].label)
+            x += _legend_width(series[i].label)
     parts.append("</svg>")
     return "".join(parts)
 

@@ -65,6 +65,10 @@ ROOT_PLACEHOLDER = "user-0"  # root's home: a fixed name, since "root" itself is
 REGISTRY_KEYS = {"auths", "credhelpers"}  # Docker config keys whose own keys are registry hosts
 
 
+def _public(host: str) -> bool:
+    return any(host == domain or host.endswith("." + domain) for domain in PUBLIC_DOMAINS)
+
+
 def placeholder(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
@@ -204,7 +208,7 @@ class Redactor:
 
     def _url_host(self, match: re.Match[str]) -> str:
         host = match.group(2)
-        public = any(host == domain or host.endswith("." + domain) for domain in PUBLIC_DOMAINS)
+        public = _public(host)
         if public or host in KEEP_HOSTS or PLACEHOLDER.match(host) or host.replace(".", "").isdigit():
             return match.group(0)  # addresses have their own pass
         return match.group(1) + self._stable(host, "host")
@@ -215,7 +219,7 @@ class Redactor:
         scheme, sep, rest = name.partition("://") if "://" in name else ("", "", name)
         address, slash, path = rest.partition("/")
         host, colon, port = address.partition(":")
-        public = any(host == domain or host.endswith("." + domain) for domain in PUBLIC_DOMAINS)
+        public = _public(host)
         if not host or public or host in KEEP_HOSTS or PLACEHOLDER.match(host):
             return name
         if not IPV4.fullmatch(host):
