@@ -153,3 +153,15 @@ def test_hostile_pastes_are_bounded():
     long_line = "Avg prompt throughput: Running: 1 reqs, GPU KV cache usage: 99% " + "x" * (logtext.MAX_LINE_CHARS + 1)
     log = logtext.read_log(long_line + "\nAvg prompt throughput: 0 tokens/s, Running: 1 reqs, Pending: 0 reqs, GPU KV cache usage: 1.0%\n")
     assert log is not None and log.skipped == 1 and len(log.stats) == 1
+
+
+def test_a_log_that_quotes_a_stream_is_a_log_and_a_stream_that_quotes_an_error_is_a_stream(tmp_path):
+    log = (LOGS / "llamacpp-issue10547-truncated.log").read_text() + 'data: {"choices": [{"delta": {"content": "hi"}}]}\n'
+    (tmp_path / "server.log").write_text(log)
+    _, report = analyze(tmp_path / "server.log")
+    assert [f["code"] for f in report["findings"]] == ["SRV007"]  # its slot lines, not a one-chunk stream
+    error = '{"error": {"code": 400, "message": "the request exceeds the available context size", "type": "exceed_context_size_error"}}'
+    (tmp_path / "stream.txt").write_text(f"data: {error}\n\n")
+    result, report = analyze(tmp_path / "stream.txt")
+    (failed,) = report["findings"]
+    assert failed["code"] == "LIV004" and "error event" in failed["message"] and result.exit_code == 1

@@ -209,7 +209,7 @@ def _transcript_findings(check: Check, transcript: Transcript, source: str) -> l
         findings.append(
             check.finding(LIV005, message, evidence=evidence(source, transcript.usage_at, max_tokens=limit[0], completion_tokens=used))
         )
-    if transcript.usage is None and transcript.events and transcript.last is not None:
+    if transcript.usage is None and transcript.content_chunks and not transcript.errors and transcript.last is not None:
         message = (
             "The stream carries no usage block, so its tokens can only be counted as content chunks: ask for "
             '"stream_options": {"include_usage": true}.'
@@ -219,7 +219,7 @@ def _transcript_findings(check: Check, transcript: Transcript, source: str) -> l
 
 
 def _transcript_facts(transcript: Transcript, source: str) -> ServingFacts:
-    notes = [f"{transcript.events:,} events, {transcript.content_chunks:,} content chunks"]
+    notes = [f"{transcript.events:,} event{'' if transcript.events == 1 else 's'}, {transcript.content_chunks:,} content chunks"]
     reasons = ", ".join(f"{reason} (line {at.line})" for reason, at in transcript.finish_reasons[:4])
     notes.append(f"finish reason: {reasons}" if reasons else "no finish reason")
     if transcript.usage:
