@@ -237,19 +237,23 @@ def test_a_gpu_copying_far_below_its_peak_is_said(tmp_path, monkeypatch):
     assert run.facts.gpus[0].theoretical_gbps == 600.2
 
 
-def test_a_model_within_memory_but_past_the_headroom_is_a_warning(tmp_path):
-    """DEC003: the need lies between the usable 90 % and the whole of the memory."""
+def test_a_model_within_usable_memory_but_near_its_end_is_a_warning(tmp_path):
+    """DEC003: the need lies within the usable 90 %, above 95 % of it; past the usable 90 % is DEC002."""
     model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)
     options = {"bandwidth": 50.0, "context": 2048}
     probe = run_check("decode-budget", RHEL_HOST, models=(model,), options=options)
     need = probe.facts.models[0].budgets[-1].need_bytes
     root = tmp_path / "host"
     (root / "proc").mkdir(parents=True)
-    (root / "proc/meminfo").write_text(f"MemTotal:       {int(need / 0.95) // 1024} kB\nMemAvailable:   {int(need) // 1024} kB\n")
+    (root / "proc/meminfo").write_text(f"MemTotal:       {int(need / 0.9 / 0.97) // 1024} kB\nMemAvailable:   {int(need) // 1024} kB\n")
     run = run_check("decode-budget", root, models=(model,), options=options)
     budget = run.facts.models[0].budgets[-1]
     assert budget.fit == "tight" and "DEC002" not in run.codes()
-    assert "less than 10 % left" in run.codes()["DEC003"].message
+    assert "less than 5 % of it left" in run.codes()["DEC003"].message
+    (root / "proc/meminfo").write_text(f"MemTotal:       {int(need / 0.95) // 1024} kB\nMemAvailable:   {int(need) // 1024} kB\n")
+    over = run_check("decode-budget", root, models=(model,), options=options)
+    assert over.facts.models[0].budgets[-1].fit == "does not fit" and "DEC003" not in over.codes()
+    assert "usable (90 % of" in over.codes()["DEC002"].message
 
 
 def test_the_budget_and_estimate_read_a_hugging_face_cache_repository(tmp_path):

@@ -159,7 +159,7 @@ def test_every_emitted_flag_is_one_the_named_engine_version_has(name, device, co
                 if allowed[word] is not None:
                     assert value in allowed[word], (command.engine, word, value)
         if command.engine == "vllm" and plan.fit == "fits":
-            assert argv[argv.index("--max-model-len") + 1] == str(context)
+            assert argv[argv.index("--max-model-len") + 1] == str(min(context, plan.sizing.engine_max_context or context))
             assert argv[argv.index("--max-num-seqs") + 1] == str(concurrency)
         if command.engine == "llama-server":
             slots = int(argv[argv.index("-np") + 1])
@@ -241,7 +241,8 @@ def test_a_config_only_directory_never_fits_without_known_weights(tmp_path):
     plan = make_plan(unknown, lookup("H100-SXM"), 4096, 1)
     assert plan.fit == "unknown" and plan.max_concurrency is None
     proc = cli("estimate", "--model", str(mystery), "--gpu", "H100-SXM")
-    assert proc.exit_code == 1 and "fits" not in proc.stdout.replace("does not fit", "") and "unknown" in proc.stdout
+    shown = "\n".join(line for line in proc.stdout.splitlines() if not line.startswith("rule"))
+    assert proc.exit_code == 1 and "fits" not in shown.replace("does not fit", "") and "unknown" in shown
     run = run_check("decode-budget", models=(mystery, known), options={"bandwidth": 100})
     lines = run.facts.summary()
     assert any("mystery" in line and "weights unknown" in line and " fits " not in line for line in lines)

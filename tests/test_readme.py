@@ -21,6 +21,7 @@ from .support.fakes import FAKES
 from .support.faultserver import FaultServer
 from .support.harness import CliResult, cli
 from .support.modelgen import hf_cache, llama_gguf, llama_tensors, qwen2_7b, write_hf_model
+from .support.published import PUBLISHED
 
 README = REPO / "README.md"
 TABLE_START = "<!-- checks table"
@@ -136,6 +137,9 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         "torch_dtype": "bfloat16",
     }
     write_hf_model(top / "Llama-3-70B", llama_70b, {})
+    (top / "gpt-oss-120b").mkdir()
+    shutil.copy(FIXTURES / "models/configs/gpt-oss-120b.json", top / "gpt-oss-120b/config.json")
+    write_hf_model(top / "DeepSeek-V3", PUBLISHED["DeepSeek-V3"]["config"], {})
     shutil.copy(FIXTURES / "nvidia/nvidia-smi-errors/couldnt-communicate-with-driver.txt", top / "nvidia-smi.txt")
     shutil.copy(FIXTURES / "nvidia/kernel-logs/kernel-xid-79-fallen-off-rtx5090.txt", top / "dmesg.txt")
     (top / "hosts").mkdir()
@@ -185,6 +189,13 @@ def test_every_command_line_of_the_readme_runs(workspace: Workspace):
     assert "Qwen2-7B-Instruct (safetensors" in cached.stdout and "DEC010" not in cached.stdout, cached.stdout
     on_gpu = next(r for c, r in results.items() if "--device cuda:0" in c)
     assert on_gpu.exit_code == 0 and on_gpu.json()["device"]["name"] == "cuda:0", on_gpu.stdout + on_gpu.stderr
+    oss = next(r for c, r in results.items() if "gpt-oss-120b" in c).json()
+    assert (
+        oss["sizing"]["kv_bytes_per_token_by_kind"] == {"sliding": 18 * 2 * 8 * 64 * 2, "full": 18 * 2 * 8 * 64 * 2}
+        and oss["plan"]["fit"] == "fits"
+    )
+    two_nodes = next(r for c, r in results.items() if "--gpus 16" in c)
+    assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in two_nodes.stdout, two_nodes.stdout
     assert "SWAP001: resolved" in next(r for c, r in results.items() if c.endswith("--fix --yes")).stdout
     assert "Undo of fix run" in next(r for c, r in results.items() if c == "decode-doctor undo").stdout
     top = workspace.top

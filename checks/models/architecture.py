@@ -2,15 +2,18 @@
 step reads, and what each layer caches per token.
 
 Counted the way the Hugging Face implementations build the modules (a weight is rows × columns, a
-bias its rows, an RMSNorm its width, a LayerNorm twice that), for: Llama 2/3, Mistral, Mixtral,
-Qwen2/2.5, Qwen2-MoE, Qwen3 (dense and MoE), Gemma 2/3, Phi-3, DeepSeek-V2/V3 (MLA, shared and
-routed experts), GPT-NeoX, Falcon and Jamba (attention, Mamba and MoE layers). A config this does
-not know raises UnknownArchitecture, with the reason: a size is never guessed.
+bias its rows, an RMSNorm its width, a LayerNorm twice that), for: Llama 2/3, Llama 4 (interleaved
+MoE with a shared expert, chunked attention, its vision tower), Mistral, Mixtral, Qwen2/2.5,
+Qwen2-MoE, Qwen3 (dense and MoE), Qwen3-Next (Gated DeltaNet and gated attention, 512 experts with a
+shared one), Gemma 2/3, Phi-3, DeepSeek-V2/V3 (MLA, shared and routed experts), GLM-4.5 MoE,
+gpt-oss (alternating sliding and full attention with sinks, biased experts), GPT-NeoX, Falcon,
+Jamba and Nemotron-H (attention, Mamba-2, MLP and MoE layers from the hybrid pattern). A config
+this does not know raises UnknownArchitecture, with the reason: a size is never guessed.
 
 The cache: a full-attention layer keeps K and V for every token (2 × KV heads × head dim
-elements); a sliding-window layer at most its window of tokens; an MLA layer one latent of
-kv_lora_rank + qk_rope_head_dim; a Mamba layer no per-token cache, but a fixed state per sequence
-(convolution window and SSM state).
+elements); a sliding-window layer at most its window of tokens, a chunked-attention layer at most
+its chunk; an MLA layer one latent of kv_lora_rank + qk_rope_head_dim; a Mamba or linear-attention
+layer no per-token cache, but a fixed state per sequence (convolution window and recurrent state).
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ class UnknownArchitecture(ValueError):
 
 @dataclass(frozen=True)
 class CacheLayer:
-    kind: str  # "full", "sliding", "mla"
+    kind: str  # "full", "sliding", "chunked", "mla"
     elements_per_token: int  # cached elements per token (K and V together)
-    window: int | None = None  # sliding layers: tokens kept at most
+    window: int | None = None  # sliding and chunked layers: tokens kept at most
 
 
 @dataclass
@@ -45,30 +48,40 @@ class Architecture:
     layers: int = 0
     hidden_size: int = 0
     cache: list[CacheLayer] = field(default_factory=list)
-    state_elements_per_sequence: int = 0  # Mamba layers: convolution and SSM state
+    state_elements_per_sequence: int = 0  # Mamba and linear-attention layers: convolution and recurrent state
     dtype: str | None = None  # torch_dtype of the checkpoint, as the config says
     notes: list[str] = field(default_factory=list)
+    params_vision: int = 0  # a vision tower and its projector: loaded (in params_total), not read per decoded token
+    params_expert_matrices: int = 0  # the routed experts' weight matrices (their biases aside): what MXFP4 packs
+    params_mtp: int = 0  # multi-token-prediction layers in the checkpoint: loaded only for speculative decoding
+    tp_units: dict[str, int] = field(default_factory=dict)  # beyond attention heads, what tensor parallel must divide
 
     @property
     def params_active(self) -> int:
         """Parameters one token runs through: all but the unchosen routed experts (the embedding
         row gathered counts as its table, as model cards count "active parameters")."""
         if not self.experts:
-            return self.params_total
-        return self.params_total - round(self.params_experts * (1 - self.experts_per_token / self.experts))
+            return self.params_total - self.params_vision
+        return self.params_total - self.params_vision - round(self.params_experts * (1 - self.experts_per_token / self.experts))
 
     def decode_read_params(self, sequences: int = 1) -> float:
         """Parameters one decode step reads for `sequences` at once: every dense weight and the output
         head; of each MoE layer's routed experts, those some sequence picks — with k of E chosen per
         token, 1 − (1 − k/E)^sequences of them on average; an input table that is not also the output
         head only as the rows gathered."""
-        read = float(self.params_total)
+        read = float(self.params_total - self.params_vision)
         if self.params_output:
             read -= self.params_embedding
         if self.experts:
             touched = 1 - (1 - self.experts_per_token / self.experts) ** max(sequences, 1)
             read -= self.params_experts * (1 - touched)
         return read
+
+    def expert_read_params(self, sequences: int = 1) -> float:
+        """Of decode_read_params, the routed experts' share: those some of the sequences pick."""
+        if not self.experts:
+            return 0.0
+        return self.params_experts * (1 - (1 - self.experts_per_token / self.experts) ** max(sequences, 1))
 
     def kv_elements(self, context: int) -> int:
         """Cached elements per sequence at `context` tokens."""
@@ -103,7 +116,9 @@ def text_config(config: dict[str, Any]) -> dict[str, Any]:
 def family_of(config: dict[str, Any]) -> str:
     text = text_config(config)
     model_type = str(text.get("model_type") or config.get("model_type") or "").lower()
-    aliases = {"refinedweb": "falcon", "refinedwebmodel": "falcon", "gemma3_text": "gemma3", "mistral3": "mistral"}
+    aliases = {
+        "refinedweb": "falcon", "refinedwebmodel": "falcon", "gemma3_text": "gemma3", "mistral3": "mistral", "llama4_text": "llama4",
+    }  # fmt: skip
     return aliases.get(model_type, model_type)
 
 
@@ -115,7 +130,7 @@ def from_config(config: dict[str, Any]) -> Architecture:
         known = ", ".join(sorted(_BUILDERS))
         raise UnknownArchitecture(f"model_type {family or '(none)'!r} is not one this sizes from its config ({known})")
     try:
-        arch = builder(text)
+        arch = builder(config) if family in _WHOLE_CONFIG else builder(text)
     except (TypeError, ValueError, ArithmeticError, KeyError, IndexError, AttributeError) as exc:
         # a value of the wrong type where the builder multiplies: unknown, never a wrong size
         raise UnknownArchitecture(f"the config holds a value that cannot size {family}: {type(exc).__name__}: {exc}") from None
@@ -384,6 +399,254 @@ def _jamba(text: dict[str, Any]) -> Architecture:
     return arch
 
 
+def _gpt_oss(text: dict[str, Any]) -> Architecture:
+    """gpt-oss: biased attention with a learned sink per head, layers alternating a sliding window and
+    full attention (layer_types), and biased experts whose matrices are stored as MXFP4."""
+    hidden = _need(text, "hidden_size")
+    layers = _need(text, "num_hidden_layers")
+    heads = _need(text, "num_attention_heads")
+    kv_heads = _get(text, "num_key_value_heads", default=heads)
+    head_dim = _get(text, "head_dim") or hidden // heads
+    experts = _need(text, "num_local_experts")
+    per_token = _need(text, "num_experts_per_tok", "experts_per_token")
+    expert = _need(text, "intermediate_size")
+    bias = bool(text.get("attention_bias", True))
+    attention = _attention(hidden, heads, kv_heads, head_dim, bias, bias) + heads  # + the sinks
+    matrices = experts * (hidden * 2 * expert + expert * hidden)
+    expert_biases = experts * (2 * expert + hidden)
+    router = experts * hidden + experts
+    per_layer = attention + matrices + expert_biases + router + 2 * hidden
+    embedding, output = _embeddings(text, hidden)
+    total = embedding + output + layers * per_layer + hidden
+    arch = Architecture("", total, embedding, output, layers * (matrices + expert_biases), experts, per_token, layers, hidden)
+    arch.params_expert_matrices = layers * matrices
+    arch.cache = _typed_cache(text, layers, 2 * kv_heads * head_dim)
+    return arch
+
+
+def _typed_cache(text: dict[str, Any], layers: int, elements: int) -> list[CacheLayer]:
+    """Attention layers from layer_types: "sliding_attention" keeps its window, "full_attention" every
+    token; any other kind (or no list of the right length) is not sized here."""
+    types = text.get("layer_types")
+    window = text.get("sliding_window")
+    if not isinstance(types, list) or len(types) != layers:
+        raise UnknownArchitecture(f"no layer_types list of its {layers} layers")
+    cache = []
+    for kind in types:
+        if kind == "full_attention":
+            cache.append(CacheLayer("full", elements))
+        elif kind == "sliding_attention" and isinstance(window, int) and window > 0:
+            cache.append(CacheLayer("sliding", elements, window))
+        else:
+            raise UnknownArchitecture(f"layer type {str(kind)[:40]!r} is not one this sizes")
+    return cache
+
+
+def _mamba2(text: dict[str, Any], hidden: int) -> tuple[int, int]:
+    """(parameters of one Mamba-2 mixer, its state elements per sequence), as transformers builds
+    NemotronHMamba2Mixer: in_proj to x, z, B, C and dt; a depthwise convolution over x, B and C;
+    dt_bias, A_log and D per head; a gated RMSNorm; out_proj."""
+    heads = _need(text, "mamba_num_heads")
+    head_dim = _need(text, "mamba_head_dim")
+    groups = _get(text, "n_groups", default=1)
+    state = _need(text, "ssm_state_size")
+    kernel = _get(text, "conv_kernel", default=4)
+    inner = heads * head_dim
+    conv_dim = inner + 2 * groups * state
+    bias = bool(text.get("use_bias"))
+    params = _linear(inner + conv_dim + heads, hidden, bias) + conv_dim * kernel + (conv_dim if text.get("use_conv_bias", True) else 0)
+    params += 3 * heads + inner + _linear(hidden, inner, bias)
+    return params, conv_dim * (kernel - 1) + heads * head_dim * state
+
+
+_PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+
+
+def _nemotron_h(text: dict[str, Any]) -> Architecture:
+    """Nemotron-H: one block per character of hybrid_override_pattern (or layers_block_type): M a
+    Mamba-2 mixer, * attention, - a squared-ReLU MLP (up and down), E a MoE of such experts with a
+    shared one; each block has one RMSNorm."""
+    hidden = _need(text, "hidden_size")
+    pattern = text.get("hybrid_override_pattern")
+    kinds = text.get("layers_block_type")
+    if isinstance(pattern, str) and pattern and set(pattern) <= set(_PATTERN):
+        blocks = [_PATTERN[ch] for ch in pattern]
+    elif isinstance(kinds, list) and kinds and set(kinds) <= set(_PATTERN.values()):
+        blocks = list(kinds)
+    else:
+        raise UnknownArchitecture("no hybrid_override_pattern (or layers_block_type) of M, *, - and E")
+    if len(blocks) != _get(text, "num_hidden_layers", default=len(blocks)):
+        raise UnknownArchitecture(f"the hybrid pattern has {len(blocks)} layers, num_hidden_layers {text.get('num_hidden_layers')}")
+    heads = _need(text, "num_attention_heads")
+    kv_heads = _get(text, "num_key_value_heads", default=heads)
+    head_dim = _get(text, "head_dim", "attention_head_dim") or hidden // heads
+    bias = bool(text.get("attention_bias"))
+    attention = _attention(hidden, heads, kv_heads, head_dim, bias, bias)
+    mlp_bias = bool(text.get("mlp_bias"))
+    mamba, state = _mamba2(text, hidden) if "mamba" in blocks else (0, 0)
+    mlp = 2 * _linear(_need(text, "intermediate_size"), hidden, mlp_bias) if "mlp" in blocks else 0
+    moe = routed = experts = per_token = 0
+    if "moe" in blocks:
+        experts, per_token = _need(text, "n_routed_experts"), _need(text, "num_experts_per_tok")
+        width = _need(text, "moe_intermediate_size")
+        latent = text.get("moe_latent_size") or hidden
+        routed = experts * 2 * width * latent
+        shared = 2 * _linear(_get(text, "moe_shared_expert_intermediate_size", default=0) or 0, hidden, mlp_bias)
+        projections = 2 * _linear(latent, hidden, mlp_bias) if text.get("moe_latent_size") else 0
+        moe = routed + shared + projections + experts * hidden + experts  # router and its correction bias
+    size = {"mamba": mamba, "attention": attention, "mlp": mlp, "moe": moe}
+    total = sum(size[block] + hidden for block in blocks)
+    embedding, output = _embeddings(text, hidden)
+    count = blocks.count
+    arch = Architecture(
+        "", total + embedding + output + hidden, embedding, output, count("moe") * routed, experts, per_token, len(blocks), hidden
+    )
+    arch.cache = [CacheLayer("full", 2 * kv_heads * head_dim)] * count("attention")
+    arch.state_elements_per_sequence = count("mamba") * state
+    if "mamba" in blocks:  # vLLM's MambaMixer2 splits heads over the ranks; groups too, unless there is one
+        groups = _get(text, "n_groups", default=1)
+        arch.tp_units = {"Mamba-2 heads": _need(text, "mamba_num_heads"), **({"Mamba-2 groups": groups} if groups > 1 else {})}
+    arch.notes.append(
+        f"{count('attention')} of {len(blocks)} layers are attention and cache K and V per token; the {count('mamba')} Mamba-2 "
+        "layers keep a fixed state per sequence instead"
+    )
+    return arch
+
+
+def _llama4(config: dict[str, Any]) -> Architecture:
+    """Llama 4: MoE every interleave_moe_layer_step-th layer (one routed expert and a shared one per
+    token), dense layers of intermediate_size_mlp; the layers with RoPE attend within chunks of
+    attention_chunk_size, the NoPE layers (no_rope_layers 0, every fourth) to everything; the vision
+    tower and projector are loaded but not read per decoded token."""
+    text = text_config(config)
+    hidden = _need(text, "hidden_size")
+    layers = _need(text, "num_hidden_layers")
+    heads = _need(text, "num_attention_heads")
+    kv_heads = _get(text, "num_key_value_heads", default=heads)
+    head_dim = _get(text, "head_dim") or hidden // heads
+    bias = bool(text.get("attention_bias"))
+    attention = _attention(hidden, heads, kv_heads, head_dim, bias, bias) + 2 * hidden
+    experts, per_token = _need(text, "num_local_experts"), _need(text, "num_experts_per_tok")
+    expert = _need(text, "intermediate_size")
+    routed = experts * 3 * hidden * expert
+    moe = routed + _gated_mlp(hidden, expert) + hidden * experts
+    dense = _gated_mlp(hidden, _get(text, "intermediate_size_mlp") or expert)
+    step = _get(text, "interleave_moe_layer_step", default=1) or 1
+    listed = text.get("moe_layers")
+    sparse = set(listed) if isinstance(listed, list) else {i for i in range(layers) if (i + 1) % step == 0}
+    moe_count = len(sparse & set(range(layers)))
+    embedding, output = _embeddings(
+        {**text, "tie_word_embeddings": config.get("tie_word_embeddings", text.get("tie_word_embeddings"))}, hidden
+    )
+    vision = _llama4_vision(config, hidden)
+    total = embedding + output + hidden + layers * attention + moe_count * moe + (layers - moe_count) * dense + vision
+    arch = Architecture("", total, embedding, output, moe_count * routed, experts, per_token, layers, hidden)
+    arch.params_vision = vision
+    chunk = text.get("attention_chunk_size")
+    rope = text.get("no_rope_layers")
+    if not (isinstance(rope, list) and len(rope) == layers):
+        interval = _get(text, "no_rope_layer_interval", default=4)
+        rope = [int((i + 1) % interval != 0) for i in range(layers)]
+    elements = 2 * kv_heads * head_dim
+    arch.cache = [CacheLayer("chunked", elements, chunk) if uses and chunk else CacheLayer("full", elements) for uses in rope]
+    return arch
+
+
+def _llama4_vision(config: dict[str, Any], text_hidden: int) -> int:
+    vision = config.get("vision_config")
+    if not isinstance(vision, dict):
+        return 0
+    width = _need(vision, "hidden_size")
+    inner = _need(vision, "intermediate_size")
+    patch = _need(vision, "patch_size")
+    patches = (_need(vision, "image_size") // patch) ** 2 + 1
+    layer = 4 * _linear(width, width, True) + _linear(inner, width, True) + _linear(width, inner, True) + 2 * 2 * width
+    params = _get(vision, "num_channels", default=3) * patch * patch * width + width + patches * width + 2 * 2 * width
+    params += _need(vision, "num_hidden_layers") * layer
+    projector_in, projector_out = _need(vision, "projector_input_dim"), _need(vision, "projector_output_dim")
+    params += inner * projector_in + projector_out * projector_out  # the pixel-shuffle MLP
+    return params + _need(vision, "vision_output_dim") * text_hidden  # the multimodal projector
+
+
+def _qwen3_next(text: dict[str, Any]) -> Architecture:
+    """Qwen3-Next: every full_attention_interval-th layer gated attention (q_proj also yields the
+    gate), the others Gated DeltaNet (a constant state per sequence); a MoE of num_experts with a
+    gated shared expert on every layer."""
+    hidden = _need(text, "hidden_size")
+    layers = _need(text, "num_hidden_layers")
+    heads = _need(text, "num_attention_heads")
+    kv_heads = _get(text, "num_key_value_heads", default=heads)
+    head_dim = _get(text, "head_dim") or hidden // heads
+    types = text.get("layer_types")
+    if not (isinstance(types, list) and len(types) == layers):
+        interval = _need(text, "full_attention_interval")
+        types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)]
+    if not set(types) <= {"full_attention", "linear_attention"}:
+        raise UnknownArchitecture("layer_types holds kinds other than full_attention and linear_attention")
+    bias = bool(text.get("attention_bias"))
+    attention = _linear(2 * heads * head_dim, hidden, bias) + 2 * _linear(kv_heads * head_dim, hidden, bias)
+    attention += _linear(hidden, heads * head_dim, bias) + 2 * head_dim
+    key_heads, value_heads = _need(text, "linear_num_key_heads"), _need(text, "linear_num_value_heads")
+    key_dim = key_heads * _need(text, "linear_key_head_dim")
+    value_head = _need(text, "linear_value_head_dim")
+    value_dim = value_heads * value_head
+    kernel = _need(text, "linear_conv_kernel_dim")
+    conv_dim = 2 * key_dim + value_dim
+    linear = _linear(2 * key_dim + 2 * value_dim, hidden) + _linear(2 * value_heads, hidden) + conv_dim * kernel
+    linear += 2 * value_heads + value_head + _linear(hidden, value_dim)
+    moe, routed, experts, per_token = _moe(text, hidden, shared_intermediate=_get(text, "shared_expert_intermediate_size", default=0))
+    moe += hidden if _get(text, "shared_expert_intermediate_size") else 0  # the shared expert's gate
+    dense_only = set(text.get("mlp_only_layers") or [])
+    step = _get(text, "decoder_sparse_step", default=1) or 1
+    sparse = [i for i in range(layers) if i not in dense_only and (i + 1) % step == 0]
+    dense_mlp = _gated_mlp(hidden, _need(text, "intermediate_size")) if len(sparse) < layers else 0
+    full = types.count("full_attention")
+    total = full * attention + (layers - full) * linear + len(sparse) * moe + (layers - len(sparse)) * dense_mlp + layers * 2 * hidden
+    embedding, output = _embeddings(text, hidden)
+    arch = Architecture(
+        "", total + embedding + output + hidden, embedding, output, len(sparse) * routed, experts, per_token, layers, hidden
+    )
+    arch.cache = [CacheLayer("full", 2 * kv_heads * head_dim)] * full
+    arch.state_elements_per_sequence = (layers - full) * (conv_dim * (kernel - 1) + value_heads * (key_dim // key_heads) * value_head)
+    arch.params_mtp = attention + moe + 2 * hidden + _linear(hidden, 2 * hidden) + 3 * hidden  # mtp.*: fc, its norms, one layer
+    arch.tp_units = {"linear-attention key heads": key_heads, "linear-attention value heads": value_heads}
+    arch.notes.append(
+        f"{full} of {layers} layers are attention and cache K and V per token; the {layers - full} Gated DeltaNet layers keep a "
+        "fixed state per sequence instead"
+    )
+    return arch
+
+
+def _glm4_moe(text: dict[str, Any]) -> Architecture:
+    """GLM-4.5: grouped-query attention (biased q, k, v), first_k_dense_replace dense layers, then MoE
+    layers with shared experts and a router with a correction bias (as DeepSeek-V3 routes)."""
+    hidden = _need(text, "hidden_size")
+    layers = _need(text, "num_hidden_layers")
+    heads = _need(text, "num_attention_heads")
+    kv_heads = _get(text, "num_key_value_heads", default=heads)
+    head_dim = _get(text, "head_dim") or hidden // heads
+    attention = _attention(hidden, heads, kv_heads, head_dim, bool(text.get("attention_bias")), False)
+    attention += 2 * hidden + (2 * head_dim if text.get("use_qk_norm") else 0)
+    experts, per_token = _need(text, "n_routed_experts"), _need(text, "num_experts_per_tok")
+    width = _need(text, "moe_intermediate_size")
+    routed = experts * _gated_mlp(hidden, width)
+    moe = routed + _gated_mlp(hidden, width * (text.get("n_shared_experts") or 0)) + experts * hidden + experts
+    first_dense = text.get("first_k_dense_replace") or 0
+    dense = _gated_mlp(hidden, _need(text, "intermediate_size"))
+    sparse = max(layers - first_dense, 0)
+    embedding, output = _embeddings(text, hidden)
+    total = embedding + output + hidden + layers * attention + sparse * moe + (layers - sparse) * dense
+    arch = Architecture("", total, embedding, output, sparse * routed, experts, per_token, layers, hidden)
+    arch.cache = [CacheLayer("full", 2 * kv_heads * head_dim)] * layers
+    mtp = text.get("num_nextn_predict_layers") or 0
+    if mtp:  # each: a decoder layer, eh_proj, enorm, hnorm, and its own embedding, head and norm
+        arch.params_mtp = mtp * (attention + moe + _linear(hidden, 2 * hidden) + 3 * hidden + 2 * embedding)
+        arch.notes.append(
+            f"{mtp} multi-token-prediction layer(s) in the checkpoint are not counted: vLLM loads them only for speculative decoding"
+        )
+    return arch
+
+
 _BUILDERS = {
     "llama": _llama,
     "mistral": _llama,
@@ -401,4 +664,10 @@ _BUILDERS = {
     "gpt_neox": _gpt_neox,
     "falcon": _falcon,
     "jamba": _jamba,
+    "gpt_oss": _gpt_oss,
+    "nemotron_h": _nemotron_h,
+    "qwen3_next": _qwen3_next,
+    "glm4_moe": _glm4_moe,
+    "llama4": _llama4,
 }
+_WHOLE_CONFIG = {"llama4"}  # builders that read the vision tower beside the text config

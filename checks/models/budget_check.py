@@ -12,10 +12,10 @@ from decode_doctor.engine.units import amount, human_bytes, parse_rate, whole
 from .artifacts import ArtifactsFacts
 from .budget import Device, compute_budget
 from .codes import BUDGET_CODES, BUDGET_RETIRED, DEC002, DEC003, DEC004, DEC010, DEC011
-from .contract import BudgetAt, BudgetFacts, ModelBudget, ModelInfo
+from .contract import Budget, BudgetAt, BudgetFacts, ModelBudget, ModelInfo
 from .dtypes import KV_DTYPE_BYTES
 from .modelfiles import ModelFormatError, read_model
-from .plan import sizing
+from .plan import UTILIZATION, sizing
 
 KV_DTYPES = tuple(sorted(KV_DTYPE_BYTES))
 DEFAULT_CONTEXT = 4096
@@ -161,12 +161,13 @@ class DecodeBudget(Check):
             if budget.fit == "does not fit":
                 message = (
                     f"{where}: needs {human_bytes(budget.need_bytes)} at {budget.context:,} tokens × {budget.concurrency}, "
-                    f"has {human_bytes(budget.capacity_bytes)}.{knobs}"
+                    f"has {human_bytes(_usable(budget))} usable (90 % of {human_bytes(budget.capacity_bytes)}).{knobs}"
                 )
                 findings.append(self.finding(DEC002, message, evidence=evidence, path=path))
             elif budget.fit == "tight":
                 message = (
-                    f"{where}: needs {human_bytes(budget.need_bytes)} of {human_bytes(budget.capacity_bytes)}, less than 10 % left.{knobs}"
+                    f"{where}: needs {human_bytes(budget.need_bytes)} of the {human_bytes(_usable(budget))} usable (90 % of "
+                    f"{human_bytes(budget.capacity_bytes)}), less than 5 % of it left.{knobs}"
                 )
                 findings.append(self.finding(DEC003, message, evidence=evidence, path=path))
             if target and budget.tps_per_sequence and budget.tps_per_sequence < target:
@@ -176,3 +177,7 @@ class DecodeBudget(Check):
                 )
                 findings.append(self.finding(DEC004, message, evidence=evidence, path=path))
         return findings
+
+
+def _usable(budget: Budget) -> float | None:
+    return budget.capacity_bytes * UTILIZATION if budget.capacity_bytes else None

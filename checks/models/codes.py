@@ -269,15 +269,15 @@ DEC002 = Code(
 
 DEC003 = Code(
     code="DEC003",
-    title="The model fits, but without the 10 % headroom",
+    title="The model fits, with little of the usable memory to spare",
     severity=Severity.WARNING,
-    what="The memory needed is within the device's memory, but above the 90 % a serving engine takes by default "
-    "(vLLM's --gpu-memory-utilization 0.9).",
-    why="Fragmentation, activation peaks, CUDA graphs and other processes need room; running this close "
-    "to the limit fails under load rather than at start.",
-    fix_by_hand="Take one of the knobs named in the finding, or lower the serving engine's memory "
-    "fraction (vLLM --gpu-memory-utilization) and accept a smaller KV pool.",
-    example="Qwen2-7B at 8,192 tokens × 8 sequences needs 21.8 GB of a 24 GB RTX 4090: 9 % left, under the 10 % headroom.",
+    what="The memory needed is within the 90 % a serving engine takes by default (vLLM's --gpu-memory-utilization 0.9), "
+    "but above 95 % of it. (Above the 90 % is DEC002: it does not fit.)",
+    why="The estimate's own margin (activation peaks, CUDA graphs, allocator rounding) is a few per cent: this close to "
+    "the end of the usable memory, a server that starts can still refuse the last sequences or fail under load.",
+    fix_by_hand="Take one of the knobs named in the finding (an fp8 KV cache, a lower context cap, fewer sequences), or "
+    "leave the plan as it is and watch the engine's KV-cache usage under real load.",
+    example="Qwen2-7B at 8,192 tokens × 8 sequences needs 20.9 GB of the 21.6 GB usable on a 24 GB RTX 4090: 97 % of it.",
 )
 
 DEC004 = Code(

@@ -41,7 +41,14 @@ def _units(parse: Any, name: str) -> Any:
 @click.option(
     "--gpu", "gpu_name", default=None, help="Plan for a GPU you do not own, from the datasheet table (H100-SXM, L4, Jetson AGX Orin 64GB…)."
 )
-@click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="GPUs in tensor parallel.")
+@click.option(
+    "--gpus",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="GPUs to serve on: tensor parallel within a node, pipeline parallel across nodes.",
+)
+@click.option("--gpus-per-node", type=click.IntRange(min=1), default=8, show_default=True, help="GPUs one node holds (NVLink domain).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads the engine will use [default: one per usable CPU].")
 @click.option(
     "--bandwidth",

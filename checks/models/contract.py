@@ -43,6 +43,7 @@ class ModelInfo:
     notes: list[str] = field(default_factory=list)
     sliding_window: int | None = None  # GGUF: the attention window of the sliding layers
     label: str | None = None  # the repository's name, for a snapshot in the Hugging Face cache
+    recurrent: bool = False  # GGUF: state-space (ssm.*) or linear-attention layers, whose state is not sized from the header
 
     @property
     def config(self) -> dict[str, Any] | None:
@@ -83,7 +84,7 @@ class Budget:
     kv_dtype: str
     weights_bytes: float | None
     weights_source: str
-    read_bytes_per_step: float
+    read_bytes_per_step: float | None
     kv_bytes_per_token: float
     kv_bytes_total: float
     overhead_bytes: float | None
@@ -137,9 +138,10 @@ class ModelBudget:
         weights = f"{human_bytes(first.weights_bytes)} of weights" if first.weights_bytes is not None else "weights unknown"
         if model.format == "config-only" and first.weights_bytes is not None:
             weights += " (from the config: no weight files)"
+        read = first.read_bytes_per_step
+        per_step = f"reads {human_bytes(read - first.kv_bytes_total)} of weights per step" if read is not None else "reads unknown"
         return (
-            f"{model.name} ({model.format}, {weights}, "
-            f"reads {human_bytes(first.read_bytes_per_step - first.kv_bytes_total)} of weights per step): "
+            f"{model.name} ({model.format}, {weights}, {per_step}): "
             f"KV {human_binary(first.kv_bytes_per_token)}/token "
             f"({first.kv_dtype}), {human_bytes(first.kv_bytes_total)} at {first.context:,} tokens × {first.concurrency}; "
             + "; ".join(parts)

@@ -23,7 +23,17 @@ from . import bwcache, hardware, serve
 from .contract import ModelInfo, sequences
 from .hardware import Hardware
 from .modelfiles import ModelFormatError, read_model
-from .plan import HEADROOM_RULE, DeploymentPlan, Sizing, expected_cpu_range, make_plan, sizing
+from .plan import (
+    GPUS_PER_NODE,
+    HEADROOM_RULE,
+    STATE_BYTES,
+    DeploymentPlan,
+    Sizing,
+    expected_cpu_range,
+    make_plan,
+    sizing,
+    valid_tensor_sizes,
+)
 
 F = TypeVar("F", bound=Facts)
 
@@ -193,20 +203,26 @@ def plan_document(params: dict[str, Any]) -> PlanDocument:
     model = read_model(params["model_path"])
     size = sizing(model)
     if not size.cache:
+        said = next((note for note in size.notes if note.startswith("the cache is unknown")), None)
         missing = ", ".join(model.missing_hyperparameters()) or "layers, KV heads and head dim"
-        raise ModelFormatError(f"{model.name}: cannot size the KV cache: no {missing} in its config", model.path)
+        why = said or f"cannot size the KV cache: no {missing} in its config"
+        raise ModelFormatError(f"{model.name}: {why}", model.path)
+    per_node = params.get("gpus_per_node") or GPUS_PER_NODE
+    _check_parallel(size, params["gpus"], per_node, bool(params["gpu_name"] or (params["device_spec"] or "cpu") != "cpu"))
     device = _hardware(params)
     context = params["context"] or min(4096, model.max_context or 4096)
-    plan = make_plan(size, device, context, params["concurrency"], params["kv_dtype"], params["gpus"])
+    plan = make_plan(size, device, context, params["concurrency"], params["kv_dtype"], params["gpus"], per_node)
     target = params["target_tps"]
     below = bool(target and plan.step.tps_per_sequence and plan.step.tps_per_sequence < target)
     lines = serve.commands(plan, str(params["model_path"]), params["threads"])
     data = {
         "model": model.to_dict(),
-        "sizing": _sizing_dict(size),
+        "sizing": _sizing_dict(size, plan.kv_dtype),
         "device": dict(device.__dict__),
         "plan": plan.to_dict(),
-        "commands": [{"engine": c.engine, "version": c.version, "argv": list(c.argv), "notes": list(c.notes)} for c in lines],
+        "commands": [
+            {"engine": c.engine, "version": c.version, "argv": list(c.argv), "env": dict(c.env), "notes": list(c.notes)} for c in lines
+        ],
         "target_tps": target,
         "below_target": below,
     }
@@ -214,10 +230,34 @@ def plan_document(params: dict[str, Any]) -> PlanDocument:
     return PlanDocument(_text(model, size, plan, lines, target, below), data, exit_code)
 
 
-def _sizing_dict(size: Sizing) -> dict[str, Any]:
+def _check_parallel(size: Sizing, gpus: int, per_node: int, on_gpus: bool) -> None:
+    """vLLM's own rules for the GPU count, refused before any work: tensor parallel must divide the
+    heads (ModelConfig.verify_with_parallel_config, QKVParallelLinear), and more GPUs than a node
+    holds must fill whole nodes (one pipeline stage each)."""
+    if gpus <= 1 or not on_gpus or size.format == "gguf":
+        return
+    tensor = min(gpus, per_node)
+    if gpus > per_node and gpus % per_node:
+        raise EstimateError(f"--gpus {gpus}: more than one node of {per_node} must fill whole nodes; give a multiple of {per_node}")
+    valid = valid_tensor_sizes(size, per_node)
+    if tensor not in valid:
+        heads = f"{size.heads} attention heads" + (f", {size.kv_heads} KV heads" if size.kv_heads and not size.mla else "")
+        heads += "".join(f", {count} {what}" for what, count in size.tp_units.items())
+        raise EstimateError(
+            f"--gpus {gpus}: vLLM splits the {heads} evenly across tensor-parallel GPUs, so it refuses {tensor} "
+            f'("Total number of attention heads ({size.heads}) must be divisible by tensor parallel size ({tensor})"); '
+            f"valid sizes up to {per_node}: {', '.join(map(str, valid))}"
+        )
+
+
+def _sizing_dict(size: Sizing, kv_dtype: str) -> dict[str, Any]:
     data = {k: v for k, v in size.__dict__.items() if not k.startswith("_") and k != "cache"}
     data["cache_layers"] = [layer.__dict__ for layer in size.cache]
     data["read_bytes_one_sequence"] = size.read_bytes(1)
+    data["kv_dtype"] = kv_dtype
+    data["kv_bytes_per_token"] = size.kv_bytes_per_token(kv_dtype)
+    data["kv_bytes_per_token_by_kind"] = size.kv_bytes_by_kind(kv_dtype)
+    data["state_bytes_per_sequence"] = size.state_elements * STATE_BYTES
     return data
 
 
@@ -225,21 +265,28 @@ def _rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[st
     device = plan.hardware
     kinds = sorted({layer.kind for layer in size.cache})
     windows = sorted({layer.window for layer in size.cache if layer.window})
-    cache = ", ".join(kinds) + (f" (window {', '.join(f'{w:,}' for w in windows)} tokens)" if windows else "")
+    counted = [f"{sum(layer.kind == kind for layer in size.cache)} {kind}" for kind in kinds]
+    cache = ", ".join(counted) + (f" (window {', '.join(f'{w:,}' for w in windows)} tokens)" if windows else "")
     params = f"{size.params_total:,} parameters" if size.params_total else "parameters unknown"
     if size.params_active and size.params_total and size.params_active < size.params_total:
         params += f", {size.params_active / 1e9:.2f}B active per token"
     bandwidth = f"{device.bandwidth_gbps:g} GB/s {device.bandwidth_source}" if device.bandwidth_gbps else "bandwidth unknown"
     count = f"{plan.gpus} × " if plan.gpus > 1 else ""
+    if plan.layout.pipeline > 1:
+        count = f"{plan.layout.pipeline} nodes × {plan.layout.tensor} × "
     rows = [
         ("model", f"{model.path} ({model.format}{', ' + model.quantization if model.quantization else ''})"),
-        ("architecture", f"{model.architecture or '?'}: {model.layers} layers, {cache} cache; {params}"),
-        ("weights", f"{human_bytes(size.weights_bytes)} from {size.weights_source}"),
+        ("architecture", f"{model.architecture or '?'}: {model.layers} layers; KV cache in {cache or 'none'}; {params}"),
+        (
+            "weights",
+            f"{human_bytes(size.weights_bytes)} from {size.weights_source}" if size.weights_bytes is not None else size.weights_source,
+        ),
         ("device", f"{count}{device.label}: {human_bytes(device.memory_bytes)}, {bandwidth}"),
         (
             "KV cache",
-            f"{human_binary(size.kv_bytes_per_token(plan.kv_dtype))} per token before windows ({plan.kv_dtype}); "
-            f"{human_bytes(plan.kv_per_device)} per device at {plan.context:,} tokens × {plan.concurrency}",
+            f"{human_binary(size.kv_bytes_per_token(plan.kv_dtype))} per token before windows "
+            f"({plan.kv_dtype}{_by_kind(size, plan.kv_dtype)})"
+            f"{_state(size)}; {human_bytes(plan.kv_per_device)} per device at {plan.context:,} tokens × {plan.concurrency}",
         ),
         ("memory per device", f"{human_bytes(plan.need_per_device)} needed of {human_bytes(plan.usable_per_device)} usable: {plan.fit}"),
         ("rule", HEADROOM_RULE),
@@ -281,6 +328,19 @@ def _rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[st
     return rows
 
 
+def _by_kind(size: Sizing, kv_dtype: str) -> str:
+    kinds = size.kv_bytes_by_kind(kv_dtype)
+    if len(kinds) < 2:
+        return ""
+    return ": " + ", ".join(f"{kind} {human_binary(value)}" for kind, value in sorted(kinds.items()))
+
+
+def _state(size: Sizing) -> str:
+    if not size.state_elements:
+        return ""
+    return f", and a fixed {human_binary(size.state_elements * STATE_BYTES)} of recurrent state per sequence"
+
+
 def _dominant(model: ModelInfo) -> str | None:
     return max(model.bytes_by_dtype, key=model.bytes_by_dtype.__getitem__) if model.bytes_by_dtype else None
 
@@ -307,6 +367,9 @@ def _text(model: ModelInfo, size: Sizing, plan: DeploymentPlan, lines: list[serv
             else:
                 cells.append(f"{'?':>10}")
         out.append(f"{length:>9,}  " + "  ".join(cells))
+    if not lines:
+        why = "the weights are unknown" if size.weights_bytes is None else "the device's memory is unknown"
+        out.append(f"\nno command lines: {why}, so the limits they would set are too")
     for command in lines:
         out.append(f"\n{command.engine} ({command.version}):\n  {command.line}")
         out.extend(f"  note: {note}" for note in command.notes)

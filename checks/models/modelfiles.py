@@ -155,10 +155,6 @@ SIZE_LIMITS = dict.fromkeys(("num_hidden_layers", "n_layer", "num_layers", "n_la
 )
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def check_sizes(config: dict[str, Any], path: Path) -> None:
     """ModelFormatError for a size of the wrong type or sign, in the config or its nested text config."""
     nested = [n for n in ("text_config", "llm_config", "language_config") if isinstance(config.get(n), dict)]
@@ -173,6 +169,11 @@ def check_sizes(config: dict[str, Any], path: Path) -> None:
             limit = SIZE_LIMITS.get(key, 1 << 32)
             if value > limit:  # no model has that many: a typo or a hostile file, never sized
                 raise ModelFormatError(f"{path.name}: {prefix}{key} is {value:,}, more than any model has (≤ {limit:,})", path)
+        heads = next((scope[k] for k in ("num_attention_heads", "n_head", "num_heads", "n_heads") if isinstance(scope.get(k), int)), None)
+        kv = next((scope[k] for k in ("num_key_value_heads", "n_head_kv", "num_kv_heads") if isinstance(scope.get(k), int)), None)
+        if heads and kv and (kv > heads or heads % kv):
+            message = f"{path.name}: {prefix}num_key_value_heads {kv} does not divide the {heads} attention heads, as grouped queries need"
+            raise ModelFormatError(message, path)
         for key in COUNT_KEYS:
             value = scope.get(key)
             if value is None or (key == "mamba_dt_rank" and value == "auto"):
@@ -186,14 +187,14 @@ def check_sizes(config: dict[str, Any], path: Path) -> None:
 
 def read_config(path: Path, limit: int = JSON_LIMIT) -> dict[str, Any]:
     try:
-        data = json.loads(read_regular(path, limit).decode("utf-8"), parse_constant=_no_constant)
+        # NaN and Infinity as transformers reads them (Python's json does): real configs hold them
+        # (Nemotron-H's time_step_limit); a size that is one is refused by check_sizes
+        data = json.loads(read_regular(path, limit).decode("utf-8"))
     except UnicodeDecodeError as exc:
         message = f"{path.name} is not UTF-8 ({exc.reason} at byte {exc.start}); loaders will fail on it too"
         raise ModelFormatError(message, path, "encoding") from None
     except json.JSONDecodeError as exc:
         raise ModelFormatError(f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno}", path) from None
-    except ValueError as exc:  # NaN, Infinity
-        raise ModelFormatError(f"{path.name} is not valid JSON: {exc}", path) from None
     except RecursionError:
         raise ModelFormatError(f"{path.name} nests too deeply to be a model's JSON", path) from None
     if not isinstance(data, dict):
@@ -355,6 +356,9 @@ def _safetensors_files(directory: Path) -> list[Path]:
 def read_hf_directory(directory: Path) -> ModelInfo:
     info = ModelInfo(str(directory), "config-only")
     config_path = directory / "config.json"
+    if config_path.is_symlink() and not config_path.exists():
+        why = "a link loop" if _loops(config_path) else "a link to a missing file"
+        raise ModelFormatError(f"{directory.name}/config.json is {why}: nothing to read", config_path, "missing")
     if config_path.is_file():
         apply_config(info, read_model_config(config_path))
     files = _safetensors_files(directory)
@@ -376,6 +380,16 @@ def read_hf_directory(directory: Path) -> ModelInfo:
     if info.format == "config-only":
         info.notes.append("no weight files: weight bytes unknown")
     return info
+
+
+def _loops(path: Path) -> bool:
+    try:
+        path.resolve(strict=True)
+    except RuntimeError:  # Python < 3.13: "Symlink loop"
+        return True
+    except OSError as exc:
+        return exc.errno == 40  # ELOOP
+    return False
 
 
 class _Reader:
@@ -535,6 +549,7 @@ def _apply_gguf_meta(info: ModelInfo, meta: dict[str, Any]) -> None:
     if meta.get(p + "attention.kv_lora_rank"):
         info.kv_latent_dim = int(meta[p + "attention.kv_lora_rank"]) + int(meta.get(p + "rope.dimension_count") or 0)
     info.sliding_window = meta.get(p + "attention.sliding_window")
+    info.recurrent = any(key.startswith((p + "ssm.", p + "shortconv.", p + "wkv.")) for key in meta)
     info.experts = meta.get(p + "expert_count")
     info.experts_per_token = meta.get(p + "expert_used_count")
     tokens = meta.get("tokenizer.ggml.tokens")

@@ -1,10 +1,11 @@
-"""A serving plan: what a model needs on a device (or N of them, tensor parallel), the limits that
-follow, and how fast a decode step can be.
+"""A serving plan: what a model needs on a device (or N of them: tensor parallel within a node,
+pipeline parallel across nodes), the limits that follow, and how fast a decode step can be.
 
 Memory, per device:
   usable   = UTILIZATION × memory (vLLM's default --gpu-memory-utilization)
   need     = weights / N + KV at full context × concurrency / shards + 1 GiB + 5 % of the weights / N
-  fits when need ≤ usable; "tight" when it only fits in all of the memory
+  one rule for the verdict, the limits, the sweep and the knobs: need ≤ usable fits ("tight" when
+  less than 5 % of usable is left), need > usable does not fit
 KV per sequence: every full-attention layer's K and V for each token, a sliding-window layer's for at
 most its window, an MLA layer's latent, and a hybrid model's fixed SSM state.
 A decode step, per device (a roofline: the slower roof binds):
@@ -19,7 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .architecture import Architecture, CacheLayer, UnknownArchitecture, from_config
+from decode_doctor.engine.units import human_binary
+
+from .architecture import Architecture, CacheLayer, UnknownArchitecture, from_config, text_config
 from .contract import ModelInfo
 from .dtypes import KV_DTYPE_BYTES
 from .hardware import Hardware
@@ -29,15 +32,31 @@ UTILIZATION = 0.90
 RUNTIME_OVERHEAD_BYTES = 1 * GIB
 RUNTIME_OVERHEAD_FRACTION = 0.05
 ALLREDUCE_LATENCY_S = 10e-6  # one small NCCL all-reduce on NVLink, order of magnitude
+P2P_LATENCY_S = 10e-6  # one pipeline-stage hand-over between nodes (InfiniBand send/receive), order of magnitude
+INTERNODE_GBPS = 50.0  # InfiniBand NDR, 400 Gb/s per GPU: the usual link between 8-GPU nodes
+GPUS_PER_NODE = 8
+TIGHT_SHARE = 0.95  # "tight": the need takes more than this share of the usable memory
 ACTIVATION_BYTES = 2
 STATE_BYTES = 2  # Mamba state, in the model's 16-bit dtype
 SWEEP_CONTEXTS = (1024, 4096, 16384, 65536, 131072)
 SWEEP_CONCURRENCY = (1, 4, 16, 64, 256)
 HEADROOM_RULE = (
     f"usable = {UTILIZATION:.0%} of each device's memory (vLLM's default --gpu-memory-utilization); "
-    "need = weights + KV cache at full context × concurrency + 1 GiB + 5 % of the weights for the runtime"
+    "need = weights + KV cache at full context × concurrency + 1 GiB + 5 % of the weights for the runtime; "
+    f"need above usable does not fit, within it fits (tight above {TIGHT_SHARE:.0%} of it)"
 )
-FILE_DTYPE_BYTES = {"F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "Q8_0": 1.0625, "I8": 1, "Q4_0": 0.5625, "Q4_K": 0.5625}
+MXFP4_BYTES = 17 / 32  # 32 four-bit values and one shared 8-bit exponent
+
+
+def element_bytes(dtype: str) -> float:
+    """Bytes per weight of a stored type: a GGUF block type's block bytes over its elements, a
+    safetensors dtype's bits over 8 (16-bit when the type is not known)."""
+    from .modelfiles import GGML_TYPES, SAFETENSORS_BITS
+
+    for name, block, size in GGML_TYPES.values():
+        if name == dtype:
+            return size / block
+    return SAFETENSORS_BITS.get(dtype, 16) / 8
 
 
 @dataclass
@@ -61,16 +80,27 @@ class Sizing:
     max_context: int | None
     compute_dtype: str  # which throughput roof applies: "bf16", "fp8", "int8"
     quantized: bool
+    bytes_per_param: float = 2.0  # on average, as stored (what a quantizing knob would shrink)
+    engine_max_context: int | None = None  # the longest --max-model-len vLLM derives from the config (RoPE scaling included)
+    engine_max_source: str = ""  # how: "max_position_embeddings 4,096", "original 4,096 × yarn factor 32"
+    tp_units: dict[str, int] = field(default_factory=dict)  # beyond attention heads, what tensor parallel must divide
     notes: list[str] = field(default_factory=list)
-    _read: Callable[[int], float] = field(default=lambda sequences: 0.0, repr=False)
+    _read: Callable[[int], float | None] = field(default=lambda sequences: None, repr=False)
 
     @property
     def mla(self) -> bool:
         return any(layer.kind == "mla" for layer in self.cache)
 
-    def read_bytes(self, sequences: int) -> float:
-        """Weight bytes one decode step reads for `sequences` at once."""
-        return self._read(sequences)
+    def read_bytes(self, sequences: int) -> float | None:
+        """Weight bytes one decode step reads for `sequences` at once (None: the weights are unknown)."""
+        return self._read(sequences) if self.weights_bytes is not None else None
+
+    def kv_bytes_by_kind(self, kv_dtype: str) -> dict[str, float]:
+        """Cache bytes per token by layer kind (full, sliding, chunked, mla), before windows cap them."""
+        kinds: dict[str, float] = {}
+        for layer in self.cache:
+            kinds[layer.kind] = kinds.get(layer.kind, 0.0) + layer.elements_per_token * KV_DTYPE_BYTES[kv_dtype]
+        return kinds
 
     def kv_bytes_per_token(self, kv_dtype: str) -> float:
         return sum(layer.elements_per_token for layer in self.cache) * KV_DTYPE_BYTES[kv_dtype]
@@ -82,49 +112,116 @@ class Sizing:
         return tokens * per_element + self.state_elements * STATE_BYTES
 
 
-def _bytes_per_param(config: dict[str, Any], arch: Architecture) -> tuple[float, str, bool]:
-    """(bytes per parameter as served, how that was decided, quantized?)."""
+@dataclass(frozen=True)
+class ConfigWeights:
+    """How a checkpoint stores its weights, from config.json: bytes per parameter outside and inside
+    the routed experts (MXFP4 packs only the experts), whether it is quantized, and how that was decided."""
+
+    dense: float
+    experts: float
+    how: str
+    quantized: bool
+    compute: str  # the throughput roof: "bf16", "fp8"
+
+    def total(self, arch: Architecture) -> float:
+        return (arch.params_total - arch.params_experts) * self.dense + arch.params_experts * self.experts
+
+
+class UnknownWeights(ValueError):
+    """The config names a quantization whose bytes per weight this does not know."""
+
+
+def config_weights(config: dict[str, Any], arch: Architecture) -> ConfigWeights:
+    """Bytes per parameter as served; UnknownWeights for a quantization method this cannot size."""
     quant = config.get("quantization_config") if isinstance(config.get("quantization_config"), dict) else None
     if quant:
         method = str(quant.get("quant_method") or quant.get("quant_type") or "").lower()
-        if "fp8" in method:
-            return 1.0, f"{method} quantization: 1 B per parameter", True
-        bits = quant.get("bits") or quant.get("w_bit") or (4 if method in ("awq", "gptq", "bitsandbytes") else None)
-        if bits:
+        if method == "mxfp4":
+            matrices = arch.params_expert_matrices or arch.params_experts
+            expert_bytes = (
+                (matrices * MXFP4_BYTES + (arch.params_experts - matrices) * 2) / arch.params_experts if arch.params_experts else 2.0
+            )
+            how = f"mxfp4: the routed experts' matrices {MXFP4_BYTES * 8:.2f} bits per weight, everything else 16-bit"
+            return ConfigWeights(2.0, expert_bytes, how, True, "bf16")
+        bits = _quant_bits(method, quant)
+        if method in ("fp8", "fbgemm_fp8") or (method == "compressed-tensors" and bits == "float8"):
+            return ConfigWeights(1.0, 1.0, f"{method} quantization: 1 B per parameter", True, "fp8")
+        if isinstance(bits, int) and bits in (2, 3, 4, 8):
             dense = arch.params_total - arch.params_embedding - arch.params_output
             # packed weights with 16-bit scales per group of 128; the embedding and head stay 16-bit
             average = (dense * bits / 8 * (1 + 16 / (128 * bits)) + 2 * (arch.params_embedding + arch.params_output)) / arch.params_total
-            return average, f"{method} {bits}-bit quantization (embedding and head in 16 bit)", True
+            return ConfigWeights(average, average, f"{method} {bits}-bit quantization (embedding and head in 16 bit)", True, "bf16")
+        raise UnknownWeights(f"quantization_config names {method or 'no method'!r}, whose bytes per weight this does not know")
     dtype = (arch.dtype or "").lower()
     if dtype in ("float32", "fp32"):
-        return 2.0, "float32 checkpoint, served in 16 bit (the engines' default dtype)", False
+        return ConfigWeights(2.0, 2.0, "float32 checkpoint, served in 16 bit (the engines' default dtype)", False, "bf16")
     if dtype in ("bfloat16", "float16", "bf16", "fp16"):
-        return 2.0, dtype, False
-    return 2.0, f"{dtype or 'no'} torch_dtype in the config: 16 bit assumed", False
+        return ConfigWeights(2.0, 2.0, dtype, False, "bf16")
+    return ConfigWeights(2.0, 2.0, f"{dtype or 'no'} torch_dtype in the config: 16 bit assumed", False, "bf16")
 
 
-def _fallback_cache(model: ModelInfo) -> list[CacheLayer]:
-    """From the header figures alone (GGUF metadata, or a config this does not size)."""
+def _quant_bits(method: str, quant: dict[str, Any]) -> int | str | None:
+    if method in ("awq", "gptq", "bitsandbytes", "bnb"):
+        bits = quant.get("bits") or quant.get("w_bit") or (4 if quant.get("load_in_4bit") or method != "bitsandbytes" else 8)
+        return bits if isinstance(bits, int) else None
+    if method == "compressed-tensors":
+        groups = quant.get("config_groups")
+        weights = [g.get("weights") for g in groups.values() if isinstance(g, dict)] if isinstance(groups, dict) else []
+        first = next((w for w in weights if isinstance(w, dict)), None)
+        if first is None:
+            return None
+        if first.get("type") == "float" and first.get("num_bits") == 8:
+            return "float8"
+        return first.get("num_bits") if isinstance(first.get("num_bits"), int) else None
+    return None
+
+
+RECURRENT_KEYS = ("hybrid_override_pattern", "layers_block_type", "linear_num_value_heads", "mamba_d_state", "ssm_state_size")
+# GGUF architectures whose sliding-window layers follow a fixed pattern (llama.cpp's per-model
+# swa pattern): index → is that layer sliding
+SWA_PATTERNS = {
+    "gemma2": lambda i: i % 2 == 0,
+    "gemma3": lambda i: (i + 1) % 6 != 0,
+    "gpt-oss": lambda i: i % 2 == 0,
+    "cohere2": lambda i: (i + 1) % 4 != 0,
+}
+
+
+def _fallback_cache(model: ModelInfo) -> tuple[list[CacheLayer], list[str]]:
+    """From the header figures alone (GGUF metadata, or a config this does not size), and what it
+    assumed; empty when the layers' kinds cannot be known (a hybrid or linear-attention model)."""
     if not model.layers:
-        return []
+        return [], []
+    config = model.config or {}
+    text = text_config(config) if config else {}
+    if model.recurrent or any(key in text for key in RECURRENT_KEYS):
+        return [], ["its layers mix attention with state-space or linear-attention layers this cannot size"]
     if model.kv_latent_dim:
-        return [CacheLayer("mla", model.kv_latent_dim)] * model.layers
+        return [CacheLayer("mla", model.kv_latent_dim)] * model.layers, []
     if not (model.kv_heads and model.head_dim):
-        return []
+        return [], []
     elements = 2 * model.kv_heads * model.head_dim
-    window = model.sliding_window
+    types = text.get("layer_types")
+    window = model.sliding_window or (text.get("sliding_window") if text.get("use_sliding_window") is not False else None)
+    if isinstance(types, list) and len(types) == model.layers:
+        if not set(types) <= {"full_attention", "sliding_attention"} or ("sliding_attention" in types and not window):
+            return [], [f"its layer_types ({', '.join(sorted(map(str, set(types))))[:80]}) name layers this cannot size"]
+        return [CacheLayer("sliding", elements, window) if t == "sliding_attention" else CacheLayer("full", elements) for t in types], [
+            "the cache per layer from its layer_types"
+        ]
     if not window:
-        return [CacheLayer("full", elements)] * model.layers
+        return [CacheLayer("full", elements)] * model.layers, [f"every one of the {model.layers} layers sized as full attention"]
     arch = (model.architecture or "").lower()
-    if arch.startswith("gemma3"):
-        return [CacheLayer("full", elements) if (i + 1) % 6 == 0 else CacheLayer("sliding", elements, window) for i in range(model.layers)]
-    if arch.startswith("gemma2"):
-        return [CacheLayer("sliding", elements, window) if i % 2 == 0 else CacheLayer("full", elements) for i in range(model.layers)]
-    return [CacheLayer("sliding", elements, window)] * model.layers
+    sliding = next((rule for name, rule in SWA_PATTERNS.items() if arch.startswith(name)), None)
+    if sliding is not None:
+        return [CacheLayer("sliding", elements, window) if sliding(i) else CacheLayer("full", elements) for i in range(model.layers)], []
+    note = f"a {window:,}-token window is named, but not which layers use it: every layer sized as full attention (an upper bound)"
+    return [CacheLayer("full", elements)] * model.layers, [note]
 
 
 def sizing(model: ModelInfo) -> Sizing:
-    """A model's needs from its files when they are there, else from its config.json alone."""
+    """A model's needs from its files when they are there, else from its config.json alone. What
+    cannot be known stays unknown (weights None, cache empty), with the reason in the notes."""
     arch: Architecture | None = None
     why_not = "no config.json"
     if model.config is not None:
@@ -135,41 +232,65 @@ def sizing(model: ModelInfo) -> Sizing:
     notes = list(arch.notes) if arch else []
     quantized = bool(model.quantization)
     compute = "bf16"
+    per_param = 2.0
+    read: Callable[[int], float | None]
     if model.weight_bytes > 0:
         weights: float | None = float(model.weight_bytes)
         source = f"the weight files ({model.format}, {model.tensor_count} tensors)"
         dominant = max(model.bytes_by_dtype, key=model.bytes_by_dtype.__getitem__) if model.bytes_by_dtype else "BF16"
-        per_param = FILE_DTYPE_BYTES.get(dominant, 2.0)
+        per_param = element_bytes(dominant)
         if dominant.startswith("F8"):
             compute = "fp8"
 
-        def read(sequences: int) -> float:
+        def read_files(sequences: int) -> float | None:
             base: float = model.weight_bytes - model.not_decode_bytes - (0 if model.tied_embeddings else model.embedding_bytes)
             if model.experts and model.experts_per_token and model.expert_bytes:
                 touched = 1 - (1 - model.experts_per_token / model.experts) ** max(sequences, 1)
                 base -= model.expert_bytes * (1 - touched)
             return float(base)
 
+        read = read_files
         total = arch.params_total if arch else int(model.weight_bytes / per_param)
-        active = arch.params_active if arch else read(1) / per_param
+        active = arch.params_active if arch else (read_files(1) or 0.0) / per_param
+        if arch:
+            per_param = model.weight_bytes / max(arch.params_total, 1)
     elif arch is not None:
-        per_param, how, quantized = _bytes_per_param(model.config or {}, arch)
-        if "fp8" in how:
-            compute = "fp8"
-        weights = arch.params_total * per_param
-        source = f"the config alone: {arch.params_total:,} parameters × {per_param:.3g} B ({how}); no weight files here"
-        total, active = arch.params_total, arch.params_active
+        try:
+            stored = config_weights(model.config or {}, arch)
+        except UnknownWeights as exc:
+            stored = None
+            why_not = str(exc)
+        if stored is not None:
+            compute, quantized = stored.compute, stored.quantized
+            weights = stored.total(arch)
+            per_param = weights / arch.params_total
+            source = f"the config alone: {arch.params_total:,} parameters, {human_binary(weights)} ({stored.how}); no weight files here"
+            total, active = arch.params_total, arch.params_active
+            layout = stored
 
-        def read(sequences: int) -> float:
-            return arch.decode_read_params(sequences) * per_param
+            def read_config(sequences: int) -> float | None:
+                experts_read = arch.expert_read_params(sequences)
+                return (arch.decode_read_params(sequences) - experts_read) * layout.dense + experts_read * layout.experts
 
+            read = read_config
+        else:
+            weights, source, total, active = None, f"unknown: no weight files, and {why_not}", arch.params_total, arch.params_active
+            read = _unknown
     else:
         weights, source, total, active = None, f"unknown: no weight files, and {why_not}", None, None
+        read = _unknown
 
-        def read(sequences: int) -> float:
-            return 0.0
-
-    cache = arch.cache if arch else _fallback_cache(model)
+    if arch:
+        cache = arch.cache
+    else:
+        cache, assumed = _fallback_cache(model)
+        if cache and model.config is not None:
+            notes.append(f"{why_not}: {'; '.join(assumed) or 'the cache from its attention figures'}")
+        elif not cache and assumed:
+            notes.append(f"the cache is unknown: {'; '.join(assumed)}")
+    derived, derived_from = vllm_max_context(model.config or {})
+    if arch and arch.params_mtp:
+        notes.append(f"the checkpoint also holds {arch.params_mtp:,} multi-token-prediction parameters (not served unless speculative)")
     return Sizing(
         name=model.name,
         path=model.path,
@@ -188,9 +309,56 @@ def sizing(model: ModelInfo) -> Sizing:
         max_context=model.max_context,
         compute_dtype=compute,
         quantized=quantized,
+        bytes_per_param=per_param,
+        engine_max_context=derived,
+        engine_max_source=derived_from,
+        tp_units=dict(arch.tp_units) if arch else {},
         notes=notes,
         _read=read,
     )
+
+
+MAX_LENGTH_KEYS = (
+    "max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length", "max_target_positions",
+    "max_sequence_length", "max_seq_length", "seq_len",
+)  # fmt: skip
+
+
+def vllm_max_context(config: dict[str, Any]) -> tuple[int | None, str]:
+    """The longest max_model_len vLLM starts with (without VLLM_ALLOW_LONG_MAX_MODEL_LEN), as its
+    ModelConfig derives it (vllm/config/model.py, _get_and_verify_max_len, at vllm-project/vllm@0052a5b8):
+    the smallest length key of the text config, model_max_length when there is one; then, unless the
+    model is a Gemma 3, a rope scaling of a type other than su, longrope and llama3 (which state the
+    stretched length already) multiplies it by its factor, a yarn one starting from its
+    original_max_position_embeddings. (A tokenizer_config.json model_max_length below it lowers it
+    further; that file is not read here.)"""
+    text = text_config(config) if config else {}
+    lengths = [(text[key], key) for key in MAX_LENGTH_KEYS if _number(text.get(key))]
+    if not lengths:
+        return (2048, "no length key in config.json: vLLM assumes 2,048") if text else (None, "")
+    length, key = min(lengths)
+    if _number(text.get("model_max_length")):
+        length, key = text["model_max_length"], "model_max_length"
+    how = f"{key} {length:,}"
+    scaling = text.get("rope_parameters") or text.get("rope_scaling")
+    if isinstance(scaling, dict) and "gemma3" not in str(text.get("model_type", "")):
+        kind = scaling.get("rope_type") or scaling.get("type")
+        factor = scaling.get("factor")
+        if kind not in ("su", "longrope", "llama3") and _number(factor):
+            if kind == "yarn" and _number(scaling.get("original_max_position_embeddings")):
+                length = scaling["original_max_position_embeddings"]
+                how = f"original_max_position_embeddings {length:,}"
+            length = length * factor
+            how += f" × {kind} factor {factor:g}"
+    return int(length), how
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < float("inf")
+
+
+def _unknown(sequences: int) -> float | None:
+    return None
 
 
 # --- the plan -----------------------------------------------------------------------------------
@@ -204,17 +372,18 @@ class Step:
     concurrency: int
     need_bytes: float | None
     fit: str
-    read_bytes: float
+    read_bytes: float | None  # None: the weights are unknown, so is the speed
     flops: float
     memory_s: float | None
     compute_s: float | None
     allreduce_s: float
     binding: str  # "bandwidth", "compute", "unknown"
+    pipeline_s: float = 0.0  # hand-overs between pipeline stages on different nodes
 
     @property
     def step_s(self) -> float | None:
         roofs = [t for t in (self.memory_s, self.compute_s) if t is not None]
-        return max(roofs) + self.allreduce_s if roofs else None
+        return max(roofs) + self.allreduce_s + self.pipeline_s if roofs else None
 
     @property
     def tps_per_sequence(self) -> float | None:
@@ -228,6 +397,27 @@ class Step:
         data = dict(self.__dict__)
         data.update(step_s=self.step_s, tps_per_sequence=self.tps_per_sequence, tps_total=self.tps_total)
         return data
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How N GPUs serve one model: tensor parallel within a node, pipeline parallel across nodes."""
+
+    tensor: int = 1
+    pipeline: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor * self.pipeline
+
+
+def layout_for(gpus: int, per_node: int = GPUS_PER_NODE) -> Layout:
+    """N GPUs on nodes of per_node: tensor parallel across a node's GPUs, one pipeline stage per node."""
+    if gpus <= per_node:
+        return Layout(gpus, 1)
+    if gpus % per_node:
+        raise ValueError(f"{gpus} GPUs do not fill whole nodes of {per_node}: give a multiple of {per_node} (or --gpus-per-node)")
+    return Layout(per_node, gpus // per_node)
 
 
 @dataclass
@@ -252,12 +442,15 @@ class DeploymentPlan:
     knobs: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     rule: str = HEADROOM_RULE
+    layout: Layout = field(default_factory=Layout)
+    gpus_per_node: int = GPUS_PER_NODE
 
     def to_dict(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items() if k not in ("sizing", "hardware", "step", "sweep")}
+        data = {k: v for k, v in self.__dict__.items() if k not in ("sizing", "hardware", "step", "sweep", "layout")}
         data["step"] = self.step.to_dict()
         data["sweep"] = [row.to_dict() for row in self.sweep]
         data["hardware"] = dict(self.hardware.__dict__)
+        data["tensor_parallel"], data["pipeline_parallel"] = self.layout.tensor, self.layout.pipeline
         return data
 
 
@@ -274,11 +467,16 @@ def kv_shard(size: Sizing, gpus: int) -> float:
 
 
 class Planner:
-    def __init__(self, size: Sizing, hardware: Hardware, gpus: int, kv_dtype: str):
-        if gpus < 1:
+    """The plan's arithmetic for one layout: per device, a pipeline stage holds its share of the
+    layers (weights and cache split by the stages), a tensor-parallel rank its share of each layer."""
+
+    def __init__(self, size: Sizing, hardware: Hardware, gpus: int | Layout, kv_dtype: str):
+        layout = gpus if isinstance(gpus, Layout) else Layout(gpus, 1)
+        if layout.gpus < 1:
             raise ValueError("gpus must be at least 1")
-        self.size, self.hardware, self.gpus, self.kv_dtype = size, hardware, gpus, kv_dtype
-        self.shard = kv_shard(size, gpus)
+        self.size, self.hardware, self.layout, self.kv_dtype = size, hardware, layout, kv_dtype
+        self.gpus = layout.gpus
+        self.shard = kv_shard(size, layout.tensor) / layout.pipeline
 
     @property
     def weights(self) -> float | None:
@@ -302,12 +500,13 @@ class Planner:
         return self.weights + self.overhead + self.kv(context, concurrency)
 
     def fit(self, need: float | None) -> str:
+        """The one verdict rule: above usable does not fit; within it fits, tight near its end."""
         usable = self.usable
         if need is None or usable is None or not self.hardware.memory_bytes:
             return "unknown"
-        if need <= usable:
-            return "fits"
-        return "tight" if need <= self.hardware.memory_bytes else "does not fit"
+        if need > usable:
+            return "does not fit"
+        return "tight" if need > TIGHT_SHARE * usable else "fits"
 
     def room(self) -> float | None:
         if self.usable is None or self.weights is None or self.overhead is None:
@@ -351,21 +550,36 @@ class Planner:
         return (dense + attention * concurrency) / self.gpus
 
     def allreduce_s(self, concurrency: int) -> float:
-        if self.gpus <= 1 or not self.size.layers or not self.size.hidden:
+        """Two all-reduces per layer among a node's tensor-parallel ranks (every stage in turn)."""
+        tensor = self.layout.tensor
+        if tensor <= 1 or not self.size.layers or not self.size.hidden:
             return 0.0
         link = self.hardware.interconnect_gbps
         message = self.size.hidden * ACTIVATION_BYTES * concurrency
-        traffic = 2 * (self.gpus - 1) / self.gpus * message
+        traffic = 2 * (tensor - 1) / tensor * message
         per_call = (traffic / (link / 2 * 1e9) if link else 0.0) + ALLREDUCE_LATENCY_S
         return 2 * self.size.layers * per_call
 
+    def pipeline_s(self, concurrency: int) -> float:
+        """A token's activations handed from each node's stage to the next, over the inter-node link."""
+        stages = self.layout.pipeline
+        if stages <= 1 or not self.size.hidden:
+            return 0.0
+        message = self.size.hidden * ACTIVATION_BYTES * concurrency
+        return (stages - 1) * (message / (INTERNODE_GBPS * 1e9) + P2P_LATENCY_S)
+
     def step(self, context: int, concurrency: int) -> Step:
-        read = self.size.read_bytes(concurrency) / self.gpus + self.kv(context, concurrency)
+        """Per-sequence latency: a token passes every pipeline stage in turn, so a stage's time counts
+        once per stage (pipelining raises the aggregate, not a sequence's speed)."""
+        stages = self.layout.pipeline
+        weights_read = self.size.read_bytes(concurrency)
+        kv = self.kv(context, concurrency)
+        read = weights_read / self.gpus + kv if weights_read is not None else None
         flops = self.flops(context, concurrency)
         bandwidth = self.hardware.bandwidth_gbps
-        memory_s = read / (bandwidth * 1e9) if bandwidth and read else None
+        memory_s = stages * read / (bandwidth * 1e9) if bandwidth and read else None
         peak = self.hardware.peak_tflops.get(self.size.compute_dtype) or self.hardware.peak_tflops.get("bf16")
-        compute_s = flops / (peak * 1e12) if peak and flops else None
+        compute_s = stages * flops / (peak * 1e12) if peak and flops and read is not None else None
         if memory_s is None and compute_s is None:
             binding = "unknown"
         elif compute_s is None or (memory_s is not None and memory_s >= compute_s):
@@ -373,27 +587,45 @@ class Planner:
         else:
             binding = "compute"
         need = self.need(context, concurrency)
-        return Step(context, concurrency, need, self.fit(need), read, flops, memory_s, compute_s, self.allreduce_s(concurrency), binding)
+        timed = binding != "unknown"
+        allreduce = self.allreduce_s(concurrency) if timed else 0.0
+        pipeline = self.pipeline_s(concurrency) if timed else 0.0
+        return Step(context, concurrency, need, self.fit(need), read, flops, memory_s, compute_s, allreduce, binding, pipeline)
 
 
-def make_plan(size: Sizing, hardware: Hardware, context: int, concurrency: int, kv_dtype: str = "fp16", gpus: int = 1) -> DeploymentPlan:
+def make_plan(
+    size: Sizing,
+    hardware: Hardware,
+    context: int,
+    concurrency: int,
+    kv_dtype: str = "fp16",
+    gpus: int = 1,
+    gpus_per_node: int = GPUS_PER_NODE,
+) -> DeploymentPlan:
     if context < 1 or concurrency < 1:
         raise ValueError("context and concurrency must be at least 1")
-    planner = Planner(size, hardware, gpus, kv_dtype)
+    layout = layout_for(gpus, gpus_per_node) if hardware.is_gpu else Layout(gpus, 1)
+    planner = Planner(size, hardware, layout, kv_dtype)
     ceiling = max(size.max_context or 0, context)
     step = planner.step(context, concurrency)
     contexts = sorted({c for c in SWEEP_CONTEXTS if c <= (size.max_context or max(SWEEP_CONTEXTS))} | {context})
     concurrencies = sorted(set(SWEEP_CONCURRENCY) | {concurrency})
     sweep = [planner.step(c, n) for c in contexts for n in concurrencies]
     allreduce = None
-    if gpus > 1:
+    if layout.tensor > 1 and step.binding != "unknown":
         per_step = planner.allreduce_s(concurrency)
         link = f"{hardware.interconnect} at {hardware.interconnect_gbps:g} GB/s" if hardware.interconnect_gbps else "an unknown link"
         allreduce = (
-            f"over {gpus} devices: 2 all-reduces per layer ({2 * (size.layers or 0)} per step) of "
+            f"over {layout.tensor} devices: 2 all-reduces per layer ({2 * (size.layers or 0)} per step) of "
             f"{(size.hidden or 0) * ACTIVATION_BYTES * concurrency:,} bytes each ({concurrency} × hidden {size.hidden} × 2 B) over {link}: "
             f"about {per_step * 1e3:.2f} ms per step, latency-bound"
         )
+        if layout.pipeline > 1:
+            allreduce += (
+                f"; {layout.pipeline} pipeline stages, one per node of {gpus_per_node}: {layout.pipeline - 1} hand-over(s) per token "
+                f"over InfiniBand ({INTERNODE_GBPS:g} GB/s per GPU assumed), about {step.pipeline_s * 1e3:.3f} ms, and each "
+                "sequence waits for every stage in turn"
+            )
     plan = DeploymentPlan(
         sizing=size,
         hardware=hardware,
@@ -412,6 +644,8 @@ def make_plan(size: Sizing, hardware: Hardware, context: int, concurrency: int, 
         step=step,
         sweep=sweep,
         allreduce=allreduce,
+        layout=layout,
+        gpus_per_node=gpus_per_node,
     )
     plan.knobs = _knobs(plan, planner)
     if size.max_context and context > size.max_context:
@@ -424,36 +658,65 @@ def make_plan(size: Sizing, hardware: Hardware, context: int, concurrency: int, 
     return plan
 
 
+FOUR_BIT_BYTES = 4.5 / 8  # AWQ/GPTQ/Q4_K: about 4.5 bits per weight with their scales
+
+
 def _knobs(plan: DeploymentPlan, planner: Planner) -> list[str]:
-    """Which single change makes the plan fit, when it does not."""
+    """Which single change makes the plan fit, when it does not (or only tightly): only changes that
+    change something for this model (no smaller weights than it already has)."""
     if plan.fit not in ("tight", "does not fit") or planner.room() is None:
         return []
     knobs = []
+    size = plan.sizing
+
+    def fits(trial_size: Sizing = size, layout: Layout = plan.layout, kv_dtype: str = plan.kv_dtype) -> bool:
+        trial = Planner(trial_size, plan.hardware, layout, kv_dtype)
+        return trial.fit(trial.need(plan.context, plan.concurrency)) == "fits"
+
     for kv_dtype in ("fp8", "q8_0", "q4_0"):
-        if KV_DTYPE_BYTES[kv_dtype] < KV_DTYPE_BYTES[plan.kv_dtype]:
-            trial = Planner(plan.sizing, plan.hardware, plan.gpus, kv_dtype)
-            if trial.fit(trial.need(plan.context, plan.concurrency)) == "fits":
-                knobs.append(f"a {kv_dtype} KV cache (--kv-dtype {kv_dtype}) fits")
-                break
+        if KV_DTYPE_BYTES[kv_dtype] < KV_DTYPE_BYTES[plan.kv_dtype] and fits(kv_dtype=kv_dtype):
+            knobs.append(f"a {kv_dtype} KV cache (--kv-dtype {kv_dtype}) fits")
+            break
     if plan.max_context and plan.max_context < plan.context:
         knobs.append(f"cap the context at {plan.max_context:,} tokens")
     if plan.max_concurrency and plan.max_concurrency < plan.concurrency:
         knobs.append(f"serve at most {_sequences(plan.max_concurrency)} at once at this context")
     if plan.hardware.is_gpu:
-        for count in (2, 4, 8):
-            if count > plan.gpus:
-                trial = Planner(plan.sizing, plan.hardware, count, plan.kv_dtype)
-                if trial.fit(trial.need(plan.context, plan.concurrency)) == "fits":
-                    knobs.append(f"{count} devices in tensor parallel (--gpus {count}) fit")
-                    break
-    if not plan.sizing.quantized and plan.sizing.weights_bytes:
-        smaller = replace(plan.sizing, weights_bytes=plan.sizing.weights_bytes * 4.5 / 16)
-        trial = Planner(smaller, plan.hardware, plan.gpus, plan.kv_dtype)
-        if trial.fit(trial.need(plan.context, plan.concurrency)) == "fits":
-            knobs.append("4-bit weights (AWQ/GPTQ, Q4_K: about 4.5 bits per weight) fit")
+        per_node = plan.gpus_per_node
+        tensor = [Layout(count, 1) for count in valid_tensor_sizes(size, per_node)]
+        nodes = [Layout(per_node, n) for n in (2, 4) if per_node in valid_tensor_sizes(size, per_node)]
+        for layout in tensor + nodes:
+            if layout.gpus > plan.gpus and fits(layout=layout):
+                where = f"on {layout.pipeline} nodes of {per_node}" if layout.pipeline > 1 else "in tensor parallel"
+                knobs.append(f"{layout.gpus} devices {where} (--gpus {layout.gpus}) fit")
+                break
+    weights = size.weights_bytes
+    fp8 = bool(weights) and size.bytes_per_param > 1.2 and "fp8" in plan.hardware.peak_tflops and size.format != "gguf"
+    if weights and fp8 and fits(trial_size=replace(size, weights_bytes=weights / size.bytes_per_param)):
+        knobs.append(f"FP8 weights (1 B per weight; {plan.hardware.name} computes in FP8) fit")
+    four_bit = replace(size, weights_bytes=(weights or 0) * FOUR_BIT_BYTES / size.bytes_per_param)
+    if weights and size.bytes_per_param > FOUR_BIT_BYTES * 1.1 and fits(trial_size=four_bit):
+        knobs.append("4-bit weights (AWQ/GPTQ, Q4_K: about 4.5 bits per weight) fit")
     if (planner.room() or 0) <= 0:
-        knobs.append("the weights alone take all the usable memory: quantize them, or split them across devices")
+        smaller = "quantize them, or split" if size.bytes_per_param > FOUR_BIT_BYTES * 1.1 else "split"
+        knobs.append(f"the weights alone take all the usable memory: {smaller} them across devices")
     return knobs
+
+
+def valid_tensor_sizes(size: Sizing, limit: int = GPUS_PER_NODE) -> list[int]:
+    """Tensor-parallel sizes up to limit that vLLM accepts for this model: the attention heads divide
+    by the size, and the KV heads either divide by it or it by them (a head replicated)."""
+    heads, kv_heads = size.heads, size.kv_heads
+    found = []
+    for count in range(1, limit + 1):
+        if heads and heads % count:
+            continue
+        if kv_heads and not size.mla and kv_heads % count and count % kv_heads:
+            continue
+        if any(units % count for units in size.tp_units.values()):
+            continue
+        found.append(count)
+    return found
 
 
 def _sequences(count: int) -> str:
