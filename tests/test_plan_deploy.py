@@ -310,7 +310,7 @@ def test_gpus_3_on_a_32_head_model_is_refused_with_the_valid_sizes(tmp_path):
     assert proc.exit_code == 2 and "valid sizes up to 8: 1, 2, 4, 8" in proc.stderr
     assert "Total number of attention heads (32) must be divisible by tensor parallel size (3)" in proc.stderr
     nemotron = cli("estimate", "--model", str(model_dir(tmp_path, "Nemotron-H-8B-Base-8K")), "--gpu", "L4", "--gpus", "3")
-    assert nemotron.exit_code == 2 and "128 Mamba-2 heads" in nemotron.stderr
+    assert nemotron.exit_code == 2 and "8 KV heads, 128 Mamba-2 heads and 8 Mamba-2 groups" in nemotron.stderr
     # the KV heads count too: Qwen2.5-7B's 28 heads divide by 7, its 4 KV heads neither divide by 7 nor 7 by them
     assert valid_tensor_sizes(sizing(config_only("Qwen2.5-7B-Instruct"))) == [1, 2, 4]
     assert vllm_refusals("vllm serve m --tensor-parallel-size 7", CONFIGS["Qwen2.5-7B-Instruct"])

@@ -241,8 +241,9 @@ def _check_parallel(size: Sizing, gpus: int, per_node: int, on_gpus: bool) -> No
         raise EstimateError(f"--gpus {gpus}: more than one node of {per_node} must fill whole nodes; give a multiple of {per_node}")
     valid = valid_tensor_sizes(size, per_node)
     if tensor not in valid:
-        heads = f"{size.heads} attention heads" + (f", {size.kv_heads} KV heads" if size.kv_heads and not size.mla else "")
-        heads += "".join(f", {count} {what}" for what, count in size.tp_units.items())
+        parts = [f"{size.heads} attention heads"] + ([f"{size.kv_heads} KV heads"] if size.kv_heads and not size.mla else [])
+        parts += [f"{count} {what}" for what, count in size.tp_units.items()]
+        heads = ", ".join(parts[:-1]) + f" and {parts[-1]}" if len(parts) > 1 else parts[0]
         raise EstimateError(
             f"--gpus {gpus}: vLLM splits the {heads} evenly across tensor-parallel GPUs, so it refuses {tensor} "
             f'("Total number of attention heads ({size.heads}) must be divisible by tensor parallel size ({tensor})"); '
