@@ -164,7 +164,7 @@ def test_after_the_fix_counts_what_was_resolved_and_names_each_fix_that_failed()
 
     plans = [plan("IMG001", f"/d/{i}.jpg") for i in range(278)] + [plan("SWAP004", "/etc/sysctl.d/99-tuning.conf")]
     dialogue, summary = Recorder(), {}
-    _say_rechecked(plans, {("SWAP004", "/etc/sysctl.d/99-tuning.conf")}, dialogue, summary)
+    _say_rechecked(plans, {("SWAP004", "/etc/sysctl.d/99-tuning.conf")}, dialogue, summary, {})
     assert dialogue.lines == [
         "After the fix:",
         "    IMG001: resolved (278 findings)",
@@ -330,10 +330,13 @@ def test_a_directory_swapped_for_a_link_after_the_check_is_refused_by_the_fix(tm
             sub.symlink_to(outside)
 
     inputs = {"images": (tree,)} if kind == "images" else {"models": (tree,)}
-    _outcome, dialogue = run_fix(kind, state_dir=tmp_path / "state", on_step=swap, **inputs)
+    outcome, dialogue = run_fix(kind, state_dir=tmp_path / "state", on_step=swap, **inputs)
     assert (outside / name).read_bytes() == data, dialogue.text  # untouched
     assert "symbolic link or not a directory" in dialogue.text, dialogue.text
     assert not (tmp_path / "tree.quarantine" / "sub" / name).exists()
+    # the re-check no longer sees the file (the link is not followed): still, a refused fix is not "resolved"
+    assert ": resolved" not in dialogue.text and "FAILED" in dialogue.text, dialogue.text
+    assert outcome.report.exit_code == 1 and outcome.report.fixes["rechecked"]["resolved"] == 0
 
 
 HOSTILE_CONFIG_VALUES = [

@@ -310,3 +310,77 @@ def test_a_tunable_under_sys_is_written_with_tee_not_sysctl(tmp_path):
     assert sysfs.shell() == "echo never | sudo tee /sys/kernel/mm/transparent_hugepage/enabled >/dev/null"
     procfs = WriteTunable(tmp_path / "swappiness", "1", label="/proc/sys/vm/swappiness")
     assert procfs.shell() == "sudo sysctl -w vm.swappiness=1"
+
+
+def _quarantine_plan(tmp_path):
+    from decode_doctor.engine.findings import Finding, Severity
+    from decode_doctor.fixes.actions import FixPlan, MoveFile
+
+    data = tmp_path / "data"
+    data.mkdir()
+    broken = data / "broken.jpg"
+    broken.write_bytes(b"not a jpeg")
+    quarantine = tmp_path / "data.quarantine"
+    finding = Finding("IMG001", "images", Severity.ERROR, "t", "m", path=str(broken))
+    move = MoveFile(broken, quarantine / "broken.jpg", manifest=quarantine / "manifest.jsonl")
+    return broken, quarantine, FixPlan(finding, "quarantine", [move])
+
+
+def _created(tmp_path, before):
+    return sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p not in before and "journal.jsonl" not in p.name)
+
+
+def test_a_kill_after_the_manifest_line_and_before_the_move_is_undone_whole(tmp_path):
+    """Steps: 1 the run's record, 2 the intent, 3 the backup (the manifest line), 4 the move. A kill
+    at 3 leaves a manifest naming a file that never moved: undo takes the line back, and with it the
+    quarantine this run made."""
+    from decode_doctor.fixes.journal import apply_plans, undo_run
+
+    broken, quarantine, plan = _quarantine_plan(tmp_path)
+
+    def kill(step: int) -> None:
+        if step == 3:
+            raise KeyboardInterrupt  # SIGKILL's stand-in: nothing after this line runs
+
+    with pytest.raises(KeyboardInterrupt):
+        apply_plans([plan], tmp_path / "state", {"argv": ["fix"]}, on_step=kill)
+    assert "broken.jpg" in (quarantine / "manifest.jsonl").read_text()  # the window the issue names
+    _run, outcomes = undo_run(tmp_path / "state")
+    assert broken.read_bytes() == b"not a jpeg" and not quarantine.exists(), outcomes
+    assert any("withdrawn" in status for _, status in outcomes), outcomes
+    state_files = [p.name for p in (tmp_path / "state").rglob("*") if p.is_file()]
+    assert not [name for name in state_files if name.endswith(".dd-tmp")]
+
+
+def test_a_refused_move_takes_its_manifest_line_back_and_keeps_the_other_runs(tmp_path):
+    """Another run quarantined the same file between this run's manifest line and its move: the move
+    is refused (the destination exists), and of the two identical lines one goes: one file moved."""
+    import json
+
+    from decode_doctor.fixes.journal import apply_plans
+
+    broken, quarantine, plan = _quarantine_plan(tmp_path)
+    other = {}
+
+    def interleave(step: int) -> None:
+        if step == 3 and not other:  # this run's line is written; the other run moves the file now
+            other["result"] = apply_plans([plan], tmp_path / "state-b", {"argv": ["b"]})
+
+    result = apply_plans([plan], tmp_path / "state-a", {"argv": ["a"]}, on_step=interleave)
+    assert result.outcomes[0].status.startswith("failed") and other["result"].outcomes[0].status == "applied"
+    lines = [json.loads(line) for line in (quarantine / "manifest.jsonl").read_text().splitlines()]
+    assert [entry.get("quarantined") for entry in lines] == [str(quarantine / "broken.jpg")]  # B's line alone
+    assert (quarantine / "broken.jpg").read_bytes() == b"not a jpeg" and not broken.exists()
+
+
+def test_undo_removes_and_names_a_temp_file_a_killed_backup_left_in_the_state_dir(host, state_dir):
+    root = host("swap60-rhel7")
+    from decode_doctor.fixes.journal import runs_dir
+
+    assert cli("check", "--root", str(root), "--select", "SWAP001", "--fix", "--yes", "--state-dir", str(state_dir)).exit_code == 0
+    (run,) = list(runs_dir(state_dir).iterdir())
+    leftover = run / "backups" / ".3.a1b2c3d4.dd-tmp"  # what a kill between the backup's write and its rename leaves
+    leftover.write_bytes(b"partial")
+    proc = cli("undo", "--state-dir", str(state_dir))
+    assert proc.exit_code == 0 and not leftover.exists()
+    assert ".3.a1b2c3d4.dd-tmp" in proc.stdout and "interrupted backup" in proc.stdout

@@ -145,6 +145,11 @@ def test_sigkill_mid_quarantine_loses_nothing(tmp_path):
             pass
         for name, data in broken.items():
             assert (root / name).read_bytes() == data and not (quarantine / name).exists()
+        # nothing the run created is left: no quarantine (nor a manifest naming files that never moved),
+        # no temp file in the dataset or the state dir (the journal stays: it is the run's record)
+        assert not quarantine.exists(), f"step {step}: {sorted(p.name for p in quarantine.rglob('*'))}"
+        assert sorted(p.name for p in root.iterdir()) == sorted(broken)
+        assert not [p for p in state.rglob("*") if p.name.endswith(".dd-tmp") or (p.is_file() and "backups" in p.parts)]
     assert kills == 2 + 4 * len(broken)
 
 

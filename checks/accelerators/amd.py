@@ -45,7 +45,7 @@ def _value(raw: Any) -> str | None:
 
 def _mib(value: Any, unit: str = "B") -> int | None:
     number = _value(value)
-    if number is None or not number.replace(".", "", 1).isdigit() or len(number) > 20:  # 20 digits: 100 EB
+    if number is None or not number.replace(".", "", 1).isdecimal() or len(number) > 20:  # 20 digits: 100 EB
         return None
     scale = {"B": 1 / 1048576, "KB": 1 / 1024, "MB": 1, "MIB": 1, "GB": 1024, "GIB": 1024}.get(unit.upper())
     return int(float(number) * scale) if scale else None
@@ -90,7 +90,7 @@ def _from_json(data: Any) -> list[AmdGpu]:
     found_system = data.get("system")
     system: dict[str, Any] = found_system if isinstance(found_system, dict) else {}
     gpus = []
-    cards = sorted((k for k in data if k.startswith("card") and k[4:].isdigit()), key=lambda k: int(k[4:]))
+    cards = sorted((k for k in data if k.startswith("card") and k[4:].isdecimal()), key=lambda k: int(k[4:]))
     for key in cards[:MAX_GPUS]:
         card = data[key]
         if not isinstance(card, dict):
@@ -147,7 +147,7 @@ def _from_text(text: str) -> list[AmdGpu]:
         if not colon:
             continue
         indent = len(line) - len(line.lstrip(" "))
-        if indent == 0 and key == "GPU" and value.strip().isdigit():
+        if indent == 0 and key == "GPU" and value.strip().isdecimal():
             if len(blocks) >= MAX_GPUS:
                 break
             blocks.append({"GPU": value.strip()})
@@ -183,4 +183,4 @@ def rocm_version(text: str | None) -> str | None:
     """/opt/rocm/.info/version: "6.2.4-120"."""
     first = (text or "").strip().split("\n", 1)[0].split("-", 1)[0]
     parts = first.split(".")
-    return first if 2 <= len(parts) <= 4 and all(p.isdigit() and len(p) <= 5 for p in parts) else None
+    return first if 2 <= len(parts) <= 4 and all(p.isdecimal() and len(p) <= 5 for p in parts) else None

@@ -58,7 +58,7 @@ def amd_from_sysfs(ctx: Context) -> list[AmdGpu]:
     found = []
     for card in sorted(base.iterdir())[:256]:
         name = card.name
-        if not (name.startswith("card") and name[4:].isdigit()):
+        if not (name.startswith("card") and name[4:].isdecimal()):
             continue
         device = f"{DRM}/{name}/device"
         vendor = (ctx.read_text(f"{device}/vendor", limit=64) or "").strip()
@@ -68,7 +68,7 @@ def amd_from_sysfs(ctx: Context) -> list[AmdGpu]:
         product = (ctx.read_text(f"{device}/product_name", limit=256) or "").strip()
         ident = (ctx.read_text(f"{device}/device", limit=64) or "").strip()
         total = (ctx.read_text(f"{device}/mem_info_vram_total", limit=64) or "").strip()
-        memory = int(total) >> 20 if total.isdigit() else None
+        memory = int(total) >> 20 if total.isdecimal() else None
         found.append(AmdGpu(int(name[4:]), product or f"AMD GPU {ident or name}", memory))
     return found
 

@@ -12,7 +12,7 @@ MARKERS = ("RKNPU driver: v", "rknpu driver version: ", "Initialized rknpu ")
 
 
 def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".") if p.isdigit())
+    return tuple(int(p) for p in version.split(".") if p.isdecimal())
 
 
 def _version_at(line: str, marker: str) -> str | None:
@@ -21,7 +21,7 @@ def _version_at(line: str, marker: str) -> str | None:
         return None
     word = line[at + len(marker) :].split()[0].rstrip(",.") if line[at + len(marker) :].split() else ""
     parts = word.lstrip("v").split(".")
-    return ".".join(parts) if 2 <= len(parts) <= 4 and all(p.isdigit() and len(p) <= 4 for p in parts) else None
+    return ".".join(parts) if 2 <= len(parts) <= 4 and all(p.isdecimal() and len(p) <= 4 for p in parts) else None
 
 
 def find_version(text: str) -> tuple[str, int, str] | None:

@@ -122,10 +122,10 @@ def analyze(check: Check, text: str, source: str) -> Analysis | None:
 def collect_env_findings(check: Check, text: str, source: str) -> tuple[GpuFacts, list[Finding]]:
     """Facts from torch's or vLLM's collect_env, judged like the live check judges the host."""
     env = parse_collect_env(text)
-    cuda_build = env.cuda_build if env.cuda_build and env.cuda_build[:1].isdigit() else None
+    cuda_build = env.cuda_build if env.cuda_build and env.cuda_build[:1].isdecimal() else None
     torch = TorchBuild(env.torch, cuda_build, env.rocm_build, env.cudnn, env.python or "?", "") if env.torch else None
     toolkits = []
-    if env.cuda_runtime and env.cuda_runtime[:1].isdigit():  # nvcc's release on PATH
+    if env.cuda_runtime and env.cuda_runtime[:1].isdecimal():  # nvcc's release on PATH
         toolkits.append(Toolkit(env.cuda_runtime, ".".join(env.cuda_runtime.split(".")[:2]), "nvcc (collect_env)"))
     devices = [GpuDevice(index, name) for index, name in enumerate(env.gpus) if env.driver]
     notes = [f"vLLM {env.vllm}"] if env.vllm else []

@@ -109,6 +109,8 @@ class GpuStack(Check):
         found = toolkits(ctx)
         probed = probe_torch(ctx) if ctx.options.get("python") or importlib.util.find_spec("torch") else None
         torch = probed if isinstance(probed, TorchBuild) else None
+        if isinstance(probed, str):
+            ctx.not_judged("PyTorch's CUDA build", probed)
         if not found and not (torch and torch.cuda):
             raise SkipCheck("no NVIDIA GPU (no NVML, nvidia-smi, /proc/driver/nvidia or NVIDIA PCI device)")
         facts = GpuFacts(source="no GPU", toolkits=found, torch=torch)

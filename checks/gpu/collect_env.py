@@ -58,10 +58,10 @@ def _cudnn_version(text: str) -> str | None:
     """ "8.9.7" from "/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.7", or a bare "8.9.2" / "90100"."""
     at = text.find("libcudnn.so.")
     candidate = (text[at + len("libcudnn.so.") :].split() or [""])[0] if at >= 0 else text.strip()
-    if candidate.isdigit() and len(candidate) == 5:  # torch.backends.cudnn.version(): 90100 is 9.1.0
+    if candidate.isdecimal() and len(candidate) == 5:  # torch.backends.cudnn.version(): 90100 is 9.1.0
         return f"{int(candidate) // 10000}.{int(candidate) // 100 % 100}.{int(candidate) % 100}"
     parts = candidate.split(".")
-    return candidate if 1 <= len(parts) <= 4 and all(p.isdigit() and len(p) <= 4 for p in parts) else None
+    return candidate if 1 <= len(parts) <= 4 and all(p.isdecimal() and len(p) <= 4 for p in parts) else None
 
 
 def parse_collect_env(text: str) -> CollectEnv:
@@ -124,7 +124,7 @@ def torch_errors(lines: list[str]) -> list[TorchError]:
         at = line.find(TOO_OLD)
         if at >= 0:
             digits = line[at + len(TOO_OLD) :].split(")", 1)[0].strip()
-            cuda = f"{int(digits) // 1000}.{int(digits) % 1000 // 10}" if digits.isdigit() and len(digits) <= 6 else None
+            cuda = f"{int(digits) // 1000}.{int(digits) % 1000 // 10}" if digits.isdecimal() and len(digits) <= 6 else None
             errors.append(TorchError("driver-too-old", number, line.strip(), driver_cuda=cuda))
             continue
         at = line.find(CAPABILITY)

@@ -85,7 +85,7 @@ def gnu_limit(header: str) -> int | None:
     last_if = None
     for line in header.splitlines()[:5000]:
         words = line.replace("(", " ").replace(")", " ").split()
-        if words[:3] == ["#if", "__GNUC__", ">"] and len(words) > 3 and words[3].isdigit():
+        if words[:3] == ["#if", "__GNUC__", ">"] and len(words) > 3 and words[3].isdecimal():
             last_if = int(words[3])
         elif "unsupported GNU version" in line and last_if is not None:
             return last_if
@@ -197,7 +197,7 @@ def compiler_major(ctx: Context) -> tuple[str, int] | None:
     if not record.ok or not words or "clang" in compiler:
         return None
     major = words[0].split(".")[0]
-    return (compiler, int(major)) if major.isdigit() and len(major) <= 3 else None
+    return (compiler, int(major)) if major.isdecimal() and len(major) <= 3 else None
 
 
 def path_findings(check: Check, ctx: Context, torch_cuda: str | None) -> list[Finding]:

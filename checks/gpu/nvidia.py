@@ -108,7 +108,7 @@ def _smi_value(value: str | None) -> str | None:
 def _leading_number(value: str | None) -> int | None:
     digits = ""
     for char in (value or "")[:12]:
-        if not char.isdigit():
+        if not char.isdecimal():
             break
         digits += char
     return int(digits) if digits and len(digits) <= 9 else None

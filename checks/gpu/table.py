@@ -26,14 +26,14 @@ def _version(value: str | None) -> str | None:
     if not value:
         return None
     parts = value.split(".")
-    return value if len(parts) <= 4 and all(p.isdigit() and len(p) <= 6 for p in parts) else None
+    return value if len(parts) <= 4 and all(p.isdecimal() and len(p) <= 6 for p in parts) else None
 
 
 def _memory_total(cell: str) -> int | None:
     """'  50MiB / 24576MiB ' → 24576."""
     _, slash, total = cell.partition("/")
     digits = total.strip().removesuffix("MiB").strip()
-    return int(digits) if slash and digits.isdigit() and len(digits) <= 9 else None
+    return int(digits) if slash and digits.isdecimal() and len(digits) <= 9 else None
 
 
 def parse_smi_table(text: str) -> DriverInfo:
@@ -63,7 +63,7 @@ def parse_smi_table(text: str) -> DriverInfo:
         if len(cells) < 3:
             continue
         first = cells[0].split()
-        if pending is None and first and first[0].isdigit() and len(first[0]) <= 3:
+        if pending is None and first and first[0].isdecimal() and len(first[0]) <= 3:
             name_words = first[1:]
             if name_words and name_words[-1] in ("On", "Off", "N/A", "WDDM", "TCC"):
                 name_words = name_words[:-1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,9 @@ from decode_doctor.engine import Context
 
 from .contract import TorchBuild
 from .nvidia import parse_torch_version_py
+
+TORCH_VERSION = re.compile(r"\d{1,4}\.\d{1,4}(\.\d{1,4})?[0-9A-Za-z.+_-]{0,60}")
+CUDA_BUILD = re.compile(r"\d{1,4}\.\d{1,4}(\.\d{1,6})?([.-][0-9A-Za-z]{1,20}){0,3}")
 
 TORCH_PROBE = r"""
 import importlib.util, json, sys
@@ -63,6 +67,10 @@ def probe_torch(ctx: Context) -> TorchBuild | str | None:
             version = parse_torch_version_py(handle.read(1 << 16).decode("utf-8", errors="replace"))
     except OSError:
         return f"{torch_dir}/version.py is unreadable"
+    for key, shape in (("version", TORCH_VERSION), ("cuda", CUDA_BUILD), ("hip", CUDA_BUILD)):
+        value = version[key]
+        if value is not None and not shape.fullmatch(value):
+            return f"{torch_dir}/version.py says {key} = {value[:40]!r}, not a version: this torch install is damaged or not PyTorch"
     cudnn = data.get("cudnn")
     if not cudnn:
         libs = sorted((torch_dir / "lib").glob("libcudnn.so.*")) if (torch_dir / "lib").is_dir() else []

@@ -124,7 +124,7 @@ def parse_xid(line: str) -> tuple[str, int, int] | None:
     if not device or any(c not in "0123456789abcdefABCDEF:." for c in device):
         return None
     digits = line[close_at + 2 : close_at + 10].lstrip(" ").split(",", 1)[0].strip()
-    if not digits.isdigit() or len(digits) > 4:
+    if not digits.isdecimal() or len(digits) > 4:
         return None
     return device, int(digits), start
 
@@ -140,28 +140,28 @@ def line_time(prefix: str) -> str | None:
     if bracket >= 0:
         end = prefix.find("]", bracket)
         inner = prefix[bracket + 1 : end].strip() if end > bracket else ""
-        if inner and (inner[0].isdigit() or inner[:3].lower() in {"mon", "tue", "wed", "thu", "fri", "sat", "sun"}):
+        if inner and (inner[0].isdecimal() or inner[:3].lower() in {"mon", "tue", "wed", "thu", "fri", "sat", "sun"}):
             syslog = _syslog_time(prefix[:bracket])
             return syslog or (inner if not _is_uptime(inner) else f"{inner} s after boot")
     return _syslog_time(prefix) or _iso_time(prefix)
 
 
 def _is_uptime(text: str) -> bool:
-    return text.replace(".", "", 1).isdigit()
+    return text.replace(".", "", 1).isdecimal()
 
 
 def _syslog_time(prefix: str) -> str | None:
     words = prefix.split()
     # "May", "kwi", "Mär": any language's abbreviated month, the day, then HH:MM:SS
     month, day, clock = [*words, "", "", ""][:3]
-    if month.isalpha() and len(month) <= 5 and day.isdigit() and len(day) <= 2 and clock.count(":") == 2:
+    if month.isalpha() and len(month) <= 5 and day.isdecimal() and len(day) <= 2 and clock.count(":") == 2:
         return " ".join(words[:3])
     return _iso_time(prefix)
 
 
 def _iso_time(prefix: str) -> str | None:
     first = prefix.split(maxsplit=1)[0] if prefix.split() else ""
-    if len(first) >= 19 and first[:4].isdigit() and first[4] == "-" and first[10] in "T ":
+    if len(first) >= 19 and first[:4].isdecimal() and first[4] == "-" and first[10] in "T ":
         return first
     return None
 
@@ -262,7 +262,7 @@ def caused_by(events: Iterable[XidEvent]) -> list[int]:
     for event in events:
         at = event.text.find("caused by previous Xid ")
         digits = event.text[at + 23 : at + 27].split(",")[0].split()[0] if at >= 0 else ""
-        if digits.isdigit():
+        if digits.isdecimal():
             found.add(int(digits))
     return sorted(found)
 

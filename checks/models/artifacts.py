@@ -4,6 +4,7 @@ files only, unless --verify-hashes asks to read every byte."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ from .modelfiles import (
     EMBEDDING,
     OUTPUT_HEAD,
     ModelFormatError,
+    check_shard_name,
     read_config,
     read_gguf_header,
     read_model_config,
@@ -114,12 +116,19 @@ def _text_config(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+NUMBER_LIMIT = 1e300  # a config value beyond this is not a number any loader computes with
+
+
 def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) else None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    if isinstance(value, int) and abs(value) > NUMBER_LIMIT:  # float() of a 400-digit integer overflows
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 1 << 40 else None
 
 
 def context_limit(text: dict[str, Any]) -> tuple[int | None, int | None]:
@@ -132,7 +141,7 @@ def context_limit(text: dict[str, Any]) -> tuple[int | None, int | None]:
     factor = _number(scaling.get("factor"))
     if kind in ("linear", "dynamic", "yarn") and factor and factor > 1:
         original = _count(scaling.get("original_max_position_embeddings")) or trained
-        return trained, max(trained, int(original * factor))
+        return trained, max(trained, int(original * min(factor, 1 << 20)))
     return trained, trained
 
 
@@ -213,6 +222,12 @@ class _Review:
             self.add(MDL003, str(exc), index)
             return sorted(p for p in root.glob("*.safetensors") if p not in dangling)
         shards = []
+        try:
+            for name in weight_map.values():
+                check_shard_name(index, name)
+        except ModelFormatError as exc:
+            self.add(MDL003, str(exc), index)
+            return sorted(p for p in root.glob("*.safetensors") if p not in dangling)
         for name in sorted(set(weight_map.values())):
             shard = root / name
             if shard in dangling:
@@ -285,9 +300,12 @@ class _Review:
         if not isinstance(scaling, dict):
             self.add(MDL011, f"{name}: rope_scaling is {type(scaling).__name__}, not an object.", rope_scaling=str(scaling)[:200])
             return
-        kinds = {k for k in (scaling.get("rope_type"), scaling.get("type")) if k is not None}
-        problems = []
-        if not kinds:
+        named = [k for k in (scaling.get("rope_type"), scaling.get("type")) if k is not None]
+        problems = [f"its type is {json.dumps(k)[:40]}, not a name" for k in named if not isinstance(k, str)]
+        kinds = {k for k in named if isinstance(k, str)}
+        if problems:
+            pass
+        elif not kinds:
             problems.append("it names no type")
         elif len(kinds) > 1:
             problems.append(f"rope_type and type disagree ({', '.join(sorted(map(str, kinds)))})")
@@ -298,6 +316,14 @@ class _Review:
         number = _number(factor)
         if kind in ("linear", "dynamic", "yarn", "llama3") and not (number is not None and number >= 1):
             problems.append(f"factor is {factor!r}, not a number of at least 1")
+        for key in ("factor", "original_max_position_embeddings"):
+            value = scaling.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 1 << 40:
+                problems.append(f"{key} is a {len(str(abs(value)))}-digit number")
+        for key in ("factor", "original_max_position_embeddings"):
+            value = scaling.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 1 << 40:
+                problems.append(f"{key} is a {len(str(abs(value)))}-digit number")
         original = _count(scaling.get("original_max_position_embeddings"))
         trained = _count(text.get("max_position_embeddings"))
         if original and trained and original > trained:

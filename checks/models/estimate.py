@@ -143,7 +143,7 @@ def validate(params: dict[str, Any]) -> None:
             raise click.UsageError(str(exc)) from None
     elif params["gpus"] > 1 and (device_spec or "cpu") == "cpu":
         raise click.UsageError("--gpus is tensor parallelism across GPUs: give --gpu NAME or --device cuda:N")
-    if device_spec and device_spec != "cpu" and not (device_spec.startswith("cuda:") and device_spec[5:].isdigit()):
+    if device_spec and device_spec != "cpu" and not (device_spec.startswith("cuda:") and device_spec[5:].isdecimal()):
         raise click.BadParameter(f"{device_spec!r}: use cpu or cuda:N", param_hint="--device")
 
 

@@ -155,11 +155,19 @@ SIZE_LIMITS = dict.fromkeys(("num_hidden_layers", "n_layer", "num_layers", "n_la
 )
 
 
+def _items(value: Any) -> list[tuple[str, Any]]:
+    return list(value.items()) if isinstance(value, dict) else []
+
+
 def check_sizes(config: dict[str, Any], path: Path) -> None:
     """ModelFormatError for a size of the wrong type or sign, in the config or its nested text config."""
     nested = [n for n in ("text_config", "llm_config", "language_config") if isinstance(config.get(n), dict)]
     scopes = [("", config)] + [(f"{n}.", config[n]) for n in nested]
     for prefix, scope in scopes:
+        for key, value in [*scope.items(), *((f"rope_scaling.{k}", v) for k, v in _items(scope.get("rope_scaling")))]:
+            if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 1 << 63:
+                digits = len(str(abs(value))) if abs(value) < 1 << 4096 else "over 1,000"
+                raise ModelFormatError(f"{path.name}: {prefix}{key} is a {digits}-digit integer: no loader computes with it", path)
         for key in SIZE_KEYS:
             value = scope.get(key)
             if value is None or (key == "sliding_window" and value is False):
@@ -195,6 +203,8 @@ def read_config(path: Path, limit: int = JSON_LIMIT) -> dict[str, Any]:
         raise ModelFormatError(message, path, "encoding") from None
     except json.JSONDecodeError as exc:
         raise ModelFormatError(f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno}", path) from None
+    except ValueError as exc:  # a number of more than 4,300 digits
+        raise ModelFormatError(f"{path.name} is not valid JSON: {exc}", path) from None
     except RecursionError:
         raise ModelFormatError(f"{path.name} nests too deeply to be a model's JSON", path) from None
     if not isinstance(data, dict):
@@ -344,6 +354,8 @@ def _safetensors_files(directory: Path) -> list[Path]:
         weight_map = data.get("weight_map")
         if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
             raise ModelFormatError(f"{index.name} has no weight_map of tensor names to file names", index)
+        for name in weight_map.values():
+            check_shard_name(index, name)
         files = sorted({directory / name for name in weight_map.values()})
         missing = [f.name for f in files if not f.is_file()]
         if missing:
@@ -351,6 +363,13 @@ def _safetensors_files(directory: Path) -> list[Path]:
             raise ModelFormatError(message, index, "missing")
         return files
     return sorted(p for p in directory.glob("*.safetensors") if p.is_file())
+
+
+def check_shard_name(index: Path, name: str) -> None:
+    """A weight_map names files beside the index: a plain name a filesystem can hold, never a path out."""
+    if not name or "/" in name or "\\" in name or "\0" in name or name in (".", "..") or len(name.encode("utf-8", "surrogateescape")) > 255:
+        shown = name[:60] + ("…" if len(name) > 60 else "")
+        raise ModelFormatError(f"{index.name} names {shown!r} ({len(name)} characters), not a file name beside it", index)
 
 
 def read_hf_directory(directory: Path) -> ModelInfo:
@@ -521,6 +540,7 @@ def read_gguf_header(path: Path) -> GgufHeader:
 
 def read_gguf(path: Path) -> ModelInfo:
     header = read_gguf_header(path)
+    check_gguf_sizes(header.meta, path)
     info = ModelInfo(str(path), "gguf", files=[path.name])
     for name, type_name, nbytes, _ in header.tensors:
         _account(info, name, type_name, nbytes)
@@ -532,6 +552,36 @@ def _largest(value: Any) -> int | None:
     if isinstance(value, list):
         return max(value) if value else None
     return value
+
+
+# GGUF header sizes a plan multiplies or loops over, with the same bounds as config.json's
+GGUF_SIZES = {
+    "block_count": 10_000, "embedding_length": 1 << 32, "context_length": 1 << 32, "attention.key_length": 1 << 20,
+    "attention.sliding_window": 1 << 32, "expert_count": 1 << 16, "expert_used_count": 1 << 16,
+    "attention.kv_lora_rank": 1 << 20, "rope.dimension_count": 1 << 20, "attention.head_count": 1 << 20,
+    "attention.head_count_kv": 1 << 20,
+}  # fmt: skip
+
+
+def check_gguf_sizes(meta: dict[str, Any], path: Path) -> None:
+    """ModelFormatError for a GGUF size that is not a whole number in range (a per-layer head count
+    list is checked item by item, and must have one item per block)."""
+    arch = meta.get("general.architecture")
+    if not isinstance(arch, str):
+        return
+    blocks = meta.get(f"{arch}.block_count")
+    for key, limit in GGUF_SIZES.items():
+        value = meta.get(f"{arch}.{key}")
+        if value is None:
+            continue
+        items = value if isinstance(value, list) else [value]
+        zero_ok = isinstance(value, list)  # per-layer head counts are 0 on recurrent layers
+        if isinstance(value, list) and isinstance(blocks, int) and len(value) != blocks:
+            raise ModelFormatError(f"{path.name}: {arch}.{key} lists {len(value):,} layers, block_count says {blocks:,}", path)
+        for item in items:
+            if not _natural(item) or item > limit or (item == 0 and not zero_ok):
+                shown = json.dumps(item)[:40] if not isinstance(item, str) else repr(item[:40])
+                raise ModelFormatError(f"{path.name}: {arch}.{key} is {shown}, not a whole number from 1 to {limit:,}", path)
 
 
 def _apply_gguf_meta(info: ModelInfo, meta: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from .modelfiles import ModelFormatError, read_config
 
+MAX_ID_DIGITS = 12  # no vocabulary has a trillion tokens; int() of a 5,000-digit key raises
 TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "[/INST]", "<|im_start|>", "<|assistant|>")
 CHAT_NAMES = ("instruct", "chat", "-it", "_it")
 
@@ -60,6 +61,10 @@ def _ints(value: Any) -> list[int]:
     return []
 
 
+def _kind(value: Any) -> str:
+    return f"a JSON {type(value).__name__} ({str(value)[:40]})"
+
+
 def read_tokenizer(root: Path) -> tuple[Tokenizer, list[tuple[Path, ModelFormatError]]]:
     """The tokenizer, and (file, why) for every file that exists but does not parse."""
     tokenizer = Tokenizer()
@@ -76,7 +81,26 @@ def read_tokenizer(root: Path) -> tuple[Tokenizer, list[tuple[Path, ModelFormatE
             tokenizer.unreadable[name] = str(exc)
             return None
 
+    def wrong(name: str, what: str) -> None:
+        """A value of the wrong shape: the file is broken for what reads it, a finding on that file."""
+        error = ModelFormatError(f"{name}: {what}", root / name)
+        broken.append((root / name, error))
+        tokenizer.unreadable[name] = str(error)
+
     data = load("tokenizer.json")
+    if data is not None:
+        found_model = data.get("model")
+        added_tokens = data.get("added_tokens")
+        vocab = found_model.get("vocab") if isinstance(found_model, dict) else None
+        if found_model is not None and not isinstance(found_model, dict):
+            wrong("tokenizer.json", f"model is {_kind(found_model)}, not an object")
+            data = None
+        elif vocab is not None and not isinstance(vocab, dict | list):
+            wrong("tokenizer.json", f"model.vocab is {_kind(vocab)}, not a token → id object or a list")
+            data = None
+        elif added_tokens is not None and not isinstance(added_tokens, list):
+            wrong("tokenizer.json", f"added_tokens is {_kind(added_tokens)}, not a list")
+            data = None
     if data is not None:
         tokenizer.has_json = True
         found_model = data.get("model")
@@ -94,8 +118,16 @@ def read_tokenizer(root: Path) -> tuple[Tokenizer, list[tuple[Path, ModelFormatE
                 tokenizer.ids.add(added["id"])
                 tokenizer.by_content[added["content"]] = added["id"]
     config = load("tokenizer_config.json") or {}
+    decoder = config.get("added_tokens_decoder")
+    huge = next((k for k in decoder if len(str(k)) > MAX_ID_DIGITS and str(k).isdecimal()), None) if isinstance(decoder, dict) else None
+    if decoder is not None and not isinstance(decoder, dict):
+        wrong("tokenizer_config.json", f"added_tokens_decoder is {_kind(decoder)}, not an id → token object")
+        config = {}
+    elif huge is not None:
+        wrong("tokenizer_config.json", f"added_tokens_decoder names id {str(huge)[:20]}… ({len(str(huge)):,} digits): not a token id")
+        config = {}
     for key, added in (config.get("added_tokens_decoder") or {}).items():
-        if str(key).isdigit() and _content(added):
+        if str(key).isascii() and str(key).isdecimal() and _content(added):  # "²" is a digit int() refuses
             tokenizer.by_content.setdefault(_content(added) or "", int(key))
             if tokenizer.has_json:
                 tokenizer.ids.add(int(key))

@@ -67,7 +67,7 @@ def concurrency_levels(text: str) -> tuple[int, ...]:
         part = part.strip()
         if not part:
             continue
-        if not part.isdigit() or not 1 <= int(part) <= MAX_CONCURRENCY:
+        if not part.isdecimal() or not 1 <= int(part) <= MAX_CONCURRENCY:
             raise click.BadParameter(f"{part!r}: each level is a whole number from 1 to {MAX_CONCURRENCY}", param_hint="--concurrency")
         if int(part) not in levels:
             levels.append(int(part))

@@ -141,7 +141,7 @@ async def _read_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]
         raise ClientError(f"response headers larger than {MAX_HEADER_BYTES >> 10} KiB", "malformed")
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdecimal():
         raise ClientError(f"not an HTTP response: {lines[0][:80]!r}", "malformed")
     headers = {}
     for line in lines[1:]:

@@ -79,7 +79,7 @@ def number_after(line: str, key: str) -> float | None:
     while index < len(line) and line[index] == " ":
         index += 1
     end = index
-    while end < len(line) and (line[end].isdigit() or line[end] in ".,"):
+    while end < len(line) and (line[end].isdecimal() or line[end] in ".,"):
         end += 1
     digits = line[index:end].rstrip(".,").replace(",", "")
     try:

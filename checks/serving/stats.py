@@ -76,7 +76,7 @@ def parse_slo(text: str) -> tuple[SloTerm, ...]:
             continue
         name, sep, value = part.partition("=")
         metric, _, q = name.strip().lower().partition("_p")
-        if not sep or metric not in SLO_METRICS or not q.isdigit() or int(q) not in PERCENTILES:
+        if not sep or metric not in SLO_METRICS or not q.isdecimal() or int(q) not in PERCENTILES:
             raise ValueError(f"{part!r}: expected METRIC_pQ=TIME, METRIC one of {', '.join(SLO_METRICS)}, Q one of 50, 90, 95, 99")
         value = value.strip().lower()
         scale = 1000.0 if value.endswith("s") and not value.endswith("ms") else 1.0

@@ -78,10 +78,12 @@ class Swappiness(Check):
     retired = RETIRED
 
     def run(self, ctx: Context) -> list[Finding]:
+        said = len(ctx.unjudged)
         raw = ctx.read_text(SWAPPINESS)
         if raw is None:
-            where = "" if ctx.live_host else f" under {ctx.root}"
-            ctx.not_judged("vm.swappiness", f"{SWAPPINESS} is not there{where}")
+            if len(ctx.unjudged) == said:  # not already named (a FIFO where the tunable should be)
+                where = "" if ctx.live_host else f" under {ctx.root}"
+                ctx.not_judged("vm.swappiness", f"{SWAPPINESS} is not there{where}")
             return []
         try:
             value = int(raw.strip())

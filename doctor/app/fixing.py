@@ -107,26 +107,43 @@ def fix(outcome: Outcome, request: FixRequest, dialogue: Dialogue) -> Outcome:
     checked = recheck(outcome, {plan.finding.check for plan in plans.to_apply}, scope)
     note(result.run_dir, {"type": "recheck", "scope": len(scope), "paths": sorted(map(str, scope))[:100], "judged": checked.judged})
     after = checked.outcome
-    _say_rechecked(plans.to_apply, {(f.code, f.path) for r in after.report.results for f in r.findings}, dialogue, summary)
+    refused = {(o.code, o.shown): o.status for o in result.outcomes if not o.status.startswith("applied")}
+    _say_rechecked(plans.to_apply, {(f.code, f.path) for r in after.report.results for f in r.findings}, dialogue, summary, refused)
     return after
 
 
 SHOWN_FAILURES = 20
 
 
-def _say_rechecked(applied: list[FixPlan], still: set[tuple[str, str | None]], dialogue: Dialogue, summary: dict[str, Any]) -> None:
-    """What the re-check says: resolved codes counted, each fix that did not take effect named (failed)."""
+def _say_rechecked(
+    applied: list[FixPlan],
+    still: set[tuple[str, str | None]],
+    dialogue: Dialogue,
+    summary: dict[str, Any],
+    refused: dict[tuple[str, str], str],
+) -> None:
+    """What the re-check says: resolved codes counted, each fix that did not take effect named (failed).
+    A fix that was refused or failed is never "resolved", even when the re-check no longer sees its
+    finding (its directory became a link the check does not follow)."""
     resolved: Counter[str] = Counter()
-    failed = [plan.finding for plan in applied if (plan.finding.code, plan.finding.path) in still]
+
+    def not_applied(plan: FixPlan) -> str | None:
+        shown = {getattr(action, "shown", str(action.path)) for action in plan.actions}
+        return next((refused[(plan.finding.code, s)] for s in shown if (plan.finding.code, s) in refused), None)
+
+    failed = [plan.finding for plan in applied if (plan.finding.code, plan.finding.path) in still or not_applied(plan)]
     for plan in applied:
-        if (plan.finding.code, plan.finding.path) not in still:
+        if (plan.finding.code, plan.finding.path) not in still and not not_applied(plan):
             resolved[plan.finding.code] += 1
     dialogue.say("After the fix:")
     for code, count in sorted(resolved.items()):
         dialogue.say(f"    {code}: resolved" + (f" ({count:,} findings)" if count > 1 else ""))
+    why = {id(plan.finding): not_applied(plan) for plan in applied}
     for finding in failed[:SHOWN_FAILURES]:
         where = f" ({finding.path})" if finding.path else ""
-        dialogue.say(f"    {finding.code}: FAILED: still present after the fix{where}")
+        reason = why.get(id(finding))
+        said = f"not applied ({reason})" if reason else "still present after the fix"
+        dialogue.say(f"    {finding.code}: FAILED: {said}{where}")
     if len(failed) > SHOWN_FAILURES:
         dialogue.say(f"    … and {len(failed) - SHOWN_FAILURES:,} more still present")
     summary["rechecked"] = {"resolved": sum(resolved.values()), "still_present": len(failed)}

@@ -22,6 +22,65 @@ def _decode(data: bytes, limit: int) -> tuple[str, bool]:
     return data[:limit].decode("utf-8", errors="replace"), truncated
 
 
+def _collect(proc: subprocess.Popen[bytes], input_bytes: bytes | None, timeout_s: float, limit: int) -> tuple[bytes, bytes, bool]:
+    """stdout and stderr as they stream, each kept to limit + 1 bytes (the rest read and dropped, so
+    a command that prints a gigabyte costs a megabyte), the input written, until the end or the
+    deadline; at the deadline the process group is killed."""
+    import selectors
+    import threading
+
+    if input_bytes is not None and proc.stdin is not None:
+        stdin = proc.stdin
+
+        def feed() -> None:
+            try:
+                stdin.write(input_bytes)
+                stdin.close()
+            except OSError:  # the command exited without reading it all
+                pass
+
+        threading.Thread(target=feed, daemon=True).start()
+    kept: dict[int, bytearray] = {}
+    selector = selectors.DefaultSelector()
+    fds = [stream.fileno() if stream is not None else -1 for stream in (proc.stdout, proc.stderr)]
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            kept[stream.fileno()] = bytearray()
+            selector.register(stream, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout_s
+    timed_out = False
+    try:
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            for key, _ in selector.select(timeout=min(left, 1.0)):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    continue
+                buffer = kept[key.fd]
+                if len(buffer) <= limit:
+                    buffer += chunk[: limit + 1 - len(buffer)]
+    finally:
+        selector.close()
+    if timed_out:
+        kill_group(proc.pid)
+    try:
+        proc.wait(timeout=2 if timed_out else max(deadline - time.monotonic(), 0.1))
+    except subprocess.TimeoutExpired:  # closed its pipes but lives on, or a grandchild holds them
+        timed_out = True
+        kill_group(proc.pid)
+        proc.kill()
+        proc.wait()
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+    out, err = (bytes(kept.get(fd, b"")) for fd in fds)
+    return out, err, timed_out
+
+
 class CommandRunner:
     """Runs commands for checks and keeps a record of each one.
 
@@ -68,17 +127,8 @@ class CommandRunner:
             return self._keep(CommandRecord(argv, None, time.monotonic() - started, "", "", error=str(exc)))
         if self.on_spawn:
             self.on_spawn(proc.pid, argv)
-        timed_out = False
         try:
-            out, err = proc.communicate(input_bytes, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            kill_group(proc.pid)
-            try:
-                out, err = proc.communicate(timeout=2)
-            except subprocess.TimeoutExpired:  # a grandchild left the group and holds the pipes
-                proc.kill()
-                out, err = b"", b""
+            out, err, timed_out = _collect(proc, input_bytes, timeout_s, max_output)
         finally:
             if self.on_reap:
                 self.on_reap(proc.pid, argv)

@@ -41,7 +41,10 @@ def _parse(table: dict[str, Any], source: str) -> Config:
     if not isinstance(select, list) or not all(isinstance(s, str) for s in select):
         raise ConfigError(f"{source}: select must be a list of codes or check names")
     config.select = select
-    for item in table.get("ignore", []):
+    ignore = table.get("ignore", [])
+    if not isinstance(ignore, list):
+        raise ConfigError(f'{source}: ignore must be a list of codes or {{code = "…", reason = "…"}} tables, not {ignore!r:.40}')
+    for item in ignore:
         if isinstance(item, str):
             config.ignore.append(item)
         elif isinstance(item, dict) and isinstance(item.get("code"), str):
@@ -49,9 +52,9 @@ def _parse(table: dict[str, Any], source: str) -> Config:
             if item.get("reason"):
                 config.reasons[item["code"]] = str(item["reason"])
         else:
-            raise ConfigError(f'{source}: ignore items are codes or {{code = "…", reason = "…"}} tables, not {item!r}')
+            raise ConfigError(f'{source}: ignore items are codes or {{code = "…", reason = "…"}} tables, not {item!r:.40}')
     fail_on = table.get("fail-on")
-    if fail_on is not None and fail_on not in FAIL_ON_LEVELS:
+    if fail_on is not None and (not isinstance(fail_on, str) or fail_on not in FAIL_ON_LEVELS):
         raise ConfigError(f"{source}: fail-on must be one of {', '.join(FAIL_ON_LEVELS)}")
     config.fail_on = fail_on
     timeout = table.get("timeout")

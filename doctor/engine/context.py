@@ -10,6 +10,7 @@ from typing import Any
 
 from .commands import CommandRunner
 from .facts import Board, Facts
+from .files import NotRegular, open_regular
 from .findings import CommandRecord, NotJudged
 
 DEFAULT_READ_LIMIT = 1 << 20
@@ -51,12 +52,17 @@ class Context:
         return self.root.joinpath(relative)
 
     def read_text(self, path: str, limit: int = DEFAULT_READ_LIMIT) -> str | None:
-        """Reads a host file (under root); None when it does not exist. Other errors propagate."""
+        """Reads a host file (under root); None when it does not exist, or when it is a FIFO, device or
+        socket: never opened for a blocking read, it is named at once as not judged. Other errors
+        propagate."""
         target = self.host_path(path)
         try:
-            with open(target, "rb") as handle:
+            with open_regular(target) as handle:
                 data = handle.read(limit)
         except (FileNotFoundError, NotADirectoryError):
+            return None
+        except NotRegular as exc:
+            self.not_judged(path, f"{target} is {exc.strerror}")
             return None
         self.files_read.append(path)
         return data.decode("utf-8", errors="replace")
@@ -67,7 +73,7 @@ class Context:
             name, _, rest = line.partition(":")
             if name == field and rest.split():
                 number = rest.split()[0]
-                if not number.isdigit():
+                if not number.isdecimal():
                     raise ValueError(f"/proc/meminfo {field} is {rest.strip()[:40]!r}, not a number of kB")
                 return int(number) * (1024 if rest.strip().endswith("kB") else 1)
         return None

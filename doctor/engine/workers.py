@@ -36,7 +36,7 @@ def child_groups(pid: int) -> set[int]:
     except OSError:
         return groups
     for entry in entries:
-        if not entry.isdigit():
+        if not entry.isdecimal():
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as handle:

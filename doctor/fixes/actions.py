@@ -65,6 +65,12 @@ class Action:
     def undo(record: Record, run_dir: Path, force: bool = False) -> str:
         raise NotImplementedError
 
+    @staticmethod
+    def withdraw(record: Record) -> str | None:
+        """Take back what backup() recorded outside the state dir when the change itself was refused
+        (UnsafeTarget in apply): None when there is nothing to take back, else what was done."""
+        return None
+
 
 def existing_ancestor(path: Path) -> Path:
     """The nearest directory at or above path that exists (where a create or rename would land)."""
@@ -425,12 +431,14 @@ class MoveFile(Action):
     def undo(record: Record, run_dir: Path, force: bool = False) -> str:
         src, dst = Path(record["path"]), Path(record["destination"])
         here, there = src.is_file(), dst.is_file()
-        if here and not there:
-            return "original"
+        if here and not there:  # never moved (killed before the move, or the move was refused)
+            withdrawn = MoveFile.withdraw(record)
+            return "original" + (f" ({withdrawn})" if withdrawn else "")
         if here and there:  # killed between the copy and the delete of a cross-filesystem move
             if sha256_file(dst) == record["sha256"] == sha256_file(src):
                 dst.unlink()
-                return "restored"
+                withdrawn = MoveFile.withdraw(record)
+                return "restored" + (f" ({withdrawn})" if withdrawn else "")
             return f"conflict: both {src} and {dst} exist and differ; left as they are"
         if not there:
             return f"conflict: {dst} is gone; cannot restore {src}"
@@ -446,12 +454,53 @@ class MoveFile(Action):
         _tidy_quarantine(record)
         return "restored"
 
+    @staticmethod
+    def withdraw(record: Record) -> str | None:
+        """A manifest line backup() wrote for a move that did not happen, taken out again: the manifest
+        keeps as many lines for this file as there are copies of it in the quarantine (none after a
+        kill before the move; one when another run moved it meanwhile), rewritten atomically, and
+        removed with the directories this run made when nothing else is left in it."""
+        manifest = Path(record["manifest"]) if record.get("manifest") else None
+        if manifest is None or not manifest.is_file():
+            return None
+        try:
+            if manifest.stat().st_size > (16 << 20):
+                return None
+            lines = manifest.read_text(encoding="utf-8").splitlines(keepends=True)
+        except (OSError, ValueError):
+            return None
+        mine = {"original": record["path"], "quarantined": record["destination"], "sha256": record["sha256"]}
+        entries = [_entry(line) or {} for line in lines]
+        listed = [i for i, e in enumerate(entries) if all(e.get(k) == v for k, v in mine.items())]
+        restored = sum(1 for e in entries if e.get("from") == record["destination"] and e.get("sha256") == record["sha256"])
+        destination = Path(record["destination"])
+        present = 1 if destination.is_file() and sha256_file(destination) == record["sha256"] else 0
+        if len(listed) - restored <= present:
+            return None
+        rest = lines[: listed[-1]] + lines[listed[-1] + 1 :]
+        if not rest and not record.get("manifest_existed", True):
+            manifest.unlink(missing_ok=True)
+            _tidy_quarantine(record)
+            return f"its line in {manifest.name} withdrawn, and the manifest removed: nothing was moved"
+        atomic_write(manifest, "".join(rest).encode("utf-8"), mode=0o644)
+        return f"its line in {manifest.name} withdrawn: this run's move never happened"
+
+
+def _entry(line: str) -> Record | None:
+    import json
+
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
 
 def _tidy_quarantine(record: Record) -> None:
     """After the last file of a quarantine this run created went back: remove the manifest (when
     every file it lists was restored) and the directories the move created, if they are empty."""
     manifest = Path(record["manifest"]) if record.get("manifest") else None
-    if manifest is not None and not record.get("manifest_existed", True):
+    if manifest is not None and manifest.exists() and not record.get("manifest_existed", True):
         try:
             if manifest.stat().st_size > (16 << 20):
                 return

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .actions import ACTION_KINDS, FixPlan
-from .atomic import UnsafeTarget, fsync_dir, leftover_temps
+from .atomic import TEMP_SUFFIX, UnsafeTarget, fsync_dir, leftover_temps
 
 StepHook = Callable[[int], None]  # called with the step number after each journaled step
 
@@ -156,6 +156,10 @@ def apply_plans(plans: Sequence[FixPlan], state_dir: Path, meta: dict[str, Any],
                     # UnsafeTarget is raised before the action touches anything: undoing it could only
                     # undo what another run did to the same path.
                     this = [record] if record.get("type") == "intent" and not isinstance(exc, UnsafeTarget) else []
+                    if record.get("type") == "intent":
+                        withdrawn = ACTION_KINDS[record["kind"]].withdraw(record)  # what its backup() recorded
+                        if withdrawn:
+                            journal.append({"type": "undo", "seq": seq, "result": f"original ({withdrawn})"})
                     for earlier in reversed(done_in_plan + this):
                         status = ACTION_KINDS[earlier["kind"]].undo(earlier, run_dir)
                         journal.append({"type": "undo", "seq": earlier["seq"], "result": status})
@@ -246,6 +250,9 @@ def undo_run(state_dir: Path, run_id: str | None = None, force: bool = False) ->
             for leftover in _leftovers(record):  # a fix killed inside an atomic write
                 leftover.unlink(missing_ok=True)
                 outcomes.append((str(leftover), "removed: a temp file an interrupted write left"))
+        for leftover in sorted(run_dir.rglob(f"*{TEMP_SUFFIX}")):  # a backup killed before its rename
+            leftover.unlink(missing_ok=True)
+            outcomes.append((str(leftover), "removed: a temp file an interrupted backup left in the state directory"))
         if not any(s.startswith("conflict") for _, s in outcomes):
             journal.append({"type": "undone", "at": _now()})
         return run_id, outcomes

@@ -22,7 +22,7 @@ from .html import render_html
 from .markdown import markdown
 from .redact import Redactor
 from .report import Report
-from .textsafe import escaped_tree, to_bytes
+from .textsafe import escaped_tree, shown, to_bytes
 from .view import ReportView, build_view
 
 RAW_FILE_LIMIT = 1 << 20
@@ -69,6 +69,12 @@ def _command_text(record: Any) -> str:
     )
 
 
+def member_name(name: str) -> str:
+    """An archive member's name as every other output writes a file name: an undecodable byte or a
+    control character (a newline in a file name) as \\xNN."""
+    return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c for c in shown(name))
+
+
 def build_bundle(report: Report, ctx: Context, host: list[EnvRow], redactor: Redactor, codes: dict[str, Code]) -> tuple[Bundle, ReportView]:
     """The bundle's files, every one redacted, and the view they were rendered from."""
     host_name = report.meta.get("host") or socket.gethostname()
@@ -97,6 +103,8 @@ def build_bundle(report: Report, ctx: Context, host: list[EnvRow], redactor: Red
     files["raw/environment-variables.txt"] = "".join(
         f"{k}={redactor.text(v) if not v.startswith('[REDACTED') else v}\n" for k, v in env_vars.items()
     )
+    if redactor.notes:
+        files["raw/redaction-notes.txt"] = "".join(f"{note}\n" for note in redactor.notes)
     view = build_view(report, redactor, codes, host)
     files["report.json"] = json.dumps(escaped_tree(view.to_json()), indent=2, ensure_ascii=False)
     files["report.md"] = markdown(view)
@@ -104,7 +112,7 @@ def build_bundle(report: Report, ctx: Context, host: list[EnvRow], redactor: Red
     # a second pass: values learned late (in raw files) are scrubbed from everything, names included
     encoded: dict[str, bytes] = {}
     for name, text in files.items():
-        member = redactor.path_name(name)
+        member = member_name(redactor.path_name(name))
         while member in encoded:  # two paths that redact alike stay two members
             member = f"{member}~"
         encoded[member] = to_bytes(redactor.text(text))

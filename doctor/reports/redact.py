@@ -5,8 +5,10 @@ self-check runs over the finished files before anything is written."""
 
 from __future__ import annotations
 
+import bisect
 import functools
 import ipaddress
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,16 +18,6 @@ SENSITIVE_NAME = re.compile(r"TOKEN|SECRET|KEY|PASSWORD|PASSWD|AUTH|CREDENTIAL",
 SENSITIVE_JSON_KEYS = {"auth", "auths", "password", "identitytoken", "registrytoken", "token", "access_token", "authorization", "secret"}
 
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    # base64 lines and "Header: value" lines, each alternative starting unlike the next: linear time,
-    # and a key cut short by an output limit (no END line) is caught whole too
-    (
-        "pem-private-key",
-        re.compile(
-            r"-----BEGIN (?:[A-Z0-9 ]{1,40} )?PRIVATE KEY-----"
-            r"(?:\r?\n(?:[A-Za-z-]+: [^\r\n]*|[A-Za-z0-9+/=]+|(?=\r?\n[A-Za-z0-9+/=])))*"
-            r"(?:\r?\n-----END (?:[A-Z0-9 ]{1,40} )?PRIVATE KEY-----)?"
-        ),
-    ),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}")),
     ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{20,}")),
     ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
@@ -46,6 +38,22 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("url-credentials", re.compile(r"(?<=://)([^/\s:@\"']{1,256}:[^/\s\"']{1,256})(?=@[^/\s@\"']+)")),
     ("docker-auth", re.compile(r"(?<=\"auth\")(\s*:\s*\")([A-Za-z0-9+/=]{8,})")),
 ]
+# A PEM private key in any framing: raw lines, indented under a YAML `key: |`, commented out with
+# `# `, JSON-escaped (`\n` as two characters) or cut short by an output limit. Found by its BEGIN
+# line; it ends at the next END line (found once for the whole text: linear time), else where the
+# base64 and its framing stop.
+PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9 ]{1,40} )?PRIVATE KEY-----")
+PEM_END = re.compile(r"-----END (?:[A-Z0-9 ]{1,40} )?PRIVATE KEY-----")
+PEM_SPAN = 1 << 16  # no private key is longer; an END further away belongs to another key
+PEM_FRAMING = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/= \t\r\n#>|\"'\\:,-")
+PEM_BODY = re.compile(r"[A-Za-z0-9+/=]{16,}")
+# what the leak check looks for: a key's marker followed, through any framing, by its body
+PEM_LEAK = re.compile(r"PRIVATE KEY-----(?:\\[nr]|[\s#>|\"'])*[A-Za-z0-9+/]{16}")
+# a value no name marks as secret, that looks like one: a token of base64/hex/url-safe characters
+# with a long random-looking run (16+ characters, letters and digits, no structure of short words)
+TOKEN_VALUE = re.compile(r"[A-Za-z0-9+/=_.~:-]{20,1024}")
+TOKEN_SEGMENTS = re.compile(r"[-_.:~]")  # not "/": base64 holds it
+UUID_LIKE = re.compile(r"(?:GPU-|MIG-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 AWS_SECRET_NEAR_KEY = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")
 IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
 IPV6 = re.compile(r"(?<![0-9A-Fa-f:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![0-9A-Fa-f:])")
@@ -82,6 +90,7 @@ class Redactor:
     known_hosts: set[str] = field(default_factory=set)
     known_users: set[str] = field(default_factory=set)
     root_home: bool = False  # /root was replaced (said in the local mapping, not scrubbed as a word)
+    notes: list[str] = field(default_factory=list)  # what was redacted on suspicion, not by a rule: for the bundle to say
 
     # --- structural ---
 
@@ -91,6 +100,10 @@ class Redactor:
             if self.enabled and SENSITIVE_NAME.search(name):
                 self._secret(value)
                 out[name] = placeholder("by-name")
+            elif self.enabled and random_token(value):
+                self._secret(value)
+                out[name] = placeholder("high-entropy")
+                self.notes.append(f"{name}: its value looks like a key or token (a long random-looking run), redacted")
             elif self.enabled and self.hosts and name.lower() in PROXY_LIST:  # a list of host names and domains
                 out[name] = ",".join(self._list_entry(entry) for entry in value.split(","))
             else:
@@ -132,6 +145,8 @@ class Redactor:
     def text(self, text: str) -> str:
         if not self.enabled or not text:
             return text
+        if "PRIVATE KEY-----" in text:
+            text = self._pem(text)
         for kind, pattern in PATTERNS:
             text = pattern.sub(functools.partial(self._replace, kind=kind), text)
         if "[REDACTED:aws-access-key]" in text:  # the secret key usually sits right beside the access key
@@ -142,6 +157,26 @@ class Redactor:
         if self.hosts:
             text = self._hosts(text)
         return text
+
+    def _pem(self, text: str) -> str:
+        ends = [match.span() for match in PEM_END.finditer(text)]
+        out, position = [], 0
+        for begin in PEM_BEGIN.finditer(text):
+            if begin.start() < position:
+                continue
+            after = bisect.bisect_left(ends, (begin.end(), 0))
+            if after < len(ends) and ends[after][0] - begin.end() <= PEM_SPAN:
+                stop = ends[after][1]
+            else:  # cut short: up to where the base64 and its framing stop
+                stop = begin.end()
+                limit = min(len(text), begin.end() + PEM_SPAN)
+                while stop < limit and text[stop] in PEM_FRAMING:
+                    stop += 1
+            for run in PEM_BODY.findall(text, begin.end(), stop):
+                self._secret(run.removeprefix("n"))  # a JSON-escaped key: "\nMIIE…" reads "nMIIE…"
+            out += [text[position : begin.start()], placeholder("pem-private-key")]
+            position = stop
+        return "".join(out) + text[position:]
 
     def _replace(self, match: re.Match[str], kind: str) -> str:
         if match.lastindex and match.lastindex >= 2:  # (prefix)(secret)
@@ -209,7 +244,7 @@ class Redactor:
     def _url_host(self, match: re.Match[str]) -> str:
         host = match.group(2)
         public = _public(host)
-        if public or host in KEEP_HOSTS or PLACEHOLDER.match(host) or host.replace(".", "").isdigit():
+        if public or host in KEEP_HOSTS or PLACEHOLDER.match(host) or host.replace(".", "").isdecimal():
             return match.group(0)  # addresses have their own pass
         return match.group(1) + self._stable(host, "host")
 
@@ -255,6 +290,8 @@ class Redactor:
                     if not value.startswith("[REDACTED"):
                         problems.append(f"{name}: {kind} pattern still matches")
                         break
+            if PEM_LEAK.search(text) or PEM_BEGIN.search(text) or PEM_END.search(text):  # a marker left means a body may be
+                problems.append(f"{name}: a private key is still present")
             if self.hosts:
                 for real in self.mapping:
                     if real in text and len(real) >= 3:
@@ -270,6 +307,32 @@ class Redactor:
         if self.root_home:
             mapping[ROOT_PLACEHOLDER] = "root"
         return mapping
+
+
+def random_token(value: str) -> bool:
+    """A value that looks like a key or token: one word of token characters, holding a run of 16 or
+    more without separators that mixes letters and digits and is not a word (hex digests, base64,
+    url-safe tokens do; model names, paths, UUIDs and settings do not)."""
+    value = value.strip()
+    if not TOKEN_VALUE.fullmatch(value) or value.startswith(("/", "./", "~")) or UUID_LIKE.fullmatch(value):
+        return False
+    for run in TOKEN_SEGMENTS.split(value):
+        letters = sum(c.isalpha() for c in run)
+        digits = sum(c.isdecimal() for c in run)
+        if len(run) < 16 or letters < 4:
+            continue
+        entropy = _entropy(run)
+        mixed_case = any(c.islower() for c in run) and any(c.isupper() for c in run)
+        if (digits >= 1 and entropy >= 3.0) or (mixed_case and len(run) >= 24 and entropy >= 4.2):
+            return True
+    return False
+
+
+def _entropy(text: str) -> float:
+    counts: dict[str, int] = {}
+    for char in text:
+        counts[char] = counts.get(char, 0) + 1
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
 
 
 def _leaves(value: Any) -> list[Any]:

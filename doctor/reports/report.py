@@ -47,6 +47,8 @@ class Report:
             return 0
         if self.incomplete_fails and self.incomplete():
             return 3
+        if self.fixes and any(not str(o.get("status", "")).startswith("applied") for o in self.fixes.get("outcomes", [])):
+            return 1  # a fix that was refused or failed: what it was for is not fixed, whatever the re-check saw
         return 1 if any(fails(f.severity, self.fail_on) for f in self.findings) else 0
 
     def states(self) -> dict[str, int]:

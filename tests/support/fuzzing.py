@@ -174,7 +174,11 @@ def targets() -> list[Target]:
         _safetensors(scratch),
         _gguf(scratch),
         _model_config(scratch),
+        _model_directory(scratch),
+        _gguf_through_the_checks(scratch),
+        _torch_probe(scratch),
         _config_file(scratch),
+        _config_file_structured(scratch),
         _encodings(),
         _image_headers(),
         _reports(scratch),
@@ -350,6 +354,154 @@ def _model_config(scratch: Scratch) -> Target:
 
     seeds = [json.dumps(config).encode() for config in CONFIGS.values()]
     return Target("config.json", seeds, run, (ModelFormatError,), json_seeds=True)
+
+
+MODEL_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json", "model.safetensors.index.json")
+
+
+def _model_directory(scratch: Scratch) -> Target:
+    """Every JSON file a model directory holds, driven through the checks that read them (the
+    artifacts and budget checks, the estimate's sizing and plan), not only the parsers. An input is
+    one JSON object of file name → document (mutated structurally or as bytes); an input that is not
+    such an object is written as config.json."""
+    from decode_doctor.checks.models.hardware import lookup
+    from decode_doctor.checks.models.modelfiles import ModelFormatError, read_model
+    from decode_doctor.checks.models.plan import make_plan, sizing
+
+    from .harness import run_check
+    from .published import PUBLISHED
+
+    directory = scratch.dir / "model-dir"
+    directory.mkdir()
+    seeds = []
+    for spec in PUBLISHED.values():
+        tokens = {str(i): {"content": t, "special": True} for t, i in spec["tokenizer"]["special"].items()}
+        documents = {
+            "config.json": spec["config"],
+            "generation_config.json": spec["generation"],
+            "tokenizer_config.json": {"added_tokens_decoder": tokens, "eos_token": spec["tokenizer"]["eos"], "chat_template": "{{ x }}"},
+            "tokenizer.json": {
+                "model": {"vocab": {"a": 0, "b": 1}},
+                "added_tokens": [{"id": i, "content": t} for t, i in spec["tokenizer"]["special"].items()],
+            },
+            "model.safetensors.index.json": {"metadata": {}, "weight_map": {"lm_head.weight": "model-00001-of-00002.safetensors"}},
+        }
+        seeds.append(json.dumps(documents).encode())
+    device = lookup("H100-SXM")
+
+    def run(data: bytes) -> Any:
+        for name in MODEL_FILES:
+            (directory / name).unlink(missing_ok=True)
+        try:
+            documents = json.loads(data)
+        except (ValueError, RecursionError):
+            documents = None
+        if isinstance(documents, dict) and all(isinstance(k, str) for k in documents):
+            for name, document in documents.items():
+                if name in MODEL_FILES:
+                    try:
+                        (directory / name).write_text(json.dumps(document))
+                    except (ValueError, TypeError, RecursionError):
+                        (directory / name).write_bytes(data)
+        else:
+            (directory / "config.json").write_bytes(data)
+        run_check("model-artifacts", models=(directory,), options={"context": 32768, "kv_dtype": "fp8"})
+        run_check("decode-budget", models=(directory,), options={"bandwidth": 100.0})
+        try:
+            size = sizing(read_model(directory))
+        except ModelFormatError:
+            return None
+        if size.cache:
+            return make_plan(size, device, 4096, 8, "fp16", 2).fit
+        return None
+
+    return Target("model directory through the checks", seeds, run, json_seeds=True)
+
+
+def _gguf_through_the_checks(scratch: Scratch) -> Target:
+    """GGUF headers (metadata sizes included) through the artifacts and budget checks and a plan."""
+    from decode_doctor.checks.models.hardware import lookup
+    from decode_doctor.checks.models.modelfiles import ModelFormatError, read_model
+    from decode_doctor.checks.models.plan import make_plan, sizing
+
+    from .harness import run_check
+    from .modelgen import llama_gguf
+
+    seeds = [llama_gguf(scratch.dir / f"seed{n}.gguf", layers=n).read_bytes()[:65536] for n in (2, 4)]
+    path = scratch.dir / "through.gguf"
+    device = lookup("L4")
+
+    def run(data: bytes) -> Any:
+        path.write_bytes(data)
+        run_check("model-artifacts", models=(path,))
+        run_check("decode-budget", models=(path,), options={"bandwidth": 100.0})
+        try:
+            size = sizing(read_model(path))
+        except ModelFormatError:
+            return None
+        return make_plan(size, device, 4096, 4).fit if size.cache else None
+
+    return Target("GGUF through the checks", seeds, run)
+
+
+def _torch_probe(scratch: Scratch) -> Target:
+    """What the --python probe prints, and the torch/version.py it points at, through probe_torch."""
+    from decode_doctor.checks.gpu.torchprobe import probe_torch
+    from decode_doctor.engine.context import Context
+    from decode_doctor.engine.findings import CommandRecord
+
+    torch_dir = scratch.dir / "site" / "torch"
+    torch_dir.mkdir(parents=True)
+    line = json.dumps({"python": "/usr/bin/python3", "torch_dir": str(torch_dir), "cudnn": "9.1.0"})
+    version = b"__version__ = '2.5.1+cu124'\ncuda: Optional[str] = '12.4'\nhip = None\ngit_version = 'abc'\n"
+    seeds = [
+        line.encode() + b"\n---\n" + version,
+        b"warning: x\n" + line.encode() + b"\n---\n" + b"__version__ = '2.5.1+cpu'\ncuda = None\n",
+    ]
+
+    class Runner:
+        output = ""
+
+        def run(self, argv: Any, **kw: Any) -> CommandRecord:
+            return CommandRecord(tuple(argv), 0, 0.01, self.output, "")
+
+    runner = Runner()
+
+    def run(data: bytes) -> Any:
+        printed, _, file = data.partition(b"\n---\n")
+        runner.output = printed.decode("utf-8", "replace")
+        (torch_dir / "version.py").write_bytes(file)
+        ctx = Context(runner=runner, options={"python": "/usr/bin/python3"})  # type: ignore[arg-type]
+        return probe_torch(ctx)
+
+    return Target("--python probe output and torch/version.py", seeds, run, captures=False)
+
+
+TOML_KEYS = ("select", "ignore", "fail-on", "timeout", "tool", "other")
+TOML_VALUES = (
+    "0", "-1", "1e309", "inf", "nan", "true", '"x"', '"warning"', '"never"', "[]", "[1]", '["SWAP"]', "{}", '{code = 5}',
+    '[{code = "SWAP001", reason = 3}]', '[{code = "SWAP001"}, "gpu"]', "9" * 400, '"' + "é" * 50 + '"', "1979-05-27T07:32:00Z",
+)  # fmt: skip
+
+
+def _config_file_structured(scratch: Scratch) -> Target:
+    """decode-doctor.toml with its keys given values of every TOML type (what byte mutations of a
+    valid file rarely reach: `ignore = 0`)."""
+    from decode_doctor.engine.config import ConfigError, load_config
+
+    directory = scratch.dir / "cwd-own"
+    directory.mkdir()
+    rng = random.Random("toml")
+    seeds = [
+        "\n".join(f"{rng.choice(TOML_KEYS)} = {rng.choice(TOML_VALUES)}" for _ in range(rng.randint(1, 4))).encode() + b"\n"
+        for _ in range(200)
+    ]
+
+    def run(data: bytes) -> Any:
+        (directory / "decode-doctor.toml").write_bytes(data)
+        return load_config(None, directory)
+
+    return Target("decode-doctor config (decode-doctor.toml)", seeds, run, (ConfigError,))
 
 
 def _config_file(scratch: Scratch) -> Target:
