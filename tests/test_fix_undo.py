@@ -384,3 +384,43 @@ def test_undo_removes_and_names_a_temp_file_a_killed_backup_left_in_the_state_di
     proc = cli("undo", "--state-dir", str(state_dir))
     assert proc.exit_code == 0 and not leftover.exists()
     assert ".3.a1b2c3d4.dd-tmp" in proc.stdout and "interrupted backup" in proc.stdout
+
+
+def test_a_real_kill_at_the_backups_rename_then_undo_leaves_nothing_the_run_created(host, tmp_path):
+    """SIGKILL (no cleanup runs) between the backup's temp file and its rename into the state dir's
+    backups/: undo restores the host and removes the temp file, and says so."""
+    import signal
+
+    from decode_doctor.fixes import atomic
+    from decode_doctor.fixes.journal import undo_run
+
+    from .support.harness import run_fix
+
+    root = host("swap60-rhel7")
+    before = tree_digest(root)
+    state = tmp_path / "state"
+    pid = os.fork()
+    if pid == 0:
+        try:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            replace = atomic.os.replace
+
+            def killed_at_backup(src, dst, *args, **kwargs):  # type: ignore[no-untyped-def]
+                if str(dst).isdigit():  # backups/<seq>: the backup's own rename
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return replace(src, dst, *args, **kwargs)
+
+            atomic.os.replace = killed_at_backup
+            run_fix("SWAP001", root=root, state_dir=state)
+        finally:
+            os._exit(70)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    left = [p for p in state.rglob("*") if p.name.endswith(".dd-tmp")]
+    assert left, "the kill did not happen inside the backup's write"
+    _run, outcomes = undo_run(state)
+    assert tree_digest(root) == before
+    assert not [p for p in state.rglob("*") if p.name.endswith(".dd-tmp")]
+    assert any("interrupted backup" in status for _, status in outcomes), outcomes
