@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
 
@@ -271,3 +272,28 @@ def test_the_budget_and_estimate_read_a_hugging_face_cache_repository(tmp_path):
     assert plan.json()["model"]["layers"] == 28 and plan.json()["model"]["label"] == "Qwen2-7B-Instruct"
     report = cli("check", "--select", "model-artifacts,decode-budget", "--model", str(repo), "--root", str(RHEL_HOST), "--bandwidth", "50")
     assert "DEC010" not in report.stdout and "holds no config.json" not in report.stdout, report.stdout
+
+
+def test_the_probe_takes_no_gigabytes_unasked_and_says_when_its_buffer_is_near_the_cache(tmp_path, monkeypatch):
+    """A VM reporting a 480 MiB last-level cache made the default check read a 2 GiB buffer (2.09 GB
+    RSS): the default is now at most 512 MiB and an eighth of the memory available, --thorough up to
+    4 GiB, and a buffer under 4× the cache is said to possibly overstate the memory."""
+    from decode_doctor.checks.bandwidth.membw import buffer_size, cache_caveat
+
+    mib, gib = 1 << 20, 1 << 30
+    assert buffer_size(480 * mib, 24 * gib) == 512 * mib
+    assert buffer_size(480 * mib, 24 * gib, thorough=True) == 3 * gib  # 8× the cache is 3.75 GiB; an eighth of 24 GiB binds
+    assert buffer_size(480 * mib, 64 * gib, thorough=True) == 3840 * mib
+    assert buffer_size(32 * mib, 24 * gib) == 256 * mib and buffer_size(None, 1 * gib) == 128 * mib
+    assert "may overstate the memory" in (cache_caveat(512 * mib, 480 * mib, False) or "")
+    assert cache_caveat(3 * gib, 480 * mib, True) is None and cache_caveat(256 * mib, 32 * mib, False) is None
+    root = tmp_path / "host"
+    shutil.copytree(RHEL_HOST, root, symlinks=True)
+    for index, size in enumerate(("48K", "32K", "2048K", "491520K")):  # L1d, L1i, L2, and the L3 a VM reports
+        cache = root / f"sys/devices/system/cpu/cpu0/cache/index{index}"
+        cache.mkdir(parents=True, exist_ok=True)
+        (cache / "size").write_text(size + "\n")
+    monkeypatch.setattr(membw, "measure_cpu", steady(20.0))
+    run = run_check("bandwidth", root)
+    assert run.facts.cpu.measured.buffer_bytes <= 512 * mib
+    assert "under 4× the 480 MiB last-level cache" in run.facts.summary()[0]

@@ -55,15 +55,17 @@ def _gpu_present(ctx: Context) -> bool:
 class Bandwidth(Check):
     name = "bandwidth"
     looks_at = (
-        "measured memory bandwidth (read and copy, one numpy thread per core, buffer ≥ 8× the LLC, best of several passes, spread); the"
-        " DIMMs' rated figure from `dmidecode -t 17` and the likely causes when far below it; GPU device-to-device copies (torch or "
+        "measured memory bandwidth (read and copy, one numpy thread per core, a buffer of 8× the LLC where memory allows, at most "
+        "512 MiB and an eighth of the memory available unless `--thorough` (4 GiB), said when it is under 4× the LLC; best of several "
+        "passes, spread); the DIMMs' rated figure from `dmidecode -t 17` and the likely causes when far below it; GPU "
+        "device-to-device copies (torch or "
         "cupy) against NVML's theoretical peak. Runs alone (`exclusive`); `--thorough` measures longer. Facts: every figure measured"
     )
     description = "measured CPU (and GPU) memory bandwidth against the memory's specification"
     codes = (BW002, BW003, BW005)
     needs = Needs(exclusive=True)
     options = (
-        Option("--thorough", "Measure bandwidth longer (about 4 s) with larger buffers.", is_flag=True, default=False),
+        Option("--thorough", "Measure bandwidth longer (about 4 s) with a larger buffer (up to 4 GiB).", is_flag=True, default=False),
         Option(
             "--threads",
             "Threads the CPU bandwidth probe reads with [default: one per usable CPU].",
@@ -76,7 +78,7 @@ class Bandwidth(Check):
     retired = RETIRED
 
     def run(self, ctx: Context) -> list[Finding]:
-        from .membw import buffer_size, llc_bytes, measure_cpu, measure_gpus, nvml_theoretical
+        from .membw import buffer_size, cache_caveat, llc_bytes, measure_cpu, measure_gpus, nvml_theoretical
 
         thorough = bool(ctx.options.get("thorough"))
         llc = llc_bytes(ctx.read_text)
@@ -95,6 +97,7 @@ class Bandwidth(Check):
             spec=spec,
             spec_gbps=round(spec.peak_gbps, 1) if spec and spec.peak_gbps else None,
             spec_unavailable=spec_missing,
+            caveat=cache_caveat(measured.buffer_bytes, llc, thorough),
         )
         gpus = []
         if _gpu_present(ctx):

@@ -70,6 +70,7 @@ class CpuMemory:
     spec: MemorySpec | None = None
     spec_gbps: float | None = None
     spec_unavailable: str | None = None
+    caveat: str | None = None  # why the figure may not be the memory's (a buffer near the cache's size)
 
     @property
     def reached(self) -> float | None:
@@ -98,6 +99,8 @@ class BandwidthFacts(Facts):
             line += f"; spec {self.cpu.spec_gbps:.0f} GB/s ({self.cpu.reached:.0%} reached)"
         else:
             line += f"; spec unknown: {self.cpu.spec_unavailable}"
+        if self.cpu.caveat:
+            line += f"; {self.cpu.caveat}"
         return [line] + [f"GPU {g.index} ({g.name}): copy {g.copy_gbps:.0f} GB/s{of_peak(g)}" for g in self.gpus]
 
     def environment(self) -> list[EnvRow]:

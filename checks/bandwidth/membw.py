@@ -19,7 +19,10 @@ from decode_doctor.engine.workers import usable_cpus
 from .contract import GB, CpuBandwidth, GpuBandwidth, MemorySpec
 
 MIN_BUFFER = 256 << 20
-MAX_BUFFER = 2 << 30
+MAX_BUFFER = 512 << 20  # a check run on a production host takes no more unasked (--thorough: THOROUGH_BUFFER)
+THOROUGH_BUFFER = 4 << 30
+AVAILABLE_SHARE = 8  # and never more than an eighth of the memory available
+CACHE_MULTIPLE = 4  # a buffer under this many times the last-level cache may be partly served from it
 
 
 def llc_bytes(read_text: Any) -> int | None:
@@ -36,12 +39,26 @@ def llc_bytes(read_text: Any) -> int | None:
 
 
 def buffer_size(llc: int | None, available: int | None, thorough: bool = False) -> int:
-    """Well out of the last-level cache (never below 2× it, aim for 8×), within a quarter of free memory."""
-    floor = 2 * (llc or 0)
-    size = max(min(max(MIN_BUFFER, 8 * (llc or 0)), MAX_BUFFER * (2 if thorough else 1)), floor)
+    """Out of the last-level cache where memory allows (aim for 8× it), but by default at most
+    MAX_BUFFER and an eighth of the memory available: a probe on a production host must not take
+    gigabytes unasked. --thorough reads up to THOROUGH_BUFFER (still within an eighth)."""
+    ceiling = THOROUGH_BUFFER if thorough else MAX_BUFFER
+    size = min(max(MIN_BUFFER, 8 * (llc or 0)), ceiling)
     if available:
-        size = min(size, max(available // 4, floor))
+        size = min(size, available // AVAILABLE_SHARE)
     return max(size - size % (1 << 20), 1 << 20)
+
+
+def cache_caveat(buffer: int, llc: int | None, thorough: bool) -> str | None:
+    """When the buffer is not well out of the last-level cache: the figure may be the cache's, not
+    the memory's (on VMs the LLC reported is often the host's whole L3)."""
+    if not llc or buffer >= CACHE_MULTIPLE * llc:
+        return None
+    more = "" if thorough else "; --thorough reads up to 4 GiB"
+    return (
+        f"the {buffer >> 20} MiB buffer is under {CACHE_MULTIPLE}× the {llc >> 20} MiB last-level cache this host reports: "
+        f"part of it may be read from the cache, so the figure may overstate the memory{more}"
+    )
 
 
 def _cpu_busy_ticks() -> tuple[int, int] | None:
