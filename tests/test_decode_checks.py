@@ -167,6 +167,40 @@ def test_estimate_reuses_the_best_quiet_bandwidth_and_says_when_a_figure_is_a_lo
     assert not list(state.glob("*.dd-tmp"))
 
 
+def test_a_figure_measured_beside_a_quarter_core_of_other_work_is_a_lower_bound_never_reused(tmp_path, monkeypatch):
+    """Issue 26: one busy loop on a 2-vCPU host was 0.25 cores, 9 % of all CPUs, under the 15 % rule:
+    the figure was kept as quiet. The window's own foreign CPU time (in cores) and the hypervisor's
+    steal decide now, and an old cache entry without the field still reads."""
+    import json as _json
+
+    from decode_doctor.checks.models import bwcache
+
+    model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)
+    state = tmp_path / "state"
+
+    def device(*extra: str) -> dict:
+        args = ("--model", str(model), "--memory", "64", "--threads", "2", "--state-dir", str(state), "--format", "json", *extra)
+        return cli("estimate", *args).json()["device"]
+
+    def measured(read: float, foreign: float = 0.0, steal: float = 0.0):
+        def measure_cpu(buffer_bytes, budget_s=1.0, threads=None):
+            return membw.CpuBandwidth(read, read * 0.9, 0.02, 0.03, threads or 2, buffer_bytes, 3, 0.05, 0.09, foreign, steal)
+
+        return measure_cpu
+
+    monkeypatch.setattr(membw, "measure_cpu", measured(14.0, foreign=0.25))
+    first = device()
+    assert first["bandwidth_source"] == "measured on a busy host" and any("0.25 cores" in n for n in first["notes"])
+    monkeypatch.setattr(membw, "measure_cpu", measured(13.0, steal=0.05))
+    assert device()["bandwidth_source"] == "measured on a busy host"  # nothing quiet to reuse: measured again
+    monkeypatch.setattr(membw, "measure_cpu", measured(25.0))
+    assert device()["bandwidth_source"] == "measured" and device()["bandwidth_gbps"] == 25.0
+    assert [m.contended for m in bwcache.load(state)] == [True, True, False]
+    old = [{k: v for k, v in entry.items() if k != "contended"} for entry in _json.loads((state / bwcache.CACHE_NAME).read_text())]
+    (state / bwcache.CACHE_NAME).write_text(_json.dumps(old))  # written by the previous release
+    assert len(bwcache.load(state)) == 3
+
+
 def test_estimate_text_gguf_and_exit_codes(tmp_path):
     gguf = llama_gguf(tmp_path / "tiny.gguf")
     proc = cli("estimate", "--model", str(gguf), "--bandwidth", "100", "--memory", "4", "--kv-dtype", "fp8")

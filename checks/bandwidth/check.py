@@ -113,11 +113,13 @@ class Bandwidth(Check):
         findings = []
         if cpu.reached is not None and cpu.reached < LOW_RATIO:
             findings.append(self.finding(BW002, self._low_ratio_message(cpu), evidence=evidence["cpu"]))
-        if measured.other_load > BUSY:
+        if measured.other_load > BUSY or measured.contended:
             message = (
-                f"Other processes used {measured.other_load:.0%} of the CPUs during the measurement; the figures understate the memory."
+                f"Other processes used {measured.other_load:.0%} of the CPUs ({measured.foreign_cores:.2f} cores over the window, "
+                f"{measured.steal:.0%} stolen by the hypervisor) during the measurement; the figures understate the memory."
             )
-            findings.append(self.finding(BW003, message, evidence={"other_load": measured.other_load}))
+            evidence = {"other_load": measured.other_load, "foreign_cores": measured.foreign_cores, "steal": measured.steal}
+            findings.append(self.finding(BW003, message, evidence=evidence))
         for gpu in gpus:
             if gpu.theoretical_gbps and gpu.copy_gbps / gpu.theoretical_gbps < GPU_LOW_RATIO:
                 message = f"GPU {gpu.index} ({gpu.name}): copy {gpu.copy_gbps:.0f} GB/s{of_peak(gpu)}."

@@ -15,6 +15,10 @@ from .codes import BW002, BW003, BW005
 GB = 1e9
 
 
+CONTENDED_CORES = 0.1
+CONTENDED_STEAL = 0.02
+
+
 @dataclass(frozen=True)
 class CpuBandwidth:
     read_gbps: float
@@ -26,6 +30,15 @@ class CpuBandwidth:
     passes: int
     wall_s: float
     other_load: float  # fraction of the host's CPU time used by other processes meanwhile
+    foreign_cores: float = 0.0  # other processes' CPU time over the window, in cores (0.25: a quarter of a core)
+    steal: float = 0.0  # share of the host's CPU time the hypervisor took meanwhile
+
+    @property
+    def contended(self) -> bool:
+        """Something competed with the probe: a tenth of a core of other work, or 2 % stolen. Such a
+        figure is a lower bound, never reused as the host's own (a share of all CPUs hid a quarter of
+        a core as "9 % busy")."""
+        return self.foreign_cores >= CONTENDED_CORES or self.steal >= CONTENDED_STEAL
 
 
 @dataclass(frozen=True)

@@ -61,15 +61,16 @@ def cache_caveat(buffer: int, llc: int | None, thorough: bool) -> str | None:
     )
 
 
-def _cpu_busy_ticks() -> tuple[int, int] | None:
-    """(busy, total) jiffies of the whole host, from /proc/stat."""
+def _cpu_busy_ticks() -> tuple[int, int, int] | None:
+    """(busy, total, steal) jiffies of the whole host, from /proc/stat."""
     try:
         with open("/proc/stat") as handle:
             fields = [int(x) for x in handle.readline().split()[1:]]
     except (OSError, ValueError):
         return None
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return sum(fields) - idle, sum(fields)
+    steal = fields[7] if len(fields) > 7 else 0
+    return sum(fields) - idle - steal, sum(fields), steal
 
 
 def measure_cpu(buffer_bytes: int, budget_s: float = 1.0, threads: int | None = None) -> CpuBandwidth:
@@ -106,12 +107,14 @@ def measure_cpu(buffer_bytes: int, budget_s: float = 1.0, threads: int | None = 
     wall = time.perf_counter() - started
     own = time.process_time() - own_before
     ticks_after = _cpu_busy_ticks()
-    other = 0.0
+    other = foreign = stolen = 0.0
     if ticks_before and ticks_after and ticks_after[1] > ticks_before[1]:
         hz = os.sysconf("SC_CLK_TCK")
         busy = (ticks_after[0] - ticks_before[0]) / hz
         total = (ticks_after[1] - ticks_before[1]) / hz
         other = max(0.0, (busy - own) / total) if total else 0.0
+        foreign = max(0.0, (busy - own) / wall) if wall else 0.0  # in cores, over this window itself
+        stolen = (ticks_after[2] - ticks_before[2]) / hz / total if total else 0.0
     read_bytes = data.nbytes
     copy_bytes = 2 * (half * 4)  # read the source and write the target, as STREAM counts it
     return CpuBandwidth(
@@ -124,6 +127,8 @@ def measure_cpu(buffer_bytes: int, budget_s: float = 1.0, threads: int | None = 
         passes=len(read_times),
         wall_s=round(wall, 3),
         other_load=round(other, 3),
+        foreign_cores=round(foreign, 3),
+        steal=round(stolen, 3),
     )
 
 

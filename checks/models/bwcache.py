@@ -26,10 +26,11 @@ class Measurement:
     other_load: float
     buffer_bytes: int
     measured_at: float
+    contended: bool = False  # something competed with the probe (CpuBandwidth.contended): a lower bound only
 
     @property
     def busy(self) -> bool:
-        return self.other_load > BUSY
+        return self.other_load > BUSY or self.contended
 
     def age(self, now: float | None = None) -> float:
         return (now or time.time()) - self.measured_at
@@ -63,8 +64,9 @@ def load(state_dir: Path) -> list[Measurement]:
     found = []
     for entry in data if isinstance(data, list) else []:
         try:
-            found.append(Measurement(**{key: entry[key] for key in Measurement.__dataclass_fields__}))
-        except (KeyError, TypeError):
+            fields = {key: entry[key] for key in Measurement.__dataclass_fields__ if key in entry}
+            found.append(Measurement(**fields))
+        except (KeyError, TypeError, AttributeError):
             continue
     return found
 

@@ -84,7 +84,9 @@ def _cpu(threads: int | None, bandwidth: float | None, memory: int | None, remea
         cpu.bandwidth_source = "unknown"
         return cpu
     measured = facts.cpu.measured
-    reading = bwcache.Measurement(host, measured.threads, measured.read_gbps, measured.other_load, measured.buffer_bytes, time.time())
+    reading = bwcache.Measurement(
+        host, measured.threads, measured.read_gbps, measured.other_load, measured.buffer_bytes, time.time(), measured.contended
+    )
     try:
         bwcache.record(state_dir, reading)
     except OSError as exc:
@@ -94,7 +96,9 @@ def _cpu(threads: int | None, bandwidth: float | None, memory: int | None, remea
         cpu.bandwidth_source = "measured on a busy host"
         cpu.notes.append(
             f"bandwidth: {measured.read_gbps:.1f} GB/s is a lower bound: other processes used {measured.other_load:.0%} of the "
-            "CPUs meanwhile, so the ceiling below understates the host; measure again when it is quiet (--measure)"
+            f"CPUs ({measured.foreign_cores:.2f} cores over the window, {measured.steal:.0%} stolen by the hypervisor) meanwhile, "
+            "so the ceiling below understates the host; kept as a lower bound, never reused as this host's figure; measure again "
+            "when it is quiet (--measure)"
         )
     else:
         cpu.notes.append(f"bandwidth: {reading.describe()}, kept in {state_dir / bwcache.CACHE_NAME}")
