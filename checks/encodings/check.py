@@ -223,7 +223,8 @@ class Encodings(Check):
         "every config/tokenizer/template/text file under `--model` (recursive: .json, .txt, .md, .yaml, .toml, .csv, .xml, .html, .srt,"
         " .vtt…; never weights such as .gguf, .safetensors, .bin, tokenizer.model) is clean UTF-8. The whole file is read in every "
         "legacy encoding a model repository holds (ISO-8859-1…16, windows-1250…1258, KOI8-R/U, cp866, Mac, GBK/GB18030, Big5, "
-        "Shift_JIS/EUC-JP/ISO-2022-JP, EUC-KR/Johab, TIS-620, UTF-16/32 with or without a BOM); a reading is converted only when "
+        "Shift_JIS/EUC-JP/ISO-2022-JP, EUC-KR/Johab, TIS-620, UTF-16/32 with or without a BOM, CJK-only UTF-16 from its even-offset "
+        "line ends); a reading is converted only when "
         "chardet's language statistics rate it far likelier than every other reading on the words where they differ (and structured "
         'files still parse). Otherwise the finding shows the readings side by side ("gbk (Chinese): 你好 | tis_620 (Thai): ฤใบร") and the'
         " command that decides: `--from-encoding PATH=ENC` (repeatable); a bare `--from-encoding ENC` applies only to undecided files "

@@ -144,11 +144,78 @@ def _wide_without_bom(data: bytes) -> str | None:
         return None
     even, odd = data[0::2], data[1::2]
     zero_even, zero_odd = even.count(0) / len(even), odd.count(0) / len(odd)
-    if zero_odd > 0.4 and zero_even < 0.05:
-        return "utf-16-le"
-    if zero_even > 0.4 and zero_odd < 0.05:
-        return "utf-16-be"
+    for codec, lean in (("utf-16-le", zero_odd > 0.4 and zero_even < 0.05), ("utf-16-be", zero_even > 0.4 and zero_odd < 0.05)):
+        if lean and _mostly_ascii(data, codec):
+            return codec
+    return _wide_cjk(data)
+
+
+def _mostly_ascii(data: bytes, codec: str) -> bool:
+    """The characters whose high byte is zero are text: most of them printable ASCII (not "é", "ÿ"
+    and friends, which random bytes give as often)."""
+    try:
+        text = data.decode(codec)
+    except UnicodeDecodeError:
+        return False
+    low = [c for c in text if ord(c) < 0x100]
+    return len(low) >= 3 and sum(1 for c in low if " " <= c <= "~" or c in "\t\r\n") >= 0.75 * len(low)
+
+
+WIDE_LINE_ENDS = {"utf-16-le": b"\n\x00", "utf-16-be": b"\x00\n"}
+CJK_SHARE = 0.9  # of the characters that are not ASCII: what a CJK text without a BOM must be
+WIDE_CJK_LIMIT = 16 << 20  # larger files are not read as UTF-16 without a BOM on this evidence
+
+
+def _wide_cjk(data: bytes) -> str | None:
+    """UTF-16 without a BOM whose text is CJK (few zero bytes: only its line ends and spaces have
+    them): every line end falls at an even offset (`0a 00` little-endian), the whole decodes
+    strictly (surrogates paired), holds no control, private-use or unassigned character, and at
+    least nine in ten of its characters beyond ASCII are CJK. Random bytes of even length almost
+    never pass all of that; an odd length never is UTF-16."""
+    from .readings import forbidden
+
+    if len(data) % 2 or len(data) < 4 or len(data) > WIDE_CJK_LIMIT or sniff_binary(data[:4096]) not in (None, "NUL bytes"):
+        return None
+    for codec, line_end in WIDE_LINE_ENDS.items():
+        aligned = [i for i in _find_all(data, line_end) if i % 2 == 0]
+        if not aligned or (any(i % 2 for i in _find_all(data, line_end)) and len(aligned) < 2):
+            continue
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError:
+            continue
+        if forbidden(text.replace("\r", "").replace("\n", "").replace("\t", "")):
+            continue
+        wide = [c for c in text if ord(c) > 0x7F]
+        if len(wide) < 2 or (len(aligned) < 2 and len(wide) < 6):  # two lines, or one line of six
+            continue
+        hangul = sum(1 for c in wide if 0xAC00 <= ord(c) <= 0xD7A3)
+        han = sum(1 for c in wide if _is_cjk(c)) - hangul
+        # one language: Chinese and Japanese text has no Hangul, Korean text little Han (random units mix them)
+        cjk = max(han, hangul) if min(han, hangul) <= 0.1 * (han + hangul) else 0
+        if cjk >= CJK_SHARE * len(wide) and text.count("\n") == len(aligned):
+            return codec
     return None
+
+
+def _find_all(data: bytes, needle: bytes) -> list[int]:
+    found: list[int] = []
+    start = data.find(needle)
+    while start >= 0 and len(found) < 1 << 20:
+        found.append(start)
+        start = data.find(needle, start + 1)
+    return found
+
+
+def _is_cjk(char: str) -> bool:
+    code = ord(char)
+    return (
+        0x4E00 <= code <= 0x9FFF  # CJK unified ideographs
+        or 0x3000 <= code <= 0x30FF  # CJK punctuation, hiragana, katakana
+        or 0xAC00 <= code <= 0xD7A3  # Hangul syllables
+        or 0xFF00 <= code <= 0xFFEF  # full- and half-width forms
+        or 0xF900 <= code <= 0xFAFF  # compatibility ideographs
+    )
 
 
 def _position(data: bytes, offset: int) -> int:
