@@ -138,28 +138,17 @@ def test_a_tunable_under_root_is_replaced_whole_so_a_kill_never_leaves_it_empty(
 def test_a_failed_move_rolls_back_only_what_its_own_run_moved(tmp_path):
     """Two runs (separate state dirs) quarantine the same file; B moves it while A is between its
     journal record and its move. A's rollback must not put back B's quarantined file."""
-    from decode_doctor.engine.findings import Finding, Severity
-    from decode_doctor.fixes.actions import FixPlan, MoveFile
     from decode_doctor.fixes.journal import apply_plans, run_info
 
-    data = tmp_path / "data"
-    data.mkdir()
-    broken = data / "broken.jpg"
-    broken.write_bytes(b"not a jpeg")
-    quarantine = tmp_path / "data.quarantine"
-    finding = Finding("IMG001", "images", Severity.ERROR, "t", "m", path=str(broken))
-
-    def plan() -> FixPlan:
-        return FixPlan(finding, "quarantine", [MoveFile(broken, quarantine / "broken.jpg", manifest=quarantine / "manifest.jsonl")])
-
+    broken, quarantine, plan = _quarantine_plan(tmp_path)
     b_result = None
 
     def a_step(number: int) -> None:
         nonlocal b_result
         if number == 2 and b_result is None:  # A journaled its intent; B runs to the end now
-            b_result = apply_plans([plan()], tmp_path / "state-b", {"argv": ["b"]})
+            b_result = apply_plans([plan], tmp_path / "state-b", {"argv": ["b"]})
 
-    a_result = apply_plans([plan()], tmp_path / "state-a", {"argv": ["a"]}, on_step=a_step)
+    a_result = apply_plans([plan], tmp_path / "state-a", {"argv": ["a"]}, on_step=a_step)
     assert [o.status for o in b_result.outcomes] == ["applied"]
     assert a_result.outcomes[0].status.startswith("failed")
     assert not broken.exists() and (quarantine / "broken.jpg").read_bytes() == b"not a jpeg"  # B's move stands

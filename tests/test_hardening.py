@@ -22,12 +22,10 @@ from .support.modelgen import write_gguf
 LLAMA = {"model_type": "llama", "max_position_embeddings": 8192}
 
 
-def _model(tmp_path: Path, config: dict | str, **files: object) -> Path:
+def _model(tmp_path: Path, config_text: str) -> Path:
     model = tmp_path / "model"
     model.mkdir()
-    (model / "config.json").write_text(config if isinstance(config, str) else json.dumps(config))
-    for name, content in files.items():
-        (model / name.replace("__", ".").replace("_dot_", ".")).write_text(content if isinstance(content, str) else json.dumps(content))
+    (model / "config.json").write_text(config_text)
     return model
 
 
@@ -95,7 +93,7 @@ def test_a_configuration_file_of_the_wrong_shape_is_a_one_line_error(tmp_path, l
     assert len(errors) == 1 and "decode-doctor.toml" in errors[0], proc.stderr
 
 
-def _peak_rss_mib(argv: list[str], cwd: Path | None = None) -> tuple[int, float, str]:
+def _peak_rss_mib(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, float, str]:
     """Runs argv under a Python that reports the largest RSS among its descendants (forked workers
     included): (exit code, MiB, output)."""
     probe = (
@@ -104,7 +102,7 @@ def _peak_rss_mib(argv: list[str], cwd: Path | None = None) -> tuple[int, float,
         "print(proc.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
         "print(proc.stdout[-2000:] + proc.stderr[-2000:])\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=300, cwd=cwd)
+    out = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=300, env=env)
     head, _, rest = out.stdout.partition("\n")
     code, rss = head.split()
     return int(code), float(rss), rest
@@ -147,14 +145,8 @@ def test_a_fake_nvidia_smi_printing_a_gibibyte_keeps_the_run_small(tmp_path):
     smi.write_text("#!/bin/sh\nhead -c 1073741824 /dev/zero | tr '\\0' x\n")
     smi.chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    probe = (
-        "import resource, subprocess, sys\n"
-        "p = subprocess.run(sys.argv[1:], capture_output=True)\n"
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)\n"
-    )
-    args = [*DD, "check", "--select", "gpu", "--root", str(FIXTURES / "hosts/swap60-rhel7")]
-    out = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=300, env=env).stdout
-    assert int(out.split()[0]) < 256, out
+    _code, rss, said = _peak_rss_mib([*DD, "check", "--select", "gpu", "--root", str(FIXTURES / "hosts/swap60-rhel7")], env=env)
+    assert rss < 256, (rss, said)
 
 
 def test_a_config_over_64_mib_is_not_judged_never_ready(tmp_path):

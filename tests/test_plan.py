@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from pathlib import Path
 
 import pytest
 
@@ -17,11 +16,11 @@ from decode_doctor.checks.models.modelfiles import ModelInfo, apply_config, read
 from decode_doctor.checks.models.plan import kv_shard, make_plan, sizing
 from decode_doctor.engine.units import parse_bytes, parse_rate
 
+from .support.engine_rules import flags
 from .support.harness import cli, run_check
 from .support.published import ACTIVE, CONFIGS, PARAMETERS
 
 GIB = 1 << 30
-ENGINES = Path(__file__).resolve().parent.parent / "fixtures" / "engines"
 
 
 def config_only(name: str) -> ModelInfo:
@@ -120,20 +119,6 @@ def test_kv_is_split_by_heads_but_never_below_one_head_and_mla_is_replicated():
     assert kv_shard(sizing(config_only("DeepSeek-V3")), 8) == 1
 
 
-def _flags(name: str) -> dict[str, set[str] | None]:
-    """flag → allowed values (None: any) from a fixtures/engines list."""
-    allowed: dict[str, set[str] | None] = {}
-    for line in (ENGINES / name).read_text().splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        words = line.split()
-        choices = next((set(w.split("=", 1)[1].split(",")) for w in words if w.startswith("choices=")), None)
-        for word in words:
-            if word.startswith("-"):
-                allowed[word] = choices
-    return allowed
-
-
 @pytest.mark.parametrize(
     ("name", "device", "context", "concurrency", "kv", "gpus"),
     [
@@ -146,7 +131,7 @@ def _flags(name: str) -> dict[str, set[str] | None]:
 )
 def test_every_emitted_flag_is_one_the_named_engine_version_has(name, device, context, concurrency, kv, gpus):
     plan = make_plan(sizing(config_only(name)), lookup(device), context, concurrency, kv, gpus)
-    lists = {serve.VLLM_VERSION: _flags("vllm-serve-flags.txt"), serve.LLAMA_SERVER_VERSION: _flags("llama-server-flags.txt")}
+    lists = {serve.VLLM_VERSION: flags("vllm-serve-flags.txt"), serve.LLAMA_SERVER_VERSION: flags("llama-server-flags.txt")}
     commands = serve.commands(plan, f"/models/{name}", threads=8)
     assert {command.engine for command in commands} == {"vllm", "llama-server"}
     for command in commands:

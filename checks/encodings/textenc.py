@@ -177,8 +177,9 @@ def _wide_cjk(data: bytes) -> str | None:
     if len(data) % 2 or len(data) < 4 or len(data) > WIDE_CJK_LIMIT or sniff_binary(data[:4096]) not in (None, "NUL bytes"):
         return None
     for codec, line_end in WIDE_LINE_ENDS.items():
-        aligned = [i for i in _find_all(data, line_end) if i % 2 == 0]
-        if not aligned or (any(i % 2 for i in _find_all(data, line_end)) and len(aligned) < 2):
+        ends = _find_all(data, line_end)
+        aligned = [i for i in ends if i % 2 == 0]
+        if not aligned or (len(aligned) < len(ends) and len(aligned) < 2):
             continue
         try:
             text = data.decode(codec)

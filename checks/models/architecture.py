@@ -159,6 +159,14 @@ def _embeddings(text: dict[str, Any], hidden: int, tied_default: bool = False) -
     return table, 0 if _tied(text, tied_default) else table
 
 
+def _attention_shape(text: dict[str, Any]) -> tuple[int, int, int, int, int]:
+    """(hidden size, layers, attention heads, KV heads, head dim) of a grouped-query attention model."""
+    hidden = _need(text, "hidden_size")
+    heads = _need(text, "num_attention_heads")
+    kv_heads = _get(text, "num_key_value_heads", default=heads)
+    return hidden, _need(text, "num_hidden_layers"), heads, kv_heads, _get(text, "head_dim") or hidden // heads
+
+
 def _attention(hidden: int, heads: int, kv_heads: int, head_dim: int, qkv_bias: bool = False, o_bias: bool = False) -> int:
     q = _linear(heads * head_dim, hidden, qkv_bias)
     kv = 2 * _linear(kv_heads * head_dim, hidden, qkv_bias)
@@ -188,11 +196,7 @@ def _window_layers(text: dict[str, Any], layers: int) -> list[int | None]:
 
 
 def _llama_like(text: dict[str, Any], *, qkv_bias: bool = False, qk_norm: bool = False, norms: int = 2) -> Architecture:
-    hidden = _need(text, "hidden_size")
-    layers = _need(text, "num_hidden_layers")
-    heads = _need(text, "num_attention_heads")
-    kv_heads = _get(text, "num_key_value_heads", default=heads)
-    head_dim = _get(text, "head_dim") or hidden // heads
+    hidden, layers, heads, kv_heads, head_dim = _attention_shape(text)
     intermediate = _need(text, "intermediate_size")
     attention_bias = bool(text.get("attention_bias"))
     per_layer = _attention(hidden, heads, kv_heads, head_dim, qkv_bias or attention_bias, attention_bias)
@@ -252,11 +256,7 @@ def _moe(text: dict[str, Any], hidden: int, *, shared_intermediate: int = 0, sha
 
 
 def _mixtral_like(text: dict[str, Any], *, qkv_bias: bool = False, qk_norm: bool = False, shared: bool = False) -> Architecture:
-    hidden = _need(text, "hidden_size")
-    layers = _need(text, "num_hidden_layers")
-    heads = _need(text, "num_attention_heads")
-    kv_heads = _get(text, "num_key_value_heads", default=heads)
-    head_dim = _get(text, "head_dim") or hidden // heads
+    hidden, layers, heads, kv_heads, head_dim = _attention_shape(text)
     attention = _attention(hidden, heads, kv_heads, head_dim, qkv_bias or bool(text.get("attention_bias")), False)
     attention += 2 * hidden + (2 * head_dim if qk_norm else 0)
     shared_intermediate = _get(text, "shared_expert_intermediate_size", default=0) if shared else 0
@@ -402,11 +402,7 @@ def _jamba(text: dict[str, Any]) -> Architecture:
 def _gpt_oss(text: dict[str, Any]) -> Architecture:
     """gpt-oss: biased attention with a learned sink per head, layers alternating a sliding window and
     full attention (layer_types), and biased experts whose matrices are stored as MXFP4."""
-    hidden = _need(text, "hidden_size")
-    layers = _need(text, "num_hidden_layers")
-    heads = _need(text, "num_attention_heads")
-    kv_heads = _get(text, "num_key_value_heads", default=heads)
-    head_dim = _get(text, "head_dim") or hidden // heads
+    hidden, layers, heads, kv_heads, head_dim = _attention_shape(text)
     experts = _need(text, "num_local_experts")
     per_token = _need(text, "num_experts_per_tok", "experts_per_token")
     expert = _need(text, "intermediate_size")
@@ -519,11 +515,7 @@ def _llama4(config: dict[str, Any]) -> Architecture:
     attention_chunk_size, the NoPE layers (no_rope_layers 0, every fourth) to everything; the vision
     tower and projector are loaded but not read per decoded token."""
     text = text_config(config)
-    hidden = _need(text, "hidden_size")
-    layers = _need(text, "num_hidden_layers")
-    heads = _need(text, "num_attention_heads")
-    kv_heads = _get(text, "num_key_value_heads", default=heads)
-    head_dim = _get(text, "head_dim") or hidden // heads
+    hidden, layers, heads, kv_heads, head_dim = _attention_shape(text)
     bias = bool(text.get("attention_bias"))
     attention = _attention(hidden, heads, kv_heads, head_dim, bias, bias) + 2 * hidden
     experts, per_token = _need(text, "num_local_experts"), _need(text, "num_experts_per_tok")
@@ -572,11 +564,7 @@ def _qwen3_next(text: dict[str, Any]) -> Architecture:
     """Qwen3-Next: every full_attention_interval-th layer gated attention (q_proj also yields the
     gate), the others Gated DeltaNet (a constant state per sequence); a MoE of num_experts with a
     gated shared expert on every layer."""
-    hidden = _need(text, "hidden_size")
-    layers = _need(text, "num_hidden_layers")
-    heads = _need(text, "num_attention_heads")
-    kv_heads = _get(text, "num_key_value_heads", default=heads)
-    head_dim = _get(text, "head_dim") or hidden // heads
+    hidden, layers, heads, kv_heads, head_dim = _attention_shape(text)
     types = text.get("layer_types")
     if not (isinstance(types, list) and len(types) == layers):
         interval = _need(text, "full_attention_interval")
@@ -620,11 +608,7 @@ def _qwen3_next(text: dict[str, Any]) -> Architecture:
 def _glm4_moe(text: dict[str, Any]) -> Architecture:
     """GLM-4.5: grouped-query attention (biased q, k, v), first_k_dense_replace dense layers, then MoE
     layers with shared experts and a router with a correction bias (as DeepSeek-V3 routes)."""
-    hidden = _need(text, "hidden_size")
-    layers = _need(text, "num_hidden_layers")
-    heads = _need(text, "num_attention_heads")
-    kv_heads = _get(text, "num_key_value_heads", default=heads)
-    head_dim = _get(text, "head_dim") or hidden // heads
+    hidden, layers, heads, kv_heads, head_dim = _attention_shape(text)
     attention = _attention(hidden, heads, kv_heads, head_dim, bool(text.get("attention_bias")), False)
     attention += 2 * hidden + (2 * head_dim if text.get("use_qk_norm") else 0)
     experts, per_token = _need(text, "n_routed_experts"), _need(text, "num_experts_per_tok")
