@@ -383,3 +383,11 @@ def test_odd_length_or_unpaired_is_never_utf16():
     assert decide(text[:-1], ".txt").encoding != "utf-16-le"  # odd length
     unpaired = text[:4] + b"\x00\xd8" + text[4:]  # a lone high surrogate
     assert decide(unpaired, ".txt").encoding != "utf-16-le"
+
+
+def test_a_reading_whose_words_have_no_shape_of_text_is_never_chosen_alone():
+    """A Big5 path word "了∼∼∼" read as cp866 gives "дFбубубу" (two alphabets in one word), which
+    once won by 17 bits on its own; a reading whose words mostly look like no word cannot win."""
+    data = json.dumps({"_name_or_path": "D:\\了∼∼∼\\model", "model_type": "llama"}, ensure_ascii=False).encode("big5")
+    verdict = decide(data, ".json")
+    assert verdict.status == "ambiguous" or data.decode(verdict.encoding) == data.decode("cp950")

@@ -67,6 +67,14 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "tis_620": ("tis_620", "iso8859_11", "cp874"),
     "iso8859_1": ("iso8859_1",),
 }
+
+
+def family_of(encoding: str) -> str | None:
+    """The family a codec belongs to (its first member names it)."""
+    encoding = encoding.lower().replace("-", "_")
+    return next((family for family, codecs in FAMILIES.items() if encoding in codecs), None)
+
+
 MULTIBYTE = ("gb18030", "big5hkscs", "cp932", "euc_jp", "cp949", "johab")  # the widest of each family
 MULTIBYTE_CODECS = {"gbk", "gb18030", "cp950", "big5", "big5hkscs", "cp932", "shift_jis", "euc_jp", "euc_kr", "cp949", "johab"}
 SAMPLE_BYTES = 65_536  # of non-ASCII words the languages are told from
@@ -348,6 +356,7 @@ class Choice:
     reading: Reading | None
     why: str
     rivals: list[tuple[Reading, Comparison]] = field(default_factory=list)  # readings it could not be told from
+    margin: float = float("inf")  # bits by which the chosen reading beat its nearest rival
 
 
 def choose(candidates: list[Reading], found: Words) -> Choice:
@@ -361,6 +370,8 @@ def choose(candidates: list[Reading], found: Words) -> Choice:
         return Choice(None, f"no encoding reads it as text of a known language (closest: {best.encoding} as {best.language})")
     first: Choice | None = None
     for reading in textual[:3]:
+        if _misshapen(reading, found):
+            continue  # its words have shapes no text has ("дFбубубу"): however its bytes score, no winner
         rivals, nearest = [], None
         for other in ranked:
             if other is reading:
@@ -371,10 +382,28 @@ def choose(candidates: list[Reading], found: Words) -> Choice:
             elif nearest is None or comparison.score < nearest[1].score:
                 nearest = (other, comparison)
         if not rivals:
-            return Choice(reading, _why(reading, nearest))
+            return Choice(reading, _why(reading, nearest), margin=nearest[1].score if nearest else float("inf"))
         first = first or Choice(None, "the readings cannot be told apart", [(reading, Comparison()), *rivals])
-    assert first is not None
-    return first
+    return first or Choice(None, "the readings cannot be told apart", [(r, Comparison()) for r in textual[:3]])
+
+
+def _misshapen(reading: Reading, found: Words) -> bool:
+    """Whether most of a reading's most frequent words that word_looks_real has an opinion on are
+    not words (two alphabets in one word, a symbol between letters). Not asked of a CJK reading, whose
+    text mixes symbols, Latin and its own scripts in ordinary words ("♡♥KINA")."""
+    import numpy as np
+
+    voted = [(reading.words[i], found.counts[i]) for i in np.argsort(-found.counts, kind="stable")[:VOTED_WORDS]]
+    if any(_script(char) in CJK_SCRIPTS for word, _ in voted if word for char in word):
+        return False
+    real = unreal = 0.0
+    for word, count in voted:
+        looks = word_looks_real(word) if word is not None else None
+        if looks is True:
+            real += count
+        elif looks is False:
+            unreal += count
+    return unreal > 0 and unreal >= real
 
 
 def _why(reading: Reading, nearest: tuple[Reading, Comparison] | None) -> str:
