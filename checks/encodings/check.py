@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from decode_doctor.engine import Check, Context, Facts, Finding, FixRef, Needs, Option, Severity
 from decode_doctor.engine.files import open_regular
@@ -30,6 +31,9 @@ from .codes import (
     ConvertParams,
     DropBomParams,
 )
+
+if TYPE_CHECKING:
+    from .textenc import Readings, Verdict
 
 LOADER_NAMES = {
     "config.json",
@@ -88,7 +92,7 @@ WEIGHT_SUFFIXES = {
     ".gz",
 }
 # A UTF-8 BOM breaks these: json.loads refuses it, and a vocab line or template starts with U+FEFF.
-BOM_CHOKES = {".json", ".jsonl", ".txt", ".jinja", ".csv", ".tsv"}
+BOM_CHOKES = {".json", ".jsonl", ".txt", ".jinja", ".csv", ".tsv", ".toml"}  # tomllib: "Invalid statement"
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".ipynb_checkpoints"}
 MAX_ANALYSE = 64 << 20  # above this a non-UTF-8 file is reported, not converted
 NOT_TEXT_NAMES = {"tokenizer.model", "spiece.model", "sentencepiece.bpe.model"}
@@ -133,11 +137,38 @@ class ScannedTree:
 
 
 @dataclass(frozen=True)
+class KeptBom:
+    """A UTF-8 file with a byte-order mark its readers accept: left alone, and why."""
+
+    file: str
+    why: str
+
+
+KEPT_SHOWN = 5
+
+
+@dataclass(frozen=True)
 class EncodingsFacts(Facts):
     trees: list[ScannedTree] = field(default_factory=list)
+    kept_boms: list[KeptBom] = field(default_factory=list)
 
     def summary(self) -> list[str]:
-        return [f"{tree.files:,} text files ({tree.bytes:,} bytes) checked under {tree.path}" for tree in self.trees]
+        lines = [f"{tree.files:,} text files ({tree.bytes:,} bytes) checked under {tree.path}" for tree in self.trees]
+        lines += [f"{kept.file}: UTF-8 with a byte-order mark, left alone ({kept.why})" for kept in self.kept_boms[:KEPT_SHOWN]]
+        if len(self.kept_boms) > KEPT_SHOWN:
+            lines.append(f"and {len(self.kept_boms) - KEPT_SHOWN} more UTF-8 files with a byte-order mark their readers accept")
+        return lines
+
+
+# why a UTF-8 byte-order mark is left alone, by suffix (BOM_CHOKES are the ones whose loaders fail on it)
+BOM_READERS = {
+    ".md": "Markdown renderers (CommonMark, GitHub) skip it",
+    ".yaml": "PyYAML reads it as a byte-order mark",
+    ".yml": "PyYAML reads it as a byte-order mark",
+    ".py": "Python takes it as the file's UTF-8 declaration",
+    ".html": "browsers take it as the page's encoding",
+    ".xml": "XML parsers take it as the document's encoding",
+}
 
 
 @dataclass(frozen=True)
@@ -228,8 +259,14 @@ class Encodings(Check):
         "chardet's language statistics rate it far likelier than every other reading on the words where they differ (and structured "
         'files still parse). Otherwise the finding shows the readings side by side ("gbk (Chinese): 你好 | tis_620 (Thai): ฤใบร") and the'
         " command that decides: `--from-encoding PATH=ENC` (repeatable); a bare `--from-encoding ENC` applies only to undecided files "
-        "and never overrides a file that reads as another encoding. Mixed, truncated, coding-cookie, binary, unreadable files and links"
-        " out of the tree are reported, never converted; UTF-8 BOMs are dropped where loaders choke on them"
+        "and never overrides a file that reads as another encoding. A file too short to decide alone (a two-word `classes.txt`, a "
+        "config whose only non-ASCII text is a path, a vocab with one non-ASCII line) is decided with the files of the same `--model` "
+        'tree that their own evidence decided confidently (two at least, agreeing): "decided with the evidence of 3 sibling file(s) '
+        '(…)"; never against its own bytes, never between two readings in one script, never to a reading with a misshapen word, a '
+        "letter the siblings' language does not use or an uncommon CJK character; otherwise the refusal says why and which bytes are "
+        "undecided. Mixed, truncated, coding-cookie, binary, unreadable files and links out of the tree are reported, never "
+        "converted; UTF-8 BOMs are dropped where loaders choke on them (.json, .toml, .txt…) and left alone, with the reason in the "
+        "facts, where readers accept them (README.md, YAML)"
     )
     description = "every config and tokenizer file under --model is clean UTF-8 (convertible ones are fixed)"
     codes = CODES
@@ -246,10 +283,13 @@ class Encodings(Check):
     )
     timeout_s = 120.0
     facts_type = EncodingsFacts
+    _tree: _Tree | None = None  # the tree being judged (run), for the second look with siblings
+    _kept: list[KeptBom]  # files with a UTF-8 BOM their readers accept (run)
     scoped = True  # after a conversion, only the files written are judged again
 
     def run(self, ctx: Context) -> list[Finding]:
         findings: list[Finding] = []
+        self._kept = []
         seen: set[Path] = set()
         trees: list[ScannedTree] = []
         given_choices = ctx.options.get("from_encoding") or ()
@@ -279,6 +319,7 @@ class Encodings(Check):
         for given in ctx.models:
             links: list[TextFile] = []
             counted = [0, 0]  # files, bytes
+            self._tree = _Tree()
             for item in walk(Path(given), link_out):
                 if ctx.scope is not None and item.path not in ctx.scope:
                     continue  # the re-check after a fix: only the files it wrote
@@ -303,6 +344,7 @@ class Encodings(Check):
                 seen.add(real)  # a target outside the walked folders but inside the tree (a Hugging Face cache blob)
                 ctx.note_file(item.target)
                 findings.extend(self._judged(ctx, item, Path(given), stated_for(item), counted))
+            findings = self._with_siblings(findings, Path(given))
             trees.append(ScannedTree(str(given), counted[0], counted[1]))
             if counted[0] == 0 and ctx.scope is None:
                 message = f"{given}: 0 text files under it: no encoding was checked."
@@ -312,8 +354,63 @@ class Encodings(Check):
             if path not in used and ctx.scope is None:
                 message = f"--from-encoding {path}={encoding}: not among the text files checked under --model; not applied."
                 findings.append(self.finding(ENC011, message, evidence={"path": path, "encoding": encoding}, path=path))
-        ctx.publish(EncodingsFacts(trees))
+        ctx.publish(EncodingsFacts(trees, self._kept))
         return findings
+
+    def _with_siblings(self, findings: list[Finding], given: Path) -> list[Finding]:
+        """The files this tree could not decide alone, decided again with the files of the same tree
+        that their own evidence decided confidently (siblings.decide_with_siblings); a file that still
+        cannot be decided stays refused, and its refusal says why the siblings did not decide it.
+        Files are read again here, one at a time: the tree's bytes are never all held."""
+        from .readings import family_of
+        from .siblings import SIBLINGS_NEEDED, Sibling, decide_with_siblings
+
+        tree, self._tree = self._tree, None
+        if tree is None or not tree.confident:
+            return findings
+        ranked = sorted(tree.confident.items(), key=lambda kv: -kv[1])
+        family, count = ranked[0]
+        runner_up = ranked[1][1] if len(ranked) > 1 else 0
+        if count < SIBLINGS_NEEDED or count <= 2 * runner_up:
+            return findings  # no repository voice: too few files decided, or files that disagree
+        read: list[Sibling] = []
+        for item, encoding in tree.voices[family]:
+            try:
+                sibling = Sibling.of(item.path.name, _read(item.target), encoding)
+            except OSError:
+                continue
+            if sibling is not None:
+                read.append(sibling)
+        if len(read) < SIBLINGS_NEEDED:
+            return findings
+        names = ", ".join(s.name for s in read[:3]) + (f" and {count - 3} more" if count > 3 else "")
+        voice = f"{count} sibling file(s) read confidently as {family} ({names})"
+        replaced: dict[int, list[Finding]] = {}
+        # a file its own evidence decided narrowly in another family contradicts the repository: refused
+        for item, encoding, language, margin, finding in tree.narrow:
+            if family_of(encoding) != family:
+                message = (
+                    f"{item.path}: reads as {encoding} ({language}) by only {margin:.0f} bits, against {voice}; not converted. "
+                    f"Decide with: {decide_command(given, item.path, [encoding, family])}"
+                )
+                evidence = {**finding.evidence, "siblings": family, "decided_alone": encoding}
+                replaced[id(finding)] = [self.finding(ENC002, message, evidence=evidence, path=str(item.path), severity=finding.severity)]
+        for item, refusal, kept in tree.pending:
+            try:
+                data = kept[0] if kept else _read(item.target)
+            except OSError:
+                continue  # its refusal stands as it was
+            judged = decide_with_siblings(data, item.path.suffix.lower(), read, kept[1] if kept else None)
+            if judged.verdict is not None:
+                replaced[id(refusal)] = self._findings(item, given, None, data, judged.verdict)
+                continue
+            message = f"{refusal.message.rstrip('.')}. The {voice} do not decide it: {judged.why}."
+            undecided = _undecided_bytes(data)
+            if undecided:
+                message += f" Undecided bytes: {undecided}."
+            evidence = {**refusal.evidence, "siblings": family, "siblings_why_not": judged.why}
+            replaced[id(refusal)] = [dataclasses.replace(refusal, message=message, evidence=evidence)]
+        return [new for finding in findings for new in replaced.get(id(finding), [finding])]
 
     def _judged(self, ctx: Context, item: TextFile, given: Path, stated: str | None, counted: list[int]) -> list[Finding]:
         """The file's findings; one it could not read is also said to be not judged."""
@@ -342,6 +439,14 @@ class Encodings(Check):
             )
             return [self.finding(ENC002, message, evidence={"size": item.target.stat().st_size}, path=path)]
         verdict = decide(data, suffix, stated)
+        found = self._findings(item, given, stated, data, verdict)
+        tree = self._tree
+        if tree is not None and not stated:
+            tree.note(item, data, verdict, found)
+        return found
+
+    def _findings(self, item: TextFile, given: Path, stated: str | None, data: bytes, verdict: Any) -> list[Finding]:
+        path, suffix = str(item.path), item.path.suffix.lower()
         evidence: dict[str, Any] = {
             "file": path,
             "size": len(data),
@@ -370,6 +475,10 @@ class Encodings(Check):
                         fix=fix,
                     )
                 ]
+            if verdict.bom == "utf-8-sig":
+                why = BOM_READERS.get(suffix, f"no {suffix or 'extension-less'} loader decode-doctor knows fails on it")
+                self._kept.append(KeptBom(path, why))
+                evidence["bom_kept"] = why
             return []
         if verdict.status == "binary":
             if item.path.name.lower() in LOADER_NAMES or suffix in (".json", ".jsonl", ".txt", ".jinja"):
@@ -411,6 +520,68 @@ class Encodings(Check):
         shown = f": {side_by_side}" if side_by_side else ""
         message = f"{path}: not UTF-8{where}, and {verdict.reason}{shown}. Decide with: {command}"
         return [self.finding(ENC002, message, evidence=evidence, path=path, severity=severity)]
+
+
+@dataclass
+class _Tree:
+    """One --model tree while it is judged: who speaks for its encoding, and the files it could not
+    decide alone. Paths only, never the files' bytes (a tree can be large)."""
+
+    confident: dict[str, int] = field(default_factory=dict)  # family: files its own evidence decided confidently
+    voices: dict[str, list[tuple[TextFile, str]]] = field(default_factory=dict)  # family: the first few of them, with codec
+    narrow: list[tuple[TextFile, str, str, float, Finding]] = field(default_factory=list)  # decided alone, by little
+    # undecided, with its refusal, and while they are small its bytes and readings (read again otherwise)
+    pending: list[tuple[TextFile, Finding, tuple[bytes, Readings] | None]] = field(default_factory=list)
+    kept_bytes: int = 0
+
+    def note(self, item: TextFile, data: bytes, verdict: Verdict, found: list[Finding]) -> None:
+        from .readings import family_of
+        from .siblings import CONFIDENT_BITS, SIBLINGS_READ
+
+        if verdict.status == "ambiguous" and found:
+            keep = verdict.found is not None and len(data) <= KEEP_FILE_BYTES and self.kept_bytes + len(data) <= KEEP_TREE_BYTES
+            self.kept_bytes += len(data) if keep else 0
+            self.pending.append((item, found[0], (data, verdict.found) if keep and verdict.found else None))
+            return
+        if verdict.status != "convert" or not verdict.encoding or verdict.margin is None or item.is_link:
+            return
+        family = family_of(verdict.encoding)
+        if family is None:
+            return
+        if verdict.margin >= CONFIDENT_BITS:
+            self.confident[family] = self.confident.get(family, 0) + 1
+            if len(self.voices.setdefault(family, [])) < SIBLINGS_READ:
+                self.voices[family].append((item, verdict.encoding))
+        elif found:
+            self.narrow.append((item, verdict.encoding, verdict.language or "no known language", verdict.margin, found[0]))
+
+
+KEEP_FILE_BYTES = 1 << 20  # an undecided file this small keeps its readings for the second look
+KEEP_TREE_BYTES = 32 << 20  # and all of them together at most this many bytes of files
+UNDECIDED_SHOWN = 6  # runs of non-ASCII bytes a refusal lists
+
+
+def _undecided_bytes(data: bytes) -> str:
+    """The few non-ASCII byte runs of a file with little non-ASCII text, with where they are
+    ("e8 at byte 19 (line 1)"); empty when there are more than a handful."""
+    from .readings import hot_spans
+
+    runs: list[str] = []
+    for start, end in hot_spans(data):
+        offset = start
+        while offset < end and len(runs) <= UNDECIDED_SHOWN:
+            if data[offset] < 0x80:
+                offset += 1
+                continue
+            stop = offset
+            while stop < end and data[stop] >= 0x80:
+                stop += 1
+            line = data.count(b"\n", 0, offset) + 1
+            runs.append(f"{data[offset:stop][:8].hex(' ')} at byte {offset} (line {line})")
+            offset = stop
+        if len(runs) > UNDECIDED_SHOWN:
+            return ""
+    return "; ".join(runs)
 
 
 def decide_command(given: Path, path: Path, candidates: list[str]) -> str:

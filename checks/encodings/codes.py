@@ -35,7 +35,14 @@ ENC001 = FixableCode[ConvertParams](
     severity=Severity.ERROR,
     what="The file is in a legacy encoding (GBK, Big5, Shift_JIS, EUC-KR, windows-1250, KOI8-R…) or UTF-16/32, and "
     "one reading of its bytes beats every other: on the words where the readings differ, it is far likelier text of "
-    "its language (chardet's language statistics) and its words look like words, so it can be converted without guessing.",
+    "its language (chardet's language statistics) and its words look like words, so it can be converted without guessing. "
+    "A file too short to decide alone (a two-word classes.txt, a config whose only non-ASCII text is one path) is decided "
+    "with the files of the same --model tree that were decided confidently, when at least two of them agree and "
+    "their bytes carry its reading over the same bar one file must clear; the message names those sibling files. "
+    "Its own bytes keep a veto: siblings never decide it when its own evidence leans to another reading, when the "
+    "other reading is in the same script (the file must choose between windows-1252 and windows-1250 itself), or "
+    "when the siblings' reading would give a word no text has, a letter the siblings never use or an uncommon CJK "
+    "character.",
     why="transformers, tokenizers, vLLM and llama.cpp open config and tokenizer files as UTF-8: loading fails with "
     "\"UnicodeDecodeError: 'utf-8' codec can't decode byte 0xd5 in position 4\", usually for files saved on Windows.",
     fix_by_hand="iconv -f GBK -t UTF-8 config.json > config.json.utf8 && mv config.json.utf8 config.json — for this "
@@ -52,7 +59,10 @@ ENC002 = Code(
     severity=Severity.ERROR,
     what="Several encodings decode the bytes into text that reads as some language, and the evidence does not "
     "separate them (two kanji in a large ASCII file read as GBK, Big5 and EUC-JP alike); or no encoding reads it "
-    "as text at all. The finding shows the competing readings side by side on the words where they differ.",
+    "as text at all. The finding shows the competing readings side by side on the words where they differ. When "
+    "files of the same tree were decided confidently and still do not decide this one, it says why (its own bytes "
+    "lean the other way, the readings are in one script, the siblings' reading gives an unlikely character) and "
+    "lists the few undecided bytes with their offsets.",
     why="Loaders fail on it as on any non-UTF-8 file; converting with the wrong encoding would silently turn the "
     "text into other characters, which is worse than failing.",
     fix_by_hand="Look at the readings in the finding, pick the one whose words are right, and run the command it "
@@ -100,8 +110,11 @@ ENC006 = FixableCode[DropBomParams](
     code="ENC006",
     title="A UTF-8 byte-order mark the loader chokes on",
     severity=Severity.ERROR,
-    what="The file starts with the bytes EF BB BF (a UTF-8 BOM), as Windows editors write.",
-    why='json.loads rejects it ("Unexpected UTF-8 BOM"), and in vocab, merges or template files the first entry '
+    what="The file starts with the bytes EF BB BF (a UTF-8 BOM), as Windows editors write, and it is a kind of file "
+    "whose loaders fail on it (.json, .jsonl, .toml, .txt, .jinja, .csv, .tsv). A README.md, YAML or Python file with a "
+    "BOM is left alone, and the check's facts say why (Markdown renderers, PyYAML and Python accept it).",
+    why='json.loads rejects it ("Unexpected UTF-8 BOM"), tomllib too ("Invalid statement"), and in vocab, merges or '
+    "template files the first entry "
     'silently becomes "\\ufeff…", a token that never matches.',
     fix_by_hand="Remove the first three bytes: tail -c +4 file > file.new && mv file.new file.",
     params=DropBomParams,

@@ -78,10 +78,21 @@ class Verdict:
     readings: list[Shown] = field(default_factory=list)  # for "ambiguous" and "contradicted"
     stated: str | None = None  # the encoding the user named, when it was not used
     mixed_lines: dict[str, list[int]] = field(default_factory=dict)
+    margin: float | None = None  # a legacy reading chosen on its own evidence: bits it won by
+    # an ambiguous file's readings, kept for a second look with its siblings (never serialized)
+    found: Readings | None = field(default=None, repr=False, compare=False)
 
     @property
     def candidates(self) -> list[str]:
         return [shown.encoding for shown in self.readings]
+
+
+@dataclass(frozen=True)
+class Readings:
+    """Every clean legacy reading of a file and its words (readings.readings)."""
+
+    found: list[Reading]
+    words: Words
 
 
 class Where(TypedDict):
@@ -334,7 +345,7 @@ def _legacy(data: bytes, suffix: str, stated: str | None, where: Where) -> Verdi
             return Verdict("contradicted", None, reason=reason, readings=readings_shown, stated=stated, **where)
         if stated:
             return _as_stated(data, suffix, stated, where, shown)
-        return Verdict("ambiguous", reason=choice.why, readings=shown, **where)
+        return Verdict("ambiguous", reason=choice.why, readings=shown, found=Readings(found, words), **where)
     reading = choice.reading
     if stated and stated_reading is not reading:
         behind = f", and {stated} reads far worse" if stated_reading is not None else f", which {stated} does not decode cleanly"
@@ -361,6 +372,7 @@ def _legacy(data: bytes, suffix: str, stated: str | None, where: Where) -> Verdi
         reason=choice.why,
         language=reading.language,
         preview=_line_at(data, where["bad_offset"], reading.encoding),
+        margin=choice.margin,
         **where,
     )
 

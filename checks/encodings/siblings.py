@@ -1,0 +1,360 @@
+"""A model repository as evidence: a file too short to decide alone, decided with the files around it.
+
+Files of one model or dataset tree share an encoding far more often than not. A file whose own
+readings could not be told apart (a two-word classes.txt, a config whose only non-ASCII text is one
+path) takes the reading of the family its confidently decided siblings read as, when the siblings'
+bytes, weighed against each of the file's other readings, carry it over the bar one file must clear.
+
+The file's own bytes keep a veto. Siblings never decide when:
+- the file's own language evidence leans to another reading, or another reading wins alone;
+- two readings are in one script (cp1252/cp1250, GBK/EUC-JP): the file's own bytes must choose, by
+  their language statistics or by the other reading holding an uncommon CJK character;
+- the siblings' reading of the file has a word no text has: two alphabets in one word, a symbol or
+  quotation mark between letters, a capital inside a lower-case word of a cased alphabet;
+- it holds a letter neither the siblings nor their language use (Ukrainian "ї" in a Russian
+  repository, "ð" in a French one), or a CJK character outside the common level of the siblings'
+  character set (GB2312 level 1, Big5's frequent characters, JIS level 1, KS X 1001 Hangul), or it
+  needs a wider codec than the siblings did (HKSCS beside Big5);
+- a structured file's readings differ in a key or an id.
+
+What stays possible, and is measured rather than assumed: a file of one to four non-ASCII characters
+whose bytes are ordinary text in both encodings (b"\xbf\xc0." is "神." in EUC-JP and "오." in
+EUC-KR) takes its repository's encoding, as a person reading it would
+(benchmarks/bench_encodings_repositories.py and the property in tests/test_encodings_siblings.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .textenc import STRUCTURED, Readings, Verdict, Where, _line_at, _mixed, _position, _truncated, parses
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from .language import Words
+    from .readings import Comparison, Reading
+
+SIBLINGS_READ = 5  # confidently decided siblings whose bytes are weighed, at most
+SIBLINGS_NEEDED = 2  # a repository speaks with two files at least: one file decided wrong must not carry others
+CONFIDENT_BITS = 20.0  # a sibling counts when its own evidence won by this much (twice one file's bar)
+SIBLING_CAP_BITS = 64.0  # one sibling's evidence against a rival, at most (a rival that cannot decode it at all)
+# how far a file's own bytes may lean to another reading and still take its siblings' (below the 10
+# bits one file needs to decide: a lean that small is noise on a few bytes, not evidence)
+OWN_DEFICIT_BITS = 8.0
+OWN_DEFICIT_RATE = 2.0  # and at most this per byte of its differing words: one byte leaning 6 bits is evidence
+SAME_SCRIPT_LEAD_BITS = 2.0  # a rival in the siblings' own script must be beaten by the file's own bytes
+CJK_SCRIPTS = {"cjk", "hiragana", "katakana", "halfwidth-kana", "hangul"}
+ALPHABET_SHARE = 1e-4  # a letter the siblings' language model sees less often than this is not of its alphabet
+CASED = {"latin", "cyrillic", "greek"}
+INNER_MARKS = set("'’ʼ·‧‐‑-־׳״・")  # punctuation that does sit between letters of a word
+
+
+@dataclass
+class Sibling:
+    """A file of the same repository that its own evidence decided: its bytes, read once, for the
+    files beside it that are too short to decide alone."""
+
+    name: str
+    encoding: str  # the codec it was decided as
+    family: str  # readings.FAMILIES key of that codec
+    found: list[Reading]
+    words: Words
+    _against: dict[tuple[str, ...], tuple[float, int] | None] = field(default_factory=dict, repr=False)
+
+    def against(self, other: Reading) -> tuple[float, int] | None:
+        """Its own evidence for its family against the encoding of another file's reading (bits,
+        capped, and bytes weighed), computed once per rival encoding; None: it has no reading of
+        its own family."""
+        from .readings import compare
+
+        key = tuple(other.codecs)
+        if key not in self._against:
+            theirs, rival = self.reading(self.family), _same_text(self, other)
+            if theirs is None:
+                self._against[key] = None
+            elif rival is None:  # the rival's encoding cannot read this file at all
+                self._against[key] = (SIBLING_CAP_BITS, 0)
+            else:
+                evidence = compare(theirs, rival, self.words)
+                self._against[key] = (min(evidence.score, SIBLING_CAP_BITS), evidence.size)
+        return self._against[key]
+
+    @staticmethod
+    def of(name: str, data: bytes, encoding: str) -> Sibling | None:
+        from .readings import family_of, hot_lines, readings
+
+        family = family_of(encoding)
+        if family is None:
+            return None
+        found, words = readings(data, hot_lines(data))
+        return Sibling(name, encoding, family, found, words)
+
+    def reading(self, family: str) -> Reading | None:
+        from .readings import FAMILIES
+
+        codecs = set(FAMILIES[family])
+        return next((r for r in self.found if codecs & set(r.codecs)), None)
+
+    def letters(self) -> set[str]:
+        """The non-ASCII letters of its own reading, case-folded."""
+        reading = self.reading(self.family)
+        return {c.casefold() for c in reading.hot if ord(c) > 0x7F and c.isalpha()} if reading else set()
+
+    def uses(self, letter: str) -> bool:
+        """Whether the language its own reading is in writes letter (its language model sees the
+        letter's byte at least ALPHABET_SHARE of the time; single-byte encodings only)."""
+        from .language import SMOOTHING
+        from .readings import MULTIBYTE_CODECS
+
+        reading = self.reading(self.family)
+        if reading is None or reading.model is None or self.encoding in MULTIBYTE_CODECS:
+            return False
+        try:
+            raw = letter.encode(self.encoding)
+        except UnicodeEncodeError:
+            return False
+        return len(raw) == 1 and float(reading.model.prior[raw[0]]) / SMOOTHING >= ALPHABET_SHARE
+
+
+@dataclass
+class Judgement:
+    """What the siblings made of a file: a conversion, or why they could not decide it."""
+
+    verdict: Verdict | None
+    why: str = ""
+
+
+def decide_with_siblings(data: bytes, suffix: str, siblings: list[Sibling], known: Readings | None = None) -> Judgement:
+    """A conversion for a file its own evidence could not decide (see the module's rules), or why
+    it stays undecided. known: the file's readings from its first look, when they were kept."""
+    from .readings import FAMILIES, Comparison, compare, hot_spans, readings
+
+    families = {s.family for s in siblings}
+    if len(families) != 1:
+        return Judgement(None, "the sibling files do not read as one encoding")
+    family = families.pop()
+    spans = list(hot_spans(data))
+    if known is not None:  # its first look found it neither mixed nor cut off
+        found, words = known.found, known.words
+    else:
+        lines = [data[start:end] for start, end in spans]
+        if not lines or _mixed(data, spans) or _truncated(data, lines):
+            return Judgement(None, "its own lines are mixed or cut off")
+        found, words = readings(data, lines)
+    codecs = set(FAMILIES[family])
+    ours = next((r for r in found if codecs & set(r.codecs)), None)
+    if ours is None:
+        return Judgement(None, f"no {family} codec reads it as clean text")
+    weighed = siblings[:SIBLINGS_READ]
+    codec = next((c for c in ours.codecs if c in {s.encoding for s in weighed}), None)
+    if codec is None:
+        return Judgement(None, f"it needs {ours.encoding}, a wider codec than the siblings' {_names(s.encoding for s in weighed)}")
+    odd = _odd(ours, codec, weighed)
+    if odd:
+        return Judgement(None, f"read as {codec} it {odd}")
+    nearest: tuple[Reading, Comparison] | None = None
+    beaten: list[tuple[Reading, str]] = []  # every other reading, with how it is shown
+    our_script = _script(ours)
+    for other in found:
+        if other is ours:
+            continue
+        own = compare(ours, other, words)
+        shown = f"{codec} «{_first_word(ours, other)}» against {other.encoding} «{_first_word(other, ours)}»"
+        if our_script == _script(other) and own.score < SAME_SCRIPT_LEAD_BITS and not _has_rare(other):
+            # two readings in one script (cp1252/cp1250, GBK/Big5): the file's own bytes must choose
+            return Judgement(None, f"{shown} are letters of one script, and its own bytes lean to {codec} by {own.score:.1f} bits only")
+        if own.score < -min(OWN_DEFICIT_BITS, OWN_DEFICIT_RATE * own.size) or _reversed(own).decisive:
+            return Judgement(None, f"its own bytes lean to {other.encoding} by {-own.score:.1f} bits ({shown})")
+        combined = Comparison(own.bits, own.size, own.words_for_a, own.words_for_b, own.examples)
+        for sibling in weighed:
+            evidence = sibling.against(other)
+            if evidence is None:
+                return Judgement(None, f"{sibling.name} has no {family} reading")
+            combined.bits += evidence[0]
+            combined.size += evidence[1]
+        if not combined.decisive:
+            return Judgement(None, f"with the siblings, {codec} leads {other.encoding} by {combined.score:.1f} bits only ({shown})")
+        beaten.append((other, shown))
+        if nearest is None or combined.score < nearest[1].score:
+            nearest = (other, combined)
+    if suffix in STRUCTURED:  # parsed only now, for a file the evidence would convert
+        our_fields = _key_fields(ours.text) if suffix == ".json" else None
+        if our_fields is None if suffix == ".json" else not parses(ours.text, suffix):
+            return Judgement(None, f"read as {codec} it does not parse as {suffix[1:].upper()}")
+        differing = next((shown for other, shown in beaten if _fields_differ(our_fields, other)), None)
+        if differing is not None:
+            return Judgement(None, f"its readings differ in a key or an id ({differing})")
+    own_bytes = sum(len(data[start:end].translate(None, bytes(range(0x80)))) for start, end in spans)
+    against = f"; against {nearest[0].encoding} by {nearest[1].score:.0f} bits together" if nearest else ""
+    where = Where(bad_offset=spans[0][0], bad_line=_position(data, spans[0][0]))
+    reason = (
+        f"its own {own_bytes} non-ASCII byte(s) are too few to decide alone; decided with the evidence of {len(weighed)} sibling "
+        f"file(s) ({_names(s.name for s in weighed)}), all {family}{against}"
+    )
+    preview = _line_at(data, where["bad_offset"], codec)
+    return Judgement(Verdict("convert", codec, text=ours.text, reason=reason, language=ours.language, preview=preview, **where))
+
+
+def _reversed(comparison: Comparison) -> Comparison:
+    """The same evidence read the other way (compare(b, a) from compare(a, b))."""
+    from .readings import Comparison
+
+    return Comparison(-comparison.bits, comparison.size, comparison.words_for_b, comparison.words_for_a)
+
+
+def _names(names: Iterable[str], shown: int = 3) -> str:
+    unique = list(dict.fromkeys(names))
+    return ", ".join(unique[:shown]) + (f" and {len(unique) - shown} more" if len(unique) > shown else "")
+
+
+def _first_word(reading: Reading, other: Reading) -> str:
+    """Reading's first word that other reads differently."""
+    for mine, theirs in zip(reading.words, other.words, strict=True):
+        if mine != theirs and mine is not None:
+            return mine if len(mine) <= 16 else mine[:15] + "…"
+    return "?"
+
+
+# --- the file's own veto ----------------------------------------------------------------------
+
+
+def _odd(ours: Reading, codec: str, siblings: list[Sibling]) -> str | None:
+    """What in the siblings' reading of the file shows, on its own bytes, that it is not this text."""
+    from .readings import word_looks_real
+
+    odd = next((w for w in ours.words if w is not None and (word_looks_real(w) is False or _odd_word(w))), None)
+    if odd is not None:
+        return f"has «{odd}», a shape no word has"
+    hot = [c for c in set(ours.hot) if ord(c) > 0x7F]
+    rare = next((c for c in hot if _rare(c, codec)), None)
+    if rare is not None:
+        return f"holds «{rare}», outside the common characters of {codec}"
+    letters = [c for c in hot if c.isalpha() and _letter_script(c) not in CJK_SCRIPTS]
+    if letters:
+        known = set().union(*(s.letters() for s in siblings))
+        unknown = next((c for c in letters if c.casefold() not in known and not any(s.uses(c) for s in siblings)), None)
+        if unknown is not None:
+            return f"holds «{unknown}», a letter the sibling files' language does not use"
+    return None
+
+
+def _has_rare(reading: Reading) -> bool:
+    """Whether a reading holds a CJK character outside the common level of its own character set."""
+    return any(_rare(char, reading.encoding) for char in reading.hot if ord(char) > 0x7F)
+
+
+def _odd_word(word: str) -> bool:
+    """A shape real words do not have, beyond word_looks_real: a quotation mark or other punctuation
+    between two letters ("u»ou"), a capital after a small letter of a non-ASCII cased alphabet
+    ("сОятдёпм"), a lone Hangul jamo beside syllables."""
+    for index, char in enumerate(word):
+        category = unicodedata.category(char)
+        between_letters = 0 < index < len(word) - 1 and word[index - 1].isalpha() and word[index + 1].isalpha()
+        if category[0] == "P" and not char.isascii() and char not in INNER_MARKS and between_letters:
+            return True
+        if index and char.isupper() and not char.isascii() and word[index - 1].islower() and _letter_script(char) in CASED:
+            return True
+        if 0x3131 <= ord(char) <= 0x318E and len(word) > 1:
+            return True
+    return False
+
+
+def _letter_script(char: str) -> str | None:
+    from .readings import _script as script_of
+
+    return script_of(char)
+
+
+def _rare(char: str, codec: str) -> bool:
+    """A CJK character outside the common level of codec's character set: what a short label of that
+    repository would hold almost never is one."""
+    from .readings import family_of
+
+    script = _letter_script(char)
+    if script not in CJK_SCRIPTS:
+        return False
+    try:
+        raw = char.encode(codec)
+    except UnicodeEncodeError:
+        return True
+    code = int.from_bytes(raw, "big")
+    family = family_of(codec)
+    if script == "hangul":
+        return family not in ("euc_kr", "johab") or len(char.encode("euc_kr", "replace")) != 2
+    if family in ("euc_kr", "johab"):
+        return True  # Han and kana in a short Korean label
+    if script != "cjk":
+        return family not in ("shift_jis", "euc_jp")  # kana outside Japanese
+    common = {
+        "gbk": (0xB0A1, 0xD7F9),  # GB2312 level 1
+        "big5": (0xA440, 0xC67E),  # Big5's frequently used characters
+        "shift_jis": (0x889F, 0x9872),  # JIS X 0208 level 1
+        "euc_jp": (0xB0A1, 0xCFD3),
+    }.get(family or "")
+    return common is None or not (common[0] <= code <= common[1] and len(raw) == 2)
+
+
+def _script(reading: Reading) -> str | None:
+    """The script most of a reading's non-ASCII letters are in (counted over its distinct words)."""
+    counts: dict[str, int] = {}
+    for word in reading.words:
+        for char in word or "":
+            if ord(char) > 0x7F:
+                name = _letter_script(char)
+                if name:
+                    counts[name] = counts.get(name, 0) + 1
+    if counts.keys() & {"hiragana", "katakana", "halfwidth-kana"}:
+        return "cjk"
+    return max(counts, key=counts.__getitem__) if counts else None
+
+
+def _same_text(sibling: Sibling, other: Reading) -> Reading | None:
+    """The sibling's reading in the rival's encoding (its first codec that reads the sibling)."""
+    for codec in other.codecs:
+        match = next((r for r in sibling.found if codec in r.codecs), None)
+        if match is not None:
+            return match
+    return None
+
+
+ID_KEY = re.compile(r"(?:^|_)(?:id|ids|type)$")
+
+
+def _key_fields(text: str) -> list[object] | None:
+    """A JSON file's keys and id-like values that hold non-ASCII text, as this reading gives them;
+    None when it does not parse. (An ASCII key is the same bytes, read the same way, in every
+    reading.)"""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    found: list[object] = []
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > 64:
+            continue
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not key.isascii():
+                    found.append(("key", key))
+                if isinstance(child, str) and not child.isascii() and ID_KEY.search(key):
+                    found.append(("id", key, child))
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return found
+
+
+def _fields_differ(mine: list[object] | None, other: Reading) -> bool:
+    """Whether another reading of a structured file differs from ours (mine: _key_fields, or None for
+    YAML and TOML, whose keys are not compared here) in a key or an id-like value."""
+    if mine is None:
+        return True  # never decided on siblings alone
+    if not mine:
+        return False  # keys and ids all ASCII: every reading gives them alike, no need to decode it
+    return _key_fields(other.text) != mine
