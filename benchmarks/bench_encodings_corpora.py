@@ -137,13 +137,17 @@ def _sample(source: str, path: Path, label: str) -> Sample:
             truth = data.decode(WINDOWS_SUPERSET[label])
         except UnicodeDecodeError:
             pass
-    browsers = None
-    if label in WHATWG_DECODER:
-        try:
-            browsers = data.decode(WHATWG_DECODER[label])
-        except UnicodeDecodeError:
-            pass
-    return Sample(source, path, label, data, truth, browsers)
+    return Sample(source, path, label, data, truth, as_browsers_read(data, label))
+
+
+def as_browsers_read(data: bytes, label: str) -> str | None:
+    """The text browsers decode for label (WHATWG: Big5 as cp950, GB2312 as GBK…), where it differs."""
+    if label not in WHATWG_DECODER:
+        return None
+    try:
+        return data.decode(WHATWG_DECODER[label])
+    except UnicodeDecodeError:
+        return None
 
 
 def judge(sample: Sample, text: str | None, converted: bool) -> str:

@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_encodings_corpora import WHATWG_DECODER, Sample, family, fetch, labelled
+from bench_encodings_corpora import Sample, as_browsers_read, family, fetch, labelled
 
 from decode_doctor.checks.encodings.textenc import decide
 from tests.support.harness import run_check
@@ -106,13 +106,7 @@ def outcome(finding_text: str | None, written: str, data: bytes, label: str) -> 
     """A label read the way browsers read it (WHATWG: Big5 as cp950, GB2312 as GBK…) is right too."""
     if finding_text is None:
         return "refused"
-    as_browsers_read = None
-    if label in WHATWG_DECODER:
-        try:
-            as_browsers_read = data.decode(WHATWG_DECODER[label])
-        except UnicodeDecodeError:
-            pass
-    return "converted right" if finding_text in (written, as_browsers_read) else "SILENT CORRUPTION"
+    return "converted right" if finding_text in (written, as_browsers_read(data, label)) else "SILENT CORRUPTION"
 
 
 REASONS = (
