@@ -9,11 +9,11 @@ uint32 views reaches about 0.97 of a C OpenMP read kernel; other reductions reac
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from typing import Any
 
+from decode_doctor.engine.hostload import Window
 from decode_doctor.engine.workers import usable_cpus
 
 from .contract import GB, CpuBandwidth, GpuBandwidth, MemorySpec
@@ -61,18 +61,6 @@ def cache_caveat(buffer: int, llc: int | None, thorough: bool) -> str | None:
     )
 
 
-def _cpu_busy_ticks() -> tuple[int, int, int] | None:
-    """(busy, total, steal) jiffies of the whole host, from /proc/stat."""
-    try:
-        with open("/proc/stat") as handle:
-            fields = [int(x) for x in handle.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    steal = fields[7] if len(fields) > 7 else 0
-    return sum(fields) - idle - steal, sum(fields), steal
-
-
 def measure_cpu(buffer_bytes: int, budget_s: float = 1.0, threads: int | None = None) -> CpuBandwidth:
     from concurrent.futures import ThreadPoolExecutor
 
@@ -86,7 +74,7 @@ def measure_cpu(buffer_bytes: int, budget_s: float = 1.0, threads: int | None = 
     sources = np.array_split(data[:half], threads)
     targets = np.array_split(data[half : 2 * half], threads)
     started = time.perf_counter()
-    ticks_before = _cpu_busy_ticks()
+    window = Window()
     own_before = time.process_time()
     with ThreadPoolExecutor(threads) as pool:
         # Touch every page from the thread that will read it (first touch places it), twice.
@@ -105,16 +93,7 @@ def measure_cpu(buffer_bytes: int, budget_s: float = 1.0, threads: int | None = 
             read_times.append(timed(np.maximum.reduce, [parts]))
             copy_times.append(timed(np.copyto, [targets, sources]))
     wall = time.perf_counter() - started
-    own = time.process_time() - own_before
-    ticks_after = _cpu_busy_ticks()
-    other = foreign = stolen = 0.0
-    if ticks_before and ticks_after and ticks_after[1] > ticks_before[1]:
-        hz = os.sysconf("SC_CLK_TCK")
-        busy = (ticks_after[0] - ticks_before[0]) / hz
-        total = (ticks_after[1] - ticks_before[1]) / hz
-        other = max(0.0, (busy - own) / total) if total else 0.0
-        foreign = max(0.0, (busy - own) / wall) if wall else 0.0  # in cores, over this window itself
-        stolen = (ticks_after[2] - ticks_before[2]) / hz / total if total else 0.0
+    load = window.close(time.process_time() - own_before)
     read_bytes = data.nbytes
     copy_bytes = 2 * (half * 4)  # read the source and write the target, as STREAM counts it
     return CpuBandwidth(
@@ -126,9 +105,9 @@ def measure_cpu(buffer_bytes: int, budget_s: float = 1.0, threads: int | None = 
         buffer_bytes=int(data.nbytes),
         passes=len(read_times),
         wall_s=round(wall, 3),
-        other_load=round(other, 3),
-        foreign_cores=round(foreign, 3),
-        steal=round(stolen, 3),
+        other_load=load.other_load,
+        foreign_cores=load.foreign_cores,  # in cores, over this window itself
+        steal=load.steal,
     )
 
 

@@ -12,7 +12,7 @@ from decode_doctor.engine.units import amount, human_bytes, parse_rate, whole
 from .artifacts import ArtifactsFacts
 from .budget import Device, compute_budget
 from .codes import BUDGET_CODES, BUDGET_RETIRED, DEC002, DEC003, DEC004, DEC010, DEC011
-from .contract import Budget, BudgetAt, BudgetFacts, ModelBudget, ModelInfo
+from .contract import Budget, BudgetAt, BudgetFacts, DecodePrediction, ModelBudget, ModelInfo
 from .dtypes import KV_DTYPE_BYTES
 from .modelfiles import ModelFormatError, read_model
 from .plan import UTILIZATION, sizing
@@ -146,6 +146,9 @@ class DecodeBudget(Check):
         all_devices = devices(ctx)
         judged = [d for d in all_devices if d.name != "cpu"] or all_devices  # a GPU host serves from GPUs
         budgets = [compute_budget(model, d, context, concurrency, kv_dtype) for d in all_devices]
+        for budget in budgets:
+            if budget.device == "cpu" and concurrency == 1:
+                _predict(ctx, model, budget)
         return ModelBudget(model, budgets, [d.name for d in judged])
 
     def _judge(self, ctx: Context, entry: ModelBudget, path: str) -> list[Finding]:
@@ -177,6 +180,42 @@ class DecodeBudget(Check):
                 )
                 findings.append(self.finding(DEC004, message, evidence=evidence, path=path))
         return findings
+
+
+def _predict(ctx: Context, model: ModelInfo, budget: Budget) -> None:
+    """llama.cpp's time per token on this CPU at the budget's context, from this host's calibration,
+    at the thread count the bandwidth was measured with (one per usable CPU when it was given)."""
+    from decode_doctor.engine.paths import default_state_dir
+    from decode_doctor.engine.workers import usable_cpus
+
+    from . import calibration
+
+    measured = ctx.facts.get(BandwidthFacts)
+    if measured is not None and not ctx.options.get("bandwidth"):
+        threads = measured.cpu.measured.threads
+    else:  # bandwidth given: the thread count bench was told, else one per usable CPU
+        threads = ctx.options.get("threads") or usable_cpus()
+    weight_type = max(model.bytes_by_dtype, key=model.bytes_by_dtype.__getitem__).upper() if model.bytes_by_dtype else ""
+    found, why = calibration.lookup(default_state_dir(), weight_type, threads)
+    if found is None:
+        budget.prediction_note = why
+        return
+    at = calibration.for_model(sizing(model), weight_type, threads, budget.kv_dtype, budget.context, budget.bandwidth_gbps, found)
+    if at.prediction is None:
+        budget.prediction_note = at.why_not
+        return
+    budget.prediction = DecodePrediction(
+        engine=found.engine,
+        engine_version=found.engine_version,
+        threads=found.threads,
+        weight_type=found.weight_type,
+        depth=budget.context,
+        tpot_s=at.prediction.tpot_s,
+        low_s=at.prediction.low_s,
+        high_s=at.prediction.high_s,
+        calibrated_at=found.measured_at,
+        source=found.source,
+    )
 
 
 def _usable(budget: Budget) -> float | None:

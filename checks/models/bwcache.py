@@ -3,19 +3,17 @@ the best one measured on a quiet host instead of a fresh, busy, low one."""
 
 from __future__ import annotations
 
-import json
-import os
 import platform
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from .statefile import READ_LIMIT, read_list, write_list
 
 CACHE_NAME = "bandwidth.json"
 MAX_AGE_S = 7 * 24 * 3600
 BUSY = 0.15  # other processes' share of the CPUs above which a figure is a lower bound
 KEEP = 64
-READ_LIMIT = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -55,18 +53,11 @@ def host_id() -> str:
 
 
 def load(state_dir: Path) -> list[Measurement]:
-    path = state_dir / CACHE_NAME
-    try:
-        with open(path, "rb") as handle:
-            data = json.loads(handle.read(READ_LIMIT))
-    except (OSError, ValueError):
-        return []
     found = []
-    for entry in data if isinstance(data, list) else []:
+    for entry in read_list(state_dir / CACHE_NAME):
         try:
-            fields = {key: entry[key] for key in Measurement.__dataclass_fields__ if key in entry}
-            found.append(Measurement(**fields))
-        except (KeyError, TypeError, AttributeError):
+            found.append(Measurement(**{key: entry[key] for key in Measurement.__dataclass_fields__ if key in entry}))
+        except (TypeError, AttributeError):
             continue
     return found
 
@@ -78,14 +69,5 @@ def best(records: list[Measurement], host: str, threads: int, now: float | None 
 
 
 def record(state_dir: Path, measurement: Measurement) -> None:
-    """Appended, the oldest dropped past KEEP, written atomically (a kill leaves the old file or the new)."""
-    records = [*load(state_dir), measurement][-KEEP:]
-    state_dir.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=state_dir, prefix=f".{CACHE_NAME}.", suffix=".dd-tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump([asdict(m) for m in records], handle, indent=1)
-        os.replace(temporary, state_dir / CACHE_NAME)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """Appended, the oldest dropped past KEEP, written atomically."""
+    write_list(state_dir / CACHE_NAME, [asdict(m) for m in [*load(state_dir), measurement][-KEEP:]])

@@ -66,6 +66,12 @@ def _units(parse: Any, name: str) -> Any:
 @click.option("--target-tps", type=click.FloatRange(min=0), default=None, help="Tokens/s per sequence the deployment needs.")
 @click.option("--measure", is_flag=True, help="Measure the CPU bandwidth again instead of reusing this host's best recent figure.")
 @click.option(
+    "--calibrate",
+    is_flag=True,
+    help="Calibrate llama.cpp's decode step on this CPU for the model's weight type and thread count (about 10 s, "
+    "llama-cpp-python needed; kept in the state directory) and predict the time per output token.",
+)
+@click.option(
     "--state-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,

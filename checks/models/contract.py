@@ -75,6 +75,23 @@ class ModelInfo:
         return data
 
 
+@dataclass(frozen=True)
+class DecodePrediction:
+    """llama.cpp's time per output token on this CPU at one depth, from this host's calibration
+    (calibration.py): what `bench` compares its measurement with."""
+
+    engine: str
+    engine_version: str
+    threads: int
+    weight_type: str
+    depth: int
+    tpot_s: float
+    low_s: float
+    high_s: float
+    calibrated_at: float
+    source: str  # "calibrate", or "bench" when a live run updated it
+
+
 @dataclass
 class Budget:
     model: str
@@ -101,6 +118,8 @@ class Budget:
     knobs: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     sweep: list[dict[str, Any]] = field(default_factory=list)
+    prediction: DecodePrediction | None = None  # CPU budgets with a calibration of this host
+    prediction_note: str = ""  # why there is none
 
     def to_dict(self) -> dict[str, Any]:
         return {k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(self).items()}

@@ -8,7 +8,7 @@ a document the application layer writes as text or JSON.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,7 +19,8 @@ from decode_doctor.checks.gpu.contract import GpuFacts
 from decode_doctor.engine.facts import Facts
 from decode_doctor.engine.units import human_binary, human_bytes
 
-from . import bwcache, hardware, serve
+from . import bwcache, calibration, hardware, serve
+from .calibration import Calibration, Prediction
 from .contract import ModelInfo, sequences
 from .hardware import Hardware
 from .modelfiles import ModelFormatError, read_model
@@ -219,6 +220,7 @@ def plan_document(params: dict[str, Any]) -> PlanDocument:
     target = params["target_tps"]
     below = bool(target and plan.step.tps_per_sequence and plan.step.tps_per_sequence < target)
     lines = serve.commands(plan, str(params["model_path"]), params["threads"])
+    predicted = _prediction(params, model, size, plan) if device.kind == "cpu" else None
     data = {
         "model": model.to_dict(),
         "sizing": _sizing_dict(size, plan.kv_dtype),
@@ -230,8 +232,80 @@ def plan_document(params: dict[str, Any]) -> PlanDocument:
         "target_tps": target,
         "below_target": below,
     }
+    if predicted is not None:
+        data["prediction"] = predicted.to_dict()
     exit_code = 1 if plan.fit in ("does not fit", "unknown") or below else 0
-    return PlanDocument(_text(model, size, plan, lines, target, below), data, exit_code)
+    return PlanDocument(_text(model, size, plan, lines, target, below, predicted), data, exit_code)
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """llama.cpp's time per output token on this CPU at depth 0 and at the planned context, from this
+    host's calibration (calibration.py), or why there is none."""
+
+    calibration: Calibration | None
+    at_start: Prediction | None
+    at_context: Prediction | None
+    why_not: str = ""
+    ceilings_s: tuple[float, float] = (0.0, 0.0)  # the ceiling's step time at the start and at the context
+
+    def rows(self) -> list[tuple[str, str]]:
+        if self.calibration is None or self.at_start is None or self.at_context is None:
+            return [("predicted", f"none: {self.why_not}")]
+        start, end, cal = self.at_start, self.at_context, self.calibration
+
+        def shown(p: Prediction) -> str:
+            return f"{p.tpot_s * 1e3:.2f} ms ({p.tps:.1f} tok/s{', at the ceiling' if p.bounded else ''})"
+
+        beside = ""
+        if all(self.ceilings_s):
+            beside = f"; ceiling {1 / self.ceilings_s[0]:.1f} and {1 / self.ceilings_s[1]:.1f} tok/s"
+        rows = [
+            (
+                "predicted",
+                f"time per output token with llama.cpp {shown(start)} at the start of a sequence, {shown(end)} at "
+                f"{end.depth:,} tokens, ±{cal.spread:.0%} (the calibration's measured spread){beside}",
+            ),
+            ("calibration", f"{cal.describe()}; rerun with --calibrate"),
+        ]
+        if cal.contended:
+            rows.append(("note", "the calibration ran beside other work: its prediction is pessimistic, and it is not reused"))
+        return rows
+
+    def to_dict(self) -> dict[str, Any]:
+        def tpot(p: Prediction | None) -> dict[str, Any] | None:
+            return None if p is None else {"depth": p.depth, "tpot_s": p.tpot_s, "low_s": p.low_s, "high_s": p.high_s, "tps": p.tps}
+
+        return {
+            "engine": calibration.ENGINE,
+            "calibrated": self.calibration is not None,
+            "why_not": self.why_not or None,
+            "calibration": asdict(self.calibration) if self.calibration else None,
+            "at_start": tpot(self.at_start),
+            "at_context": tpot(self.at_context),
+            "ceiling_s": list(self.ceilings_s) if all(self.ceilings_s) else None,
+        }
+
+
+def _prediction(params: dict[str, Any], model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> Predicted:
+    from decode_doctor.app.output import say
+    from decode_doctor.engine.workers import usable_cpus
+
+    weight_type = (_dominant(model) or "").upper()
+    threads = params["threads"] or usable_cpus()
+    state_dir = _state_dir(params["state_dir"])
+    found, why = calibration.lookup(state_dir, weight_type, threads)
+    if params.get("calibrate") and calibration.engine_version() and weight_type in calibration.WEIGHT_TYPES:
+        try:
+            found = calibration.calibrate(threads, weight_type, state_dir, say)
+        except (calibration.CalibrationError, OSError) as exc:
+            return Predicted(None, None, None, f"the calibration failed: {exc}")
+    if found is None:
+        return Predicted(None, None, None, why.replace("run estimate --calibrate", "run with --calibrate"))
+    bandwidth = plan.hardware.bandwidth_gbps
+    start = calibration.for_model(size, weight_type, threads, plan.kv_dtype, 0, bandwidth, found)
+    end = calibration.for_model(size, weight_type, threads, plan.kv_dtype, plan.context, bandwidth, found)
+    return Predicted(found, start.prediction, end.prediction, ceilings_s=(start.ceiling_s, end.ceiling_s))
 
 
 def _check_parallel(size: Sizing, gpus: int, per_node: int, on_gpus: bool) -> None:
@@ -350,9 +424,20 @@ def _dominant(model: ModelInfo) -> str | None:
     return max(model.bytes_by_dtype, key=model.bytes_by_dtype.__getitem__) if model.bytes_by_dtype else None
 
 
-def _text(model: ModelInfo, size: Sizing, plan: DeploymentPlan, lines: list[serve.Command], target: float | None, below: bool) -> str:
+def _text(
+    model: ModelInfo,
+    size: Sizing,
+    plan: DeploymentPlan,
+    lines: list[serve.Command],
+    target: float | None,
+    below: bool,
+    predicted: Predicted | None = None,
+) -> str:
     out: list[str] = []
     rows = _rows(model, size, plan)
+    if predicted is not None:
+        at = next((i for i, (label, _) in enumerate(rows) if label == "expected"), len(rows) - 1) + 1
+        rows[at:at] = predicted.rows()
     if target:
         rows.append(("target", f"{target:g} tok/s per sequence: {'NOT reachable' if below else 'reachable'}"))
     width = max(len(label) for label, _ in rows)

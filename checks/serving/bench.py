@@ -28,6 +28,7 @@ from .check import Measured
 from .client import ClientError, Endpoint, stream
 from .facts import BenchRun, Peaks, PromptSummary
 from .load import LevelRun, LoadPlan, run_level
+from .observe import Observer, ServerLoad
 from .stats import SloTerm, knee, parse_slo, summarise
 
 MAX_LEVELS = 16
@@ -146,6 +147,7 @@ class Measurement:
     metrics_note: str | None
     interrupted: bool
     started: float
+    load: ServerLoad | None = None  # the host while concurrency 1 ran, for a server on this host
 
 
 async def _calibrator(endpoint: Endpoint, plan: LoadPlan) -> Any:
@@ -210,6 +212,7 @@ async def measure(
     )
 
     watch = engines.Watch()
+    load: ServerLoad | None = None
     watching = asyncio.ensure_future(_watch(endpoint, watch, stop)) if before is not None else None
     runs: list[LevelRun] = []
     offset = 0
@@ -225,7 +228,10 @@ async def measure(
             texts = prompt_set.texts[offset : offset + count]
             offset += count
             bar.level(concurrency, 0, count, 0, level_started)
+            observer = Observer(endpoint.port) if concurrency == 1 and _is_local(endpoint.host) else None
             runs.append(await run_level(endpoint, plan, concurrency, count, texts, stop, progress))
+            if observer is not None:
+                load = observer.close()
     finally:
         interrupted = stop.is_set()
         if watching is not None:
@@ -236,7 +242,7 @@ async def measure(
         after, after_note = await reading.metrics(endpoint, FETCH_TIMEOUT_S)
         metrics_note = f"after the run, {after_note}" if after is None else metrics_note
     bar.clear()
-    return Measurement(model, engine, prompt_set, runs, before, after, watch, metrics_note, interrupted, started)
+    return Measurement(model, engine, prompt_set, runs, before, after, watch, metrics_note, interrupted, started, load)
 
 
 def _prompt_summary(prompt_set: prompts.PromptSet) -> PromptSummary:
@@ -365,10 +371,14 @@ def report(
         ceiling_note=ceiling_note,
         device=params["device"],
         metrics_declined=bool(params["no_metrics"]),
+        load=measurement.load,
+        threads=params.get("threads"),
     )
     options: dict[str, Any] = {"endpoint": endpoint.label}
     if bandwidth:
         options["bandwidth"] = bandwidth  # --bandwidth means the same to the decode budget: the figure to divide by
+    if params.get("threads"):
+        options["threads"] = params["threads"]  # the bandwidth probe's threads, and so the prediction's
     at = BudgetAt(context=params["input_tokens"] + params["output_tokens"] // 2, concurrency=1)  # the mean context while decoding
     request = RunRequest(
         models=(files,) if judged and files is not None else (),

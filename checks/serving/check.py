@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from decode_doctor.checks.models.contract import BudgetFacts
+from decode_doctor.checks.models.contract import Budget, BudgetFacts, DecodePrediction
 from decode_doctor.engine import Analysis, Check, Context, Finding, Needs, Option, Reads, Severity
 
 from . import reading
@@ -16,7 +16,9 @@ from .diagnosis import Verdict, diagnose, unjudged
 from .engines import Snapshot
 from .facts import BenchRun, Ceiling, Peaks, ServingFacts
 from .judge import ERROR_RATE, judge
+from .observe import ServerLoad
 from .pasted import READS, analyze
+from .predicted import against_prediction, prediction_verdicts
 
 DIAGNOSIS = "the server's own diagnosis (KV-cache pressure, queueing, preemption)"
 
@@ -36,6 +38,8 @@ class Measured:
     ceiling_note: str | None
     device: str | None  # judge against this device of the decode budget
     metrics_declined: bool = False  # --no-metrics: the user chose not to read them (not a gap in coverage)
+    load: ServerLoad | None = None  # the host while concurrency 1 ran (observe.py)
+    threads: int | None = None  # --threads: the server's llama.cpp thread count, as the user says it
 
 
 class Serving(Check):
@@ -88,6 +92,8 @@ class Serving(Check):
     def _judge_bench(self, ctx: Context, measured: Measured) -> list[Finding]:
         ceiling, note = ceiling_from(ctx, measured.device)
         note = measured.ceiling_note or note
+        predicted, predicted_note = prediction_from(ctx, measured.device) if ceiling is not None else (None, note)
+        against = against_prediction(measured.bench, predicted, measured.load, measured.threads)
         facts = ServingFacts(
             endpoint=measured.endpoint,
             engine=measured.engine,
@@ -99,9 +105,11 @@ class Serving(Check):
             after=measured.after,
             peaks=measured.peaks,
             metrics_note=measured.metrics_note,
+            prediction=against,
+            prediction_note=None if against else predicted_note,
         )
         ctx.publish(facts)
-        verdicts = judge(measured.bench, ceiling, measured.engine)
+        verdicts = judge(measured.bench, ceiling, measured.engine) + prediction_verdicts(against)
         if measured.after is not None:
             peaks = measured.peaks
             planned = measured.bench.input_tokens + measured.bench.output_tokens
@@ -146,19 +154,37 @@ class Serving(Check):
         return self._findings(diagnose(result.snapshot), label)
 
 
-def ceiling_from(ctx: Context, device: str | None) -> tuple[Ceiling | None, str | None]:
-    """The decode ceiling of the served model from the decode-budget check's facts (one model, read
-    by attribute: the models feature's names are its own)."""
+def _judged_budget(ctx: Context, device: str | None) -> tuple[Budget | None, str, str | None]:
+    """The decode budget of the served model on the judged device (one model, read by attribute: the
+    models feature's names are its own), the model's name, or why there is none."""
     budget = ctx.facts.get(BudgetFacts)
     entries = budget.models if budget is not None else []
     if not entries:
-        return None, "no model files (give --model-files, or serve a model whose id is a local path)"
+        return None, "", "no model files (give --model-files, or serve a model whose id is a local path)"
     entry = entries[0]
     name = device or (entry.judged[0] if entry.judged else None)
     chosen = next((b for b in entry.budgets if b.device == name), None)
     if chosen is None:
         known = ", ".join(b.device for b in entry.budgets)
-        return None, f"no device {name} on this host (it has {known})"
+        return None, entry.model.name, f"no device {name} on this host (it has {known})"
+    return chosen, entry.model.name, None
+
+
+def prediction_from(ctx: Context, device: str | None) -> tuple[DecodePrediction | None, str | None]:
+    """The calibrated prediction for the served model on the judged device (the decode budget's)."""
+    chosen, _, note = _judged_budget(ctx, device)
+    if chosen is None:
+        return None, note
+    if chosen.prediction is None:
+        return None, chosen.prediction_note or f"no calibrated prediction for {chosen.device} (only a CPU is calibrated)"
+    return chosen.prediction, None
+
+
+def ceiling_from(ctx: Context, device: str | None) -> tuple[Ceiling | None, str | None]:
+    """The decode ceiling of the served model from the decode-budget check's facts."""
+    chosen, model_name, note = _judged_budget(ctx, device)
+    if chosen is None:
+        return None, note
     if not chosen.tps_per_sequence or not chosen.bandwidth_gbps:
         return None, f"no bandwidth for {chosen.device} (give --bandwidth)"
     ceiling = Ceiling(
@@ -167,6 +193,6 @@ def ceiling_from(ctx: Context, device: str | None) -> tuple[Ceiling | None, str 
         bandwidth_gbps=chosen.bandwidth_gbps,
         bandwidth_source=chosen.bandwidth_source,
         context=chosen.context,
-        model=entry.model.name,
+        model=model_name,
     )
     return ceiling, None

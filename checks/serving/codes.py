@@ -112,6 +112,23 @@ LIV009 = Code(
     example="The server's stream carries no usage block, so output tokens were counted as content chunks.",
 )
 
+LIV010 = Code(
+    code="LIV010",
+    title="Decode differs from this host's calibrated prediction",
+    severity=Severity.WARNING,
+    what="At concurrency 1 the measured TPOT (p50) is more than 15 % away from the time per token that llama.cpp's "
+    "calibration of this host predicts for the served model (estimate --calibrate). The finding names each cause it "
+    "observed: the server's process using fewer cores than the calibrated thread count, other processes busy during the "
+    "run, a fixed cost per streamed token outside the engine (the server's HTTP and SSE layer), or a server faster than "
+    "the calibration allows (another model or weight type served).",
+    why="The prediction is what a deployment is planned with; a server far from it is configured differently from the "
+    "plan (threads), shares its host, or pays a per-token cost the engine's step does not.",
+    fix_by_hand="Act on the cause named: start the server with the calibrated thread count (llama-server --threads N, "
+    "llama-cpp-python --n_threads N), move other work off the host, or stream with fewer, larger chunks; if the host "
+    "changed, calibrate again (estimate --calibrate).",
+    example="TPOT p50 0.61 ms against 0.07 ms predicted at 2 threads: the server used 1.0 core while decoding.",
+)
+
 SRV001 = Code(
     code="SRV001",
     title="KV-cache pressure: the cache limits concurrency",
@@ -193,4 +210,7 @@ SRV007 = Code(
     example="llama-server -c 4096 --parallel 4 gives each slot 1,024 tokens, and the bench sends 1,200-token prompts.",
 )
 
-CODES = (LIV001, LIV002, LIV003, LIV004, LIV005, LIV006, LIV007, LIV008, LIV009, SRV001, SRV002, SRV003, SRV004, SRV005, SRV006, SRV007)
+CODES = (
+    LIV001, LIV002, LIV003, LIV004, LIV005, LIV006, LIV007, LIV008, LIV009, LIV010,
+    SRV001, SRV002, SRV003, SRV004, SRV005, SRV006, SRV007,
+)  # fmt: skip

@@ -38,6 +38,13 @@ BENCH_FORMATS = tuple(f for f in FORMATS if f != "prometheus")  # a bench run is
 @click.option("--temperature", type=click.FloatRange(0, 2), default=None, help="Sampling temperature [default: the server's].")
 @click.option("--bandwidth", default=None, help="Memory bandwidth for the ceiling: 3.35TB/s, 900GB/s [default: measured].")
 @click.option("--device", default=None, help="The device the server decodes on, cpu or cuda:N [default: a GPU if there is one].")
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="The server's CPU thread count (llama.cpp): the bandwidth is measured and the calibrated prediction taken at it "
+    "[default: one per usable CPU].",
+)
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="VAR", help="The variable holding the API key.")
 @click.option("--no-metrics", is_flag=True, help="Do not read the server's /metrics and /slots.")
 @click.option("--format", "fmt", type=click.Choice(BENCH_FORMATS), default="text", show_default=True)

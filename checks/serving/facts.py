@@ -24,6 +24,26 @@ class Ceiling:
 
 
 @dataclass(frozen=True)
+class PredictionCheck:
+    """The calibrated prediction of decode at concurrency 1 beside what bench measured, and the
+    causes of a gap, each from something observed."""
+
+    predicted_ms: float
+    low_ms: float
+    high_ms: float
+    measured_ms: float  # TPOT p50 at concurrency 1
+    error: float  # measured ÷ predicted − 1: positive when slower than predicted
+    engine: str
+    engine_version: str
+    threads: int
+    weight_type: str
+    depth: int
+    server_cores: float | None  # the server's CPU while decoding, in cores (a server on this host)
+    foreign_cores: float | None  # other processes' CPU meanwhile
+    causes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class PromptSummary:
     seed: int
     target_tokens: int
@@ -119,6 +139,8 @@ class ServingFacts(Facts):
     after: Snapshot | None = None
     peaks: Peaks | None = None
     metrics_note: str | None = None  # why there is no reading of /metrics
+    prediction: PredictionCheck | None = None
+    prediction_note: str | None = None  # why there is no prediction to compare with
     origin: str = ""  # where the readings come from when not a live endpoint: "vLLM log", "SSE transcript"
     pasted: tuple[str, ...] = ()  # what a pasted text held beside the readings
 
@@ -140,6 +162,17 @@ class ServingFacts(Facts):
         if self.bench and self.ceiling_note:
             return f"not judged against a ceiling: {self.ceiling_note}"
         return None
+
+    def _prediction_lines(self) -> list[str]:
+        p = self.prediction
+        if p is None:
+            return [f"no calibrated prediction to compare with: {self.prediction_note}"] if self.bench and self.prediction_note else []
+        line = (
+            f"predicted TPOT {ms(p.predicted_ms)} ({ms(p.low_ms)}–{ms(p.high_ms)}; {p.engine} {p.engine_version} calibrated at "
+            f"{p.threads} thread(s) for {p.weight_type}, at {p.depth:,} tokens), measured p50 {ms(p.measured_ms)} at concurrency 1: "
+            f"{p.error:+.0%}"
+        )
+        return [line, *(f"  gap: {cause}" for cause in p.causes)]
 
     def reading(self) -> list[tuple[str, str]]:
         """The server's own metrics as read: alone, or during a bench run."""
@@ -195,6 +228,7 @@ class ServingFacts(Facts):
         ceiling = self._ceiling_line()
         if ceiling:
             lines.append(ceiling)
+        lines.extend(self._prediction_lines())
         if reading:
             lines.append(reading)
         return lines

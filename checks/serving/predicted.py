@@ -1,0 +1,83 @@
+"""Decode at concurrency 1 against this host's calibrated prediction (the models feature's
+DecodePrediction, from the decode budget), and what explains a gap of more than GAP."""
+
+from __future__ import annotations
+
+from decode_doctor.checks.bandwidth.contract import CONTENDED_CORES, CONTENDED_STEAL
+from decode_doctor.checks.models.contract import DecodePrediction
+
+from .codes import LIV010
+from .diagnosis import Verdict
+from .facts import BenchRun, PredictionCheck, ms
+from .observe import ServerLoad
+
+GAP = 0.15  # beyond this the prediction and the measurement disagree
+CHUNK_COST_S = 1.5e-3  # a gap smaller than this per token, on a fast step, is the server's own per-chunk cost
+
+
+def against_prediction(
+    bench: BenchRun, predicted: DecodePrediction | None, load: ServerLoad | None, threads: int | None
+) -> PredictionCheck | None:
+    first = bench.level(1)
+    if predicted is None or first is None or first.tpot is None or not first.tpot.p50:
+        return None
+    measured_s = first.tpot.p50 / 1000
+    error = measured_s / predicted.tpot_s - 1
+    causes = _causes(predicted, measured_s, error, load, threads) if abs(error) > GAP else ()
+    return PredictionCheck(
+        predicted_ms=predicted.tpot_s * 1000,
+        low_ms=predicted.low_s * 1000,
+        high_ms=predicted.high_s * 1000,
+        measured_ms=first.tpot.p50,
+        error=error,
+        engine=predicted.engine,
+        engine_version=predicted.engine_version,
+        threads=predicted.threads,
+        weight_type=predicted.weight_type,
+        depth=predicted.depth,
+        server_cores=load.server_cores if load else None,
+        foreign_cores=load.foreign_cores if load else None,
+        causes=causes,
+    )
+
+
+def _causes(predicted: DecodePrediction, measured_s: float, error: float, load: ServerLoad | None, threads: int | None) -> tuple[str, ...]:
+    found = []
+    if load is not None and load.server_cores is not None and load.server_cores < predicted.threads - 0.5:
+        found.append(
+            f"the server's process used {load.server_cores:.1f} core(s) while decoding, and the calibration is for "
+            f"{predicted.threads} threads: it runs with fewer (llama-server --threads, llama-cpp-python --n_threads)"
+        )
+    if threads is not None and threads != predicted.threads:
+        found.append(f"--threads {threads} was given, and the calibration used is for {predicted.threads}")
+    if load is not None and (load.foreign_cores >= CONTENDED_CORES or load.steal >= CONTENDED_STEAL):
+        found.append(f"the host was busy: other processes used {load.foreign_cores:.2f} cores ({load.steal:.0%} stolen) during the run")
+    gap = measured_s - predicted.tpot_s
+    if error > GAP and 0 < gap < CHUNK_COST_S and predicted.tpot_s < 5e-3:
+        found.append(
+            f"a fixed cost per streamed token outside the engine: {gap * 1000:.2f} ms more than llama.cpp's step, the size of a "
+            "server's HTTP and SSE work per chunk (llama-cpp-python's Python server spends about 0.45 ms)"
+        )
+    if error < -GAP:
+        found.append("faster than the calibration allows: another model or weight type is served, or the calibration ran on a busy host")
+    return tuple(found) or ("none observed: no other load, the server's CPU matched the threads; calibrate again (estimate --calibrate)",)
+
+
+def prediction_verdicts(check: PredictionCheck | None) -> list[Verdict]:
+    if check is None or abs(check.error) <= GAP:
+        return []
+    message = (
+        f"decode at concurrency 1: TPOT p50 {ms(check.measured_ms)} against {ms(check.predicted_ms)} predicted by this host's "
+        f"calibration ({check.engine} {check.engine_version}, {check.threads} thread(s), {check.weight_type}), {check.error:+.0%}. "
+        f"Cause{'s' if len(check.causes) > 1 else ''}: {'; '.join(check.causes)}."
+    )
+    evidence = {
+        "predicted_ms": round(check.predicted_ms, 4),
+        "measured_ms": round(check.measured_ms, 4),
+        "error": round(check.error, 4),
+        "threads": check.threads,
+        "server_cores": check.server_cores,
+        "foreign_cores": check.foreign_cores,
+        "causes": list(check.causes),
+    }
+    return [Verdict(LIV010, message, evidence)]
