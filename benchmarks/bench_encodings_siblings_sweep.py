@@ -5,7 +5,7 @@
 The samples are the real-text sentences of tests/support/textcorpus.py in their legacy encodings
 (the Hypothesis property's). For each target sample and each sibling sample of another encoding
 family: three sibling JSON files of the sibling text, kept when their own evidence decided them by
-≥ 25 bits, and slices of the target (4–40 characters at 30 starts) as {"description": …}. Only
+≥ 20 bits (the tests' sibling_files), and slices of the target (4–40 characters at 30 starts) as {"description": …}. Only
 slices undecided alone count. Printed by the number of non-ASCII characters in the slice: how many
 were tried, converted to their own text (the siblings' encoding reads them the same), and converted
 with the siblings' encoding to other text, each such case listed.
@@ -27,18 +27,7 @@ from decode_doctor.checks.encodings.readings import family_of
 from decode_doctor.checks.encodings.siblings import Sibling, decide_with_siblings
 from decode_doctor.checks.encodings.textenc import decide
 from tests.test_encodings import SAMPLES
-
-
-def sibling_files(text: str, encoding: str) -> list[Sibling]:
-    found = []
-    for index, piece in enumerate((text, text[10:] + text[:10], text[::-1])):
-        data = json.dumps({"description": piece}, ensure_ascii=False).encode(encoding)
-        verdict = decide(data, ".json")
-        if verdict.status == "convert" and verdict.encoding and (verdict.margin or 0) >= 25:
-            sibling = Sibling.of(f"s{index}.json", data, verdict.encoding)
-            if sibling is not None:
-                found.append(sibling)
-    return found
+from tests.test_encodings_siblings import sibling_files
 
 
 def main() -> None:

@@ -32,48 +32,38 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from decode_doctor.checks.models.randomgguf import Shape
 
 CONTEXT = 4096
 DEPTH = 2048
 STEPS = 40
 
 
-@dataclass(frozen=True)
-class Shape:
-    name: str
-    hidden: int
-    layers: int
-    ffn: int
-    heads: int
-    kv_heads: int
-    vocab: int
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden // self.heads
-
-    def config(self) -> dict[str, Any]:
-        """The Hugging Face config.json estimate sizes it from."""
-        return {
-            "architectures": ["LlamaForCausalLM"],
-            "model_type": "llama",
-            "hidden_size": self.hidden,
-            "intermediate_size": self.ffn,
-            "num_hidden_layers": self.layers,
-            "num_attention_heads": self.heads,
-            "num_key_value_heads": self.kv_heads,
-            "vocab_size": self.vocab,
-            "max_position_embeddings": CONTEXT,
-            "torch_dtype": "float16",
-            "tie_word_embeddings": False,
-        }
+def config(shape: Shape) -> dict[str, Any]:
+    """The Hugging Face config.json estimate sizes the shape from."""
+    return {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": shape.hidden,
+        "intermediate_size": shape.ffn,
+        "num_hidden_layers": shape.layers,
+        "num_attention_heads": shape.heads,
+        "num_key_value_heads": shape.kv_heads,
+        "vocab_size": shape.vocab,
+        "max_position_embeddings": CONTEXT,
+        "torch_dtype": "float16",
+        "tie_word_embeddings": False,
+    }
 
 
-GPU_SHAPES = (Shape("1.1B", 2048, 22, 5632, 32, 4, 32000), Shape("6.7B", 4096, 32, 11008, 32, 8, 32000))
-DRY_SHAPES = (Shape("tiny", 128, 2, 256, 4, 2, 512), Shape("small", 256, 4, 512, 8, 2, 1024))
+GPU_SHAPES = (("1.1B", Shape(2048, 22, 5632, 32, 4, 32000)), ("6.7B", Shape(4096, 32, 11008, 32, 8, 32000)))
+DRY_SHAPES = (("tiny", Shape(128, 2, 256, 4, 2, 512)), ("small", Shape(256, 4, 512, 8, 2, 1024)))
 
 
 class Backend:
@@ -212,19 +202,19 @@ def main() -> int:
     print(f"2/3 decode, {len(shapes)} sizes × batch 1 and 8", flush=True)
     backend = Backend(args.dry_run)
     rows: list[dict[str, Any]] = []
-    for shape in shapes:
-        model_dir = out / "models" / shape.name
+    for name, shape in shapes:
+        model_dir = out / "models" / name
         model_dir.mkdir(parents=True, exist_ok=True)
-        (model_dir / "config.json").write_text(json.dumps(shape.config(), indent=1))
+        (model_dir / "config.json").write_text(json.dumps(config(shape), indent=1))
         for batch in (1, 8):
             if time.perf_counter() - started > args.budget_s:
-                rows.append({"size": shape.name, "batch": batch, "skipped": f"past --budget-s {args.budget_s:g}"})
+                rows.append({"size": name, "batch": batch, "skipped": f"past --budget-s {args.budget_s:g}"})
                 continue
             measured = decode_ms(backend, shape, batch, steps, context, depth)
             datasheet = estimate_ms(model_dir, batch, context, ["--gpu", args.gpu])
             local = None if args.dry_run else estimate_ms(model_dir, batch, context, ["--device", "cuda:0"])
             row = {
-                "size": shape.name,
+                "size": name,
                 "batch": batch,
                 "depth": depth,
                 "measured_ms": round(measured, 4),
@@ -242,7 +232,7 @@ def main() -> int:
         "host": platform.node(),
         "python": platform.python_version(),
         "datasheet_gpu": args.gpu,
-        "shapes": [asdict(s) for s in shapes],
+        "shapes": {name: asdict(shape) for name, shape in shapes},
         "context": context,
         "check_exit": check.returncode,
         "rows": rows,

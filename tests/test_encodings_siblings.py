@@ -116,7 +116,8 @@ def test_one_file_is_no_repository(tmp_path):
     assert _by_name(run_check("encodings", models=(root,)).findings)["classes.txt"].code == "ENC002"
 
 
-def _siblings(text: str, encoding: str) -> list[Sibling]:
+def sibling_files(text: str, encoding: str) -> list[Sibling]:
+    """Three JSON files of text in encoding, kept when their own evidence decided them by ≥ 20 bits."""
     found = []
     for index, piece in enumerate((text, text[10:] + text[:10], text[::-1])):
         data = json.dumps({"description": piece}, ensure_ascii=False).encode(encoding)
@@ -146,7 +147,7 @@ def test_the_files_own_bytes_veto_a_reading_no_text_has(target, encoding, siblin
     if why is None:
         assert decide(data, ".json").status != "ambiguous"
         return
-    judged = decide_with_siblings(data, ".json", _siblings(siblings, sibling_encoding))
+    judged = decide_with_siblings(data, ".json", sibling_files(siblings, sibling_encoding))
     assert judged.verdict is None and why in judged.why, judged.why
 
 
@@ -157,7 +158,7 @@ _SIBLINGS = {}
 
 def _cached_siblings(text: str, encoding: str) -> list[Sibling]:
     if (text, encoding) not in _SIBLINGS:
-        _SIBLINGS[(text, encoding)] = _siblings(text, encoding)
+        _SIBLINGS[(text, encoding)] = sibling_files(text, encoding)
     return _SIBLINGS[(text, encoding)]
 
 
