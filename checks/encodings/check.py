@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -559,28 +560,19 @@ class _Tree:
 KEEP_FILE_BYTES = 1 << 20  # an undecided file this small keeps its readings for the second look
 KEEP_TREE_BYTES = 32 << 20  # and all of them together at most this many bytes of files
 UNDECIDED_SHOWN = 6  # runs of non-ASCII bytes a refusal lists
+HIGH_RUN = re.compile(rb"[\x80-\xff]+")
 
 
 def _undecided_bytes(data: bytes) -> str:
     """The few non-ASCII byte runs of a file with little non-ASCII text, with where they are
     ("e8 at byte 19 (line 1)"); empty when there are more than a handful."""
-    from .readings import hot_spans
+    from .textenc import _position
 
     runs: list[str] = []
-    for start, end in hot_spans(data):
-        offset = start
-        while offset < end and len(runs) <= UNDECIDED_SHOWN:
-            if data[offset] < 0x80:
-                offset += 1
-                continue
-            stop = offset
-            while stop < end and data[stop] >= 0x80:
-                stop += 1
-            line = data.count(b"\n", 0, offset) + 1
-            runs.append(f"{data[offset:stop][:8].hex(' ')} at byte {offset} (line {line})")
-            offset = stop
-        if len(runs) > UNDECIDED_SHOWN:
+    for match in HIGH_RUN.finditer(data):
+        if len(runs) == UNDECIDED_SHOWN:
             return ""
+        runs.append(f"{match.group()[:8].hex(' ')} at byte {match.start()} (line {_position(data, match.start())})")
     return "; ".join(runs)
 
 

@@ -25,12 +25,14 @@ EUC-KR) takes its repository's encoding, as a person reading it would
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .readings import CJK_SCRIPTS
 from .textenc import STRUCTURED, Readings, Verdict, Where, _line_at, _mixed, _position, _truncated, parses
 
 if TYPE_CHECKING:
@@ -48,7 +50,6 @@ SIBLING_CAP_BITS = 64.0  # one sibling's evidence against a rival, at most (a ri
 OWN_DEFICIT_BITS = 8.0
 OWN_DEFICIT_RATE = 2.0  # and at most this per byte of its differing words: one byte leaning 6 bits is evidence
 SAME_SCRIPT_LEAD_BITS = 2.0  # a rival in the siblings' own script must be beaten by the file's own bytes
-CJK_SCRIPTS = {"cjk", "hiragana", "katakana", "halfwidth-kana", "hangul"}
 ALPHABET_SHARE = 1e-4  # a letter the siblings' language model sees less often than this is not of its alphabet
 CASED = {"latin", "cyrillic", "greek"}
 INNER_MARKS = set("'’ʼ·‧‐‑-־׳״・")  # punctuation that does sit between letters of a word
@@ -100,8 +101,9 @@ class Sibling:
         codecs = set(FAMILIES[family])
         return next((r for r in self.found if codecs & set(r.codecs)), None)
 
+    @functools.cached_property
     def letters(self) -> set[str]:
-        """The non-ASCII letters of its own reading, case-folded."""
+        """The non-ASCII letters of its own reading, case-folded (read once: every undecided file asks)."""
         reading = self.reading(self.family)
         return {c.casefold() for c in reading.hot if ord(c) > 0x7F and c.isalpha()} if reading else set()
 
@@ -236,7 +238,7 @@ def _odd(ours: Reading, codec: str, siblings: list[Sibling]) -> str | None:
         return f"holds «{rare}», outside the common characters of {codec}"
     letters = [c for c in hot if c.isalpha() and _letter_script(c) not in CJK_SCRIPTS]
     if letters:
-        known = set().union(*(s.letters() for s in siblings))
+        known = set().union(*(s.letters for s in siblings))
         unknown = next((c for c in letters if c.casefold() not in known and not any(s.uses(c) for s in siblings)), None)
         if unknown is not None:
             return f"holds «{unknown}», a letter the sibling files' language does not use"

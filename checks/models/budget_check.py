@@ -195,7 +195,7 @@ def _predict(ctx: Context, model: ModelInfo, budget: Budget) -> None:
         threads = measured.cpu.measured.threads
     else:  # bandwidth given: the thread count bench was told, else one per usable CPU
         threads = ctx.options.get("threads") or usable_cpus()
-    weight_type = max(model.bytes_by_dtype, key=model.bytes_by_dtype.__getitem__).upper() if model.bytes_by_dtype else ""
+    weight_type = (model.dominant_dtype or "").upper()
     found, why = calibration.lookup(default_state_dir(), weight_type, threads)
     if found is None:
         budget.prediction_note = why

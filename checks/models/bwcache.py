@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import platform
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-from .statefile import READ_LIMIT, read_list, write_list
+from .statefile import READ_LIMIT, age_text, append_record, read_records
 
 CACHE_NAME = "bandwidth.json"
 MAX_AGE_S = 7 * 24 * 3600
@@ -34,9 +34,7 @@ class Measurement:
         return (now or time.time()) - self.measured_at
 
     def describe(self, now: float | None = None) -> str:
-        hours = self.age(now) / 3600
-        when = "just now" if hours < 0.05 else f"{hours:.1f} h ago" if hours < 48 else f"{hours / 24:.1f} days ago"
-        return f"measured {when} with {self.threads} thread(s), other processes {self.other_load:.0%} busy"
+        return f"measured {age_text(self.age(now))} with {self.threads} thread(s), other processes {self.other_load:.0%} busy"
 
 
 def host_id() -> str:
@@ -53,13 +51,7 @@ def host_id() -> str:
 
 
 def load(state_dir: Path) -> list[Measurement]:
-    found = []
-    for entry in read_list(state_dir / CACHE_NAME):
-        try:
-            found.append(Measurement(**{key: entry[key] for key in Measurement.__dataclass_fields__ if key in entry}))
-        except (TypeError, AttributeError):
-            continue
-    return found
+    return read_records(state_dir / CACHE_NAME, Measurement)
 
 
 def best(records: list[Measurement], host: str, threads: int, now: float | None = None) -> Measurement | None:
@@ -70,4 +62,4 @@ def best(records: list[Measurement], host: str, threads: int, now: float | None 
 
 def record(state_dir: Path, measurement: Measurement) -> None:
     """Appended, the oldest dropped past KEEP, written atomically."""
-    write_list(state_dir / CACHE_NAME, [asdict(m) for m in [*load(state_dir), measurement][-KEEP:]])
+    append_record(state_dir / CACHE_NAME, measurement, Measurement, KEEP)

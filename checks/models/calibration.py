@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .plan import Sizing
 from .bwcache import host_id
 from .randomgguf import WEIGHT_TYPES, Shape, write
-from .statefile import read_list, write_list
+from .statefile import age_text, append_record, read_records
 
 CACHE_NAME = "calibration.json"
 ENGINE = "llama.cpp"
@@ -91,8 +91,7 @@ class Calibration:
         return (now or time.time()) - self.measured_at
 
     def describe(self, now: float | None = None) -> str:
-        hours = self.age(now) / 3600
-        when = "just now" if hours < 0.05 else f"{hours:.1f} h ago" if hours < 48 else f"{hours / 24:.1f} days ago"
+        when = age_text(self.age(now))
         busy = f"; CONTENDED ({self.foreign_cores:.2f} cores of other work, {self.steal:.0%} stolen)" if self.contended else ""
         return (
             f"{self.engine} {self.engine_version}, {self.threads} thread(s), {self.weight_type}, calibrated {when} "
@@ -174,17 +173,11 @@ def lookup(state_dir: Path, weight_type: str, threads: int) -> tuple[Calibration
 
 
 def load(state_dir: Path) -> list[Calibration]:
-    found = []
-    for entry in read_list(state_dir / CACHE_NAME):
-        try:
-            found.append(Calibration(**{key: entry[key] for key in Calibration.__dataclass_fields__ if key in entry}))
-        except TypeError:
-            continue
-    return found
+    return read_records(state_dir / CACHE_NAME, Calibration)
 
 
 def record(state_dir: Path, calibration: Calibration) -> None:
-    write_list(state_dir / CACHE_NAME, [asdict(c) for c in [*load(state_dir), calibration][-KEEP:]])
+    append_record(state_dir / CACHE_NAME, calibration, Calibration, KEEP)
 
 
 def best(

@@ -46,6 +46,11 @@ class ModelInfo:
     recurrent: bool = False  # GGUF: state-space (ssm.*) or linear-attention layers, whose state is not sized from the header
 
     @property
+    def dominant_dtype(self) -> str | None:
+        """The stored type holding most of the weight bytes (F16, Q4_0, BF16…), None when none is known."""
+        return max(self.bytes_by_dtype, key=self.bytes_by_dtype.__getitem__) if self.bytes_by_dtype else None
+
+    @property
     def config(self) -> dict[str, Any] | None:
         """config.json as read, for sizing from it (kept out of the fields: facts and reports stay small)."""
         return self.__dict__.get("_config")

@@ -291,7 +291,7 @@ def _prediction(params: dict[str, Any], model: ModelInfo, size: Sizing, plan: De
     from decode_doctor.app.output import say
     from decode_doctor.engine.workers import usable_cpus
 
-    weight_type = (_dominant(model) or "").upper()
+    weight_type = (model.dominant_dtype or "").upper()
     threads = params["threads"] or usable_cpus()
     state_dir = _state_dir(params["state_dir"])
     found, why = calibration.lookup(state_dir, weight_type, threads)
@@ -391,7 +391,7 @@ def _rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[st
             )
         )
         if device.kind == "cpu" and step.tps_per_sequence:
-            low, high, what = expected_cpu_range(_dominant(model))
+            low, high, what = expected_cpu_range(model.dominant_dtype)
             rows.append(
                 (
                     "expected",
@@ -418,10 +418,6 @@ def _state(size: Sizing) -> str:
     if not size.state_elements:
         return ""
     return f", and a fixed {human_binary(size.state_elements * STATE_BYTES)} of recurrent state per sequence"
-
-
-def _dominant(model: ModelInfo) -> str | None:
-    return max(model.bytes_by_dtype, key=model.bytes_by_dtype.__getitem__) if model.bytes_by_dtype else None
 
 
 def _text(

@@ -2,8 +2,8 @@
 this child): `python -m decode_doctor.checks.models.llamatimer MODEL THREADS DEPTH TOKENS`.
 
 The prompt of DEPTH tokens is evaluated first (in batches), then TOKENS single-token steps, each
-timed by the wall clock. Prints one JSON object: each step's seconds, the CPU seconds this process
-used over the timed steps, what the rest of the host did meanwhile (engine.hostload), and the
+timed by the wall clock. Prints one JSON object: each step's seconds, what the rest of the host did
+over the whole run (engine.hostload), and the
 buffers llama.cpp reported loading the weights into (its repacked copies included)."""
 
 from __future__ import annotations

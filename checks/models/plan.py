@@ -237,7 +237,7 @@ def sizing(model: ModelInfo) -> Sizing:
     if model.weight_bytes > 0:
         weights: float | None = float(model.weight_bytes)
         source = f"the weight files ({model.format}, {model.tensor_count} tensors)"
-        dominant = max(model.bytes_by_dtype, key=model.bytes_by_dtype.__getitem__) if model.bytes_by_dtype else "BF16"
+        dominant = model.dominant_dtype or "BF16"
         per_param = element_bytes(dominant)
         if dominant.startswith("F8"):
             compute = "fp8"

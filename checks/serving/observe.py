@@ -46,9 +46,7 @@ def _listening(port: int) -> Any:
         for conn in psutil.net_connections(kind="inet"):
             if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid and conn.pid != os.getpid():
                 return psutil.Process(conn.pid)
-    except (ImportError, OSError, RuntimeError):
-        return None
-    except Exception:  # psutil.AccessDenied, NoSuchProcess: not ours to watch
+    except Exception:  # no psutil, psutil.AccessDenied or NoSuchProcess: not ours to watch
         return None
     return None
 
