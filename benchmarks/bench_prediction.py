@@ -1,7 +1,7 @@
 """estimate's calibrated decode prediction against llama.cpp's measured decode, row by row.
 
     python benchmarks/bench_prediction.py [--sizes 0.2,0.5,1,1.5,3] [--types F16,Q8_0,Q4_0]
-        [--threads 1,2] [--depths 0,2048] [--tokens 32] [--scratch DIR] [--quick]
+        [--threads 1,2] [--depths 0,2048] [--tokens 32] [--repeat 1] [--scratch DIR] [--quick]
 
 For each thread count and weight type it calibrates this host (calibration.calibrate: two small
 random-weight GGUFs, about 10 s; again, up to three times, while it ran contended, since estimate
@@ -16,6 +16,11 @@ and ±25 %, the largest error), the rows where the measurement beat the ceiling,
 buffer of 8× the last-level cache (up to 4 GiB), as `check --thorough` does. --quick: sizes 0.05 and
 0.1 GB, depth 0 and 256, 8 tokens: the dry run CI executes (its models fit in a cache, so its
 figures say nothing).
+
+--repeat N measures every row N times, in N passes over the rows (minutes apart, so the host's drift
+shows), predicting each from the same calibration; it then prints how far llama.cpp's own
+measurements of one row lie apart: a prediction cannot be judged more finely than its reference
+repeats on the host.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ def main() -> None:
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--depths", default="0,2048")
     parser.add_argument("--tokens", type=int, default=32)
+    parser.add_argument("--repeat", type=int, default=1, help="passes over the rows (the reference's repeatability)")
     parser.add_argument("--scratch", type=Path, default=None, help="where the models are written (a few GB)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, short depths: the dry run")
     args = parser.parse_args()
@@ -80,6 +86,7 @@ def main() -> None:
     print(f"host {host_id()}, llama-cpp-python {engine}, {time.strftime('%Y-%m-%d %H:%M %Z')}")
     # weight type, GB, depth, threads, measured, predicted, error, ceiling
     rows: list[tuple[str, float, int, int, float, float, float, float]] = []
+    repeats: dict[tuple[str, float, int, int], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="dd-prediction-", dir=args.scratch) as folder:
         state = Path(folder) / "state"
         for threads in threads_list:
@@ -93,23 +100,17 @@ def main() -> None:
                     print(f"  {cal.describe()}: calibrating again")
                     cal = calibration.calibrate(threads, weight_type, state)
                 print(f"  {cal.describe()}")
-                for size_gb in sizes:
-                    path = Path(folder) / f"{weight_type}-{size_gb}.gguf"
-                    if not path.exists():
-                        write(path, shape_for(size_gb, weight_type), weight_type)
-                    for depth in depths:
-                        weights, units, kv = calibration.features(path, depth)
-                        run = calibration.time_decode(path, threads, depth, args.tokens, timeout_s=900)
-                        ceiling = (weights + kv) / (bandwidth.read_gbps * 1e9)
-                        predicted = calibration.bounded(calibration.predict(cal, weights, units, kv, depth), ceiling)
-                        error = predicted.tpot_s / run.seconds - 1
-                        rows.append((weight_type, path.stat().st_size / 1e9, depth, threads, run.seconds, predicted.tpot_s, error, ceiling))
-                        print(
-                            f"    {weight_type:<5} {path.stat().st_size / 1e9:5.2f} GB  T={threads}  depth {depth:>5}: "
-                            f"llama.cpp {run.seconds * 1e3:7.2f} ms  predicted {predicted.tpot_s * 1e3:7.2f} ms  error {error:+6.1%}  "
-                            f"ceiling {ceiling * 1e3:6.2f} ms (measured ÷ ceiling {ceiling / run.seconds:.2f})  "
-                            f"other processes {run.foreign_cores:.2f} cores, steal {run.steal:.0%}"
-                        )
+                for repeat in range(args.repeat):
+                    if args.repeat > 1:
+                        print(f"    pass {repeat + 1} of {args.repeat}")
+                    for size_gb in sizes:
+                        path = Path(folder) / f"{weight_type}-{size_gb}.gguf"
+                        if not path.exists():
+                            write(path, shape_for(size_gb, weight_type), weight_type)
+                        for depth in depths:
+                            row = _row(path, weight_type, threads, depth, args.tokens, cal, bandwidth.read_gbps)
+                            rows.append(row)
+                            repeats.setdefault((weight_type, size_gb, depth, threads), []).append(row[4])
                 if threads == threads_list[-1]:
                     for path in Path(folder).glob(f"{weight_type}-*.gguf"):
                         path.unlink()  # the last thread count done with them: a few GB back
@@ -120,6 +121,38 @@ def main() -> None:
         f"\n{len(rows)} rows: within ±15 % {within[0.15]} ({within[0.15] / len(rows):.0%}), within ±25 % {within[0.25]} "
         f"({within[0.25] / len(rows):.0%}); median |error| {statistics.median(errors):.1%}, largest {max(errors):.1%}; "
         f"the ceiling beaten in {len(beaten)} row(s)"
+    )
+    if args.repeat > 1:
+        _print_repeatability(repeats)
+
+
+def _row(
+    path: Path, weight_type: str, threads: int, depth: int, tokens: int, cal: calibration.Calibration, bandwidth_gbps: float
+) -> tuple[str, float, int, int, float, float, float, float]:
+    weights, units, kv = calibration.features(path, depth)
+    run = calibration.time_decode(path, threads, depth, tokens, timeout_s=900)
+    ceiling = (weights + kv) / (bandwidth_gbps * 1e9)
+    predicted = calibration.bounded(calibration.predict(cal, weights, units, kv, depth), ceiling)
+    error = predicted.tpot_s / run.seconds - 1
+    gb = path.stat().st_size / 1e9
+    print(
+        f"    {weight_type:<5} {gb:5.2f} GB  T={threads}  depth {depth:>5}: "
+        f"llama.cpp {run.seconds * 1e3:7.2f} ms  predicted {predicted.tpot_s * 1e3:7.2f} ms  error {error:+6.1%}  "
+        f"ceiling {ceiling * 1e3:6.2f} ms (measured ÷ ceiling {ceiling / run.seconds:.2f})  "
+        f"other processes {run.foreign_cores:.2f} cores, steal {run.steal:.0%}"
+    )
+    return weight_type, gb, depth, threads, run.seconds, predicted.tpot_s, error, ceiling
+
+
+def _print_repeatability(repeats: dict[tuple[str, float, int, int], list[float]]) -> None:
+    """How far llama.cpp's measurements of one row lie apart: each pass against the row's first."""
+    apart = [abs(later / times[0] - 1) for times in repeats.values() for later in times[1:]]
+    spread = [max(times) / min(times) - 1 for times in repeats.values()]
+    over = sum(a > 0.15 for a in apart)
+    print(
+        f"the reference's repeatability over {len(repeats)} rows: a later pass differs from the first by more than 15 % "
+        f"in {over} of {len(apart)} ({over / len(apart):.0%}); median {statistics.median(apart):.1%}, largest {max(apart):.1%}; "
+        f"slowest ÷ fastest of a row − 1: median {statistics.median(spread):.1%}, largest {max(spread):.1%}"
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from decode_doctor.checks.bandwidth.contract import BandwidthFacts
@@ -215,6 +216,8 @@ def _predict(ctx: Context, model: ModelInfo, budget: Budget) -> None:
         high_s=at.prediction.high_s,
         calibrated_at=found.measured_at,
         source=found.source,
+        bounded=at.prediction.bounded,
+        learn_with=functools.partial(calibration.learn_live, default_state_dir()),
     )
 
 

@@ -37,6 +37,7 @@ from decode_doctor.checks.bandwidth.contract import CONTENDED_CORES, CONTENDED_S
 from .architecture import CacheLayer
 
 if TYPE_CHECKING:
+    from .contract import DecodePrediction, LiveDecode
     from .plan import Sizing
 from .bwcache import host_id
 from .randomgguf import WEIGHT_TYPES, Shape, write
@@ -82,6 +83,7 @@ class Calibration:
     foreign_cores: float = 0.0  # the most other processes used over any run's window, in cores
     steal: float = 0.0
     source: str = "calibrate"  # or "bench" (a live run updated it)
+    basis: str = ""  # for a "bench" record: the run it learned from and the calibration it scaled
 
     @property
     def contended(self) -> bool:
@@ -93,8 +95,9 @@ class Calibration:
     def describe(self, now: float | None = None) -> str:
         when = age_text(self.age(now))
         busy = f"; CONTENDED ({self.foreign_cores:.2f} cores of other work, {self.steal:.0%} stolen)" if self.contended else ""
+        how = "learned from a live bench" if self.source == "bench" else "calibrated"
         return (
-            f"{self.engine} {self.engine_version}, {self.threads} thread(s), {self.weight_type}, calibrated {when} "
+            f"{self.engine} {self.engine_version}, {self.threads} thread(s), {self.weight_type}, {how} {when} "
             f"(fixed {self.fixed_s * 1e3:.2f} ms per step, {1 / self.s_per_byte / 1e9:.1f} GB/s effective on the weights){busy}"
         )
 
@@ -192,6 +195,58 @@ def best(
         and c.age(now) <= MAX_AGE_S
     ]
     return max(fitting, key=lambda c: c.measured_at, default=None)
+
+
+def learn(
+    state_dir: Path,
+    engine_version: str,
+    threads: int,
+    weight_type: str,
+    calibrated_at: float,
+    scale: float,
+    foreign_cores: float,
+    steal: float,
+    basis: str,
+) -> Calibration | None:
+    """A live run's lesson kept: the calibration the prediction came from (found by its key and time),
+    every step term scaled by measured ÷ predicted, recorded as a new "bench" record with its basis
+    and the run's conditions. None when that calibration is no longer recorded."""
+    key = (host_id(), engine_version, threads, weight_type)
+    records = load(state_dir)
+    used = next((c for c in records if (c.host, c.engine_version, c.threads, c.weight_type, c.measured_at) == (*key, calibrated_at)), None)
+    if used is None:
+        return None
+    result = replace(
+        used,
+        fixed_s=used.fixed_s * scale,
+        s_per_byte=used.s_per_byte * scale,
+        s_per_unit=used.s_per_unit * scale,
+        s_per_kv_byte=used.s_per_kv_byte * scale,
+        measured_at=time.time(),
+        foreign_cores=foreign_cores,
+        steal=steal,
+        source="bench",
+        basis=basis,
+    )
+    record(state_dir, result)
+    return result
+
+
+def learn_live(state_dir: Path, prediction: DecodePrediction, run: LiveDecode) -> str:
+    """The learner the decode budget gives its DecodePrediction (DecodePrediction.learn): the
+    calibration the prediction came from, its step terms scaled by measured ÷ predicted, kept."""
+    scale = run.measured_s / prediction.tpot_s
+    kept = learn(
+        state_dir, prediction.engine_version, prediction.threads, prediction.weight_type, prediction.calibrated_at, scale,
+        run.foreign_cores, run.steal, run.basis,
+    )  # fmt: skip
+    if kept is None:
+        return "not learned: the calibration this prediction came from is no longer recorded"
+    return (
+        f"learned: this host's calibration ({prediction.engine} {prediction.engine_version}, {prediction.threads} thread(s), "
+        f"{prediction.weight_type}) now predicts {run.measured_s * 1e3:.2f} ms here (its step terms ×{scale:.2f}), "
+        "kept with its source (bench)"
+    )
 
 
 # --- measuring ----------------------------------------------------------------------------------

@@ -2,16 +2,20 @@
 (ModelInfo, Budget, ModelBudget).
 
 Other features read a model's budget on this host's devices through this module alone
-(ctx.facts.get(BudgetFacts)); it imports nothing of the feature but its codes.
+(ctx.facts.get(BudgetFacts)), and teach this host's calibration what a live run measured through
+DecodePrediction.learn (the feature supplies the learner); it imports nothing of the feature but its
+codes.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from decode_doctor.engine import Chart, Facts, HtmlBlock, Metric, Sample, Series
+from decode_doctor.engine.facts import values_dict
 from decode_doctor.engine.units import human_binary, human_bytes
 
 
@@ -95,6 +99,30 @@ class DecodePrediction:
     high_s: float
     calibrated_at: float
     source: str  # "calibrate", or "bench" when a live run updated it
+    bounded: bool = False  # raised to the ceiling's step time: the calibration's own figure was faster
+    # The models feature's learner (the calibration it came from, scaled to a live measurement and
+    # kept); None where nothing can be learned. Not part of the value: left out of reports.
+    learn_with: Learner | None = field(default=None, compare=False, repr=False)
+
+    def learn(self, run: LiveDecode) -> str:
+        """What run teaches this host's calibration, in words ("learned: …" or "not learned: …").
+        The caller decides that the run is fit to learn from (quiet host, the calibrated threads)."""
+        if self.learn_with is None:
+            return "not learned: this prediction has no calibration record to learn into"
+        return self.learn_with(self, run)
+
+
+@dataclass(frozen=True)
+class LiveDecode:
+    """A live run's decode at concurrency 1, measured against a DecodePrediction."""
+
+    measured_s: float  # TPOT p50
+    foreign_cores: float  # other processes' CPU during the run
+    steal: float
+    basis: str  # where and how it was measured, kept with what it teaches
+
+
+Learner = Callable[[DecodePrediction, LiveDecode], str]
 
 
 @dataclass
@@ -127,7 +155,7 @@ class Budget:
     prediction_note: str = ""  # why there is none
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(self).items()}
+        return {k: round(v, 4) if isinstance(v, float) else v for k, v in values_dict(self).items()}
 
 
 def sequences(count: int) -> str:

@@ -93,7 +93,7 @@ class Serving(Check):
         ceiling, note = ceiling_from(ctx, measured.device)
         note = measured.ceiling_note or note
         predicted, predicted_note = prediction_from(ctx, measured.device) if ceiling is not None else (None, note)
-        against = against_prediction(measured.bench, predicted, measured.load, measured.threads)
+        against = against_prediction(measured.bench, predicted, measured.load, measured.threads, True, measured.endpoint)
         facts = ServingFacts(
             endpoint=measured.endpoint,
             engine=measured.engine,

@@ -120,7 +120,10 @@ LIV010 = Code(
     "calibration of this host predicts for the served model (estimate --calibrate). The finding names each cause it "
     "observed: the server's process using fewer cores than the calibrated thread count, other processes busy during the "
     "run, a fixed cost per streamed token outside the engine (the server's HTTP and SSE layer), or a server faster than "
-    "the calibration allows (another model or weight type served).",
+    "the calibration allows (another model or weight type served). A run fit to learn from (a server on this host "
+    "using the calibrated thread count, nothing else busy, within 50 % of the prediction) is kept as the host's newest "
+    'calibration with source "bench", so the next estimate and bench predict what was measured; bench\'s text says '
+    "whether the run was learned from, and why not.",
     why="The prediction is what a deployment is planned with; a server far from it is configured differently from the "
     "plan (threads), shares its host, or pays a per-token cost the engine's step does not.",
     fix_by_hand="Act on the cause named: start the server with the calibrated thread count (llama-server --threads N, "

@@ -41,6 +41,8 @@ class PredictionCheck:
     server_cores: float | None  # the server's CPU while decoding, in cores (a server on this host)
     foreign_cores: float | None  # other processes' CPU meanwhile
     causes: tuple[str, ...] = ()
+    source: str = "calibrate"  # the calibration's: "calibrate", or "bench" when a live run taught it
+    learned: str = ""  # what this run taught the host's calibration, or why it taught nothing
 
 
 @dataclass(frozen=True)
@@ -168,11 +170,12 @@ class ServingFacts(Facts):
         if p is None:
             return [f"no calibrated prediction to compare with: {self.prediction_note}"] if self.bench and self.prediction_note else []
         line = (
-            f"predicted TPOT {ms(p.predicted_ms)} ({ms(p.low_ms)}–{ms(p.high_ms)}; {p.engine} {p.engine_version} calibrated at "
+            f"predicted TPOT {ms(p.predicted_ms)} ({ms(p.low_ms)}–{ms(p.high_ms)}; {p.engine} {p.engine_version} "
+            f"{'learned from a live bench' if p.source == 'bench' else 'calibrated'} at "
             f"{p.threads} thread(s) for {p.weight_type}, at {p.depth:,} tokens), measured p50 {ms(p.measured_ms)} at concurrency 1: "
             f"{p.error:+.0%}"
         )
-        return [line, *(f"  gap: {cause}" for cause in p.causes)]
+        return [line, *(f"  gap: {cause}" for cause in p.causes), *([f"  calibration {p.learned}"] if p.learned else [])]
 
     def reading(self) -> list[tuple[str, str]]:
         """The server's own metrics as read: alone, or during a bench run."""

@@ -1,10 +1,15 @@
 """Decode at concurrency 1 against this host's calibrated prediction (the models feature's
-DecodePrediction, from the decode budget), and what explains a gap of more than GAP."""
+DecodePrediction, from the decode budget), what explains a gap of more than GAP, and what the run
+teaches the calibration: a run fit to learn from (a server on this host using the calibrated thread
+count, nothing else busy, within LEARN_LIMIT of the prediction) is kept as the host's newest
+calibration for that engine, with its source."""
 
 from __future__ import annotations
 
+import time
+
 from decode_doctor.checks.bandwidth.contract import CONTENDED_CORES, CONTENDED_STEAL
-from decode_doctor.checks.models.contract import DecodePrediction
+from decode_doctor.checks.models.contract import DecodePrediction, LiveDecode
 
 from .codes import LIV010
 from .diagnosis import Verdict
@@ -12,18 +17,38 @@ from .facts import BenchRun, PredictionCheck, ms
 from .observe import ServerLoad
 
 GAP = 0.15  # beyond this the prediction and the measurement disagree
+LEARN_LIMIT = 0.5  # a larger gap is a different deployment (model, threads, engine build), not the host's drift
 CHUNK_COST_S = 1.5e-3  # a gap smaller than this per token, on a fast step, is the server's own per-chunk cost
 
 
 def against_prediction(
-    bench: BenchRun, predicted: DecodePrediction | None, load: ServerLoad | None, threads: int | None
+    bench: BenchRun,
+    predicted: DecodePrediction | None,
+    load: ServerLoad | None,
+    threads: int | None,
+    learn: bool = False,
+    endpoint: str = "",
 ) -> PredictionCheck | None:
+    """The comparison; with learn, the run's lesson kept (DecodePrediction.learn) when it is fit to learn from."""
     first = bench.level(1)
     if predicted is None or first is None or first.tpot is None or not first.tpot.p50:
         return None
     measured_s = first.tpot.p50 / 1000
     error = measured_s / predicted.tpot_s - 1
     causes = _causes(predicted, measured_s, error, load, threads) if abs(error) > GAP else ()
+    learned = ""
+    if learn:
+        why_not = _unfit_to_learn(predicted, error, load, threads)
+        if why_not:
+            learned = f"not learned: {why_not}"
+        else:
+            assert load is not None  # _unfit_to_learn says so without one
+            basis = (
+                f"bench of {endpoint or 'a server on this host'} at depth {predicted.depth:,}: TPOT p50 {measured_s * 1e3:.3f} ms "
+                f"against {predicted.tpot_s * 1e3:.3f} ms predicted by the {predicted.source} record of "
+                f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(predicted.calibrated_at))}"
+            )
+            learned = predicted.learn(LiveDecode(measured_s, load.foreign_cores, load.steal, basis))
     return PredictionCheck(
         predicted_ms=predicted.tpot_s * 1000,
         low_ms=predicted.low_s * 1000,
@@ -38,7 +63,24 @@ def against_prediction(
         server_cores=load.server_cores if load else None,
         foreign_cores=load.foreign_cores if load else None,
         causes=causes,
+        source=predicted.source,
+        learned=learned,
     )
+
+
+def _unfit_to_learn(predicted: DecodePrediction, error: float, load: ServerLoad | None, threads: int | None) -> str:
+    """Why this run must not change the calibration, or "" when it may."""
+    if load is None or load.server_cores is None:
+        return "the server's process was not seen on this host, so its thread count is unknown"
+    if load.foreign_cores >= CONTENDED_CORES or load.steal >= CONTENDED_STEAL:
+        return f"the host was busy during the run ({load.foreign_cores:.2f} cores of other work, {load.steal:.0%} stolen)"
+    if load.server_cores < predicted.threads - 0.5 or (threads is not None and threads != predicted.threads):
+        return f"the server did not run the calibrated {predicted.threads} thread(s)"
+    if predicted.bounded:
+        return "the prediction was raised to the bandwidth ceiling, so the calibration's own figure was not what was compared"
+    if abs(error) > LEARN_LIMIT:
+        return f"a gap of {error:+.0%} is another deployment (model, threads or engine build), not this host's drift"
+    return ""
 
 
 def _causes(predicted: DecodePrediction, measured_s: float, error: float, load: ServerLoad | None, threads: int | None) -> tuple[str, ...]:

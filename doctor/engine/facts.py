@@ -103,7 +103,7 @@ class Facts:
         return {}
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return values_dict(self)
 
     @classmethod
     def from_dict(cls: type[F], data: dict[str, Any]) -> F:
@@ -174,3 +174,9 @@ def _convert(hint: Any, value: Any) -> Any:
         items = [_convert(inner, v) for v in value]
         return tuple(items) if origin is tuple else items
     return value
+
+
+def values_dict(value: Any) -> dict[str, Any]:
+    """dataclasses.asdict without the callables a value may carry (a feature's hook for another,
+    such as DecodePrediction.learn_with): a report holds values only."""
+    return dataclasses.asdict(value, dict_factory=lambda items: {key: item for key, item in items if not callable(item)})
