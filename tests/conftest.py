@@ -62,6 +62,12 @@ def pytest_configure(config: pytest.Config) -> None:
     from .support import emitted
 
     os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="dd-test-state-")
+    # English unless a test asks for Chinese, whatever this machine's locale; the catalogs compiled
+    # from the .po as committed (an editable install compiled them once, maybe before an edit)
+    os.environ["DECODE_DOCTOR_LANG"] = "en"
+    from decode_doctor.i18n.compile import compile_catalogs
+
+    compile_catalogs()
     from hypothesis import settings
 
     settings.register_profile("decode-doctor", database=None)  # no .hypothesis/ written into the checkout
@@ -181,3 +187,12 @@ def registry_with_image(docker_host):
         if os.environ.get("CI"):
             raise
         pytest.skip(str(exc))
+
+
+@pytest.fixture(autouse=True)
+def _english_after_each_test():
+    """A test that ran a command in Chinese (in this process) leaves the next one in English."""
+    yield
+    from decode_doctor import i18n
+
+    i18n.use(i18n.ENGLISH)

@@ -12,6 +12,7 @@ import importlib.util
 
 from decode_doctor.engine import Analysis, Check, Context, Finding, Needs, Option, SkipCheck
 from decode_doctor.engine.units import amount
+from decode_doctor.i18n import _
 
 from .board import nvidia_pci_devices, tegra_board
 from .codes import CODES, GPU015, GPU024, GPU030, RETIRED
@@ -115,14 +116,21 @@ class GpuStack(Check):
             raise SkipCheck("no NVIDIA GPU (no NVML, nvidia-smi, /proc/driver/nvidia or NVIDIA PCI device)")
         facts = GpuFacts(source="no GPU", toolkits=found, torch=torch)
         ctx.publish(facts)
-        needs = []
-        items = [(f"CUDA toolkit {t.version} ({t.source})", t.judged) for t in found]
+        needs, said = [], []  # the evidence in English (machine-read), the message in the user's language
+        items = [
+            (f"CUDA toolkit {t.version} ({t.source})", _("CUDA toolkit {version} ({source})", version=t.version, source=t.source), t.judged)
+            for t in found
+        ]
         if torch and torch.cuda:
-            items.append((f"PyTorch {torch.version} built for CUDA {torch.cuda}", torch.cuda))
-        for label, cuda in items:
+            label = _("PyTorch {version} built for CUDA {cuda}", version=torch.version, cuda=torch.cuda)
+            items.append((f"PyTorch {torch.version} built for CUDA {torch.cuda}", label, torch.cuda))
+        for english, label, cuda in items:
             row, floor = min_driver(cuda), minor_floor(cuda)
             if row is not None:
-                needs.append(f"{label} needs driver ≥ {row[1]}" + (f" (≥ {floor} with minor-version compatibility)" if floor else ""))
-        message = "No NVIDIA GPU here yet. " + ("; ".join(needs) + "." if needs else "The installed CUDA software is listed in the facts.")
+                needs.append(f"{english} needs driver ≥ {row[1]}" + (f" (≥ {floor} with minor-version compatibility)" if floor else ""))
+                minor = _(" (≥ {floor} with minor-version compatibility)", floor=floor) if floor else ""
+                said.append(_("{label} needs driver ≥ {driver}", label=label, driver=row[1]) + minor)
+        listed = _("; ").join(said) + _(".") if said else _("The installed CUDA software is listed in the facts.")
+        message = _("No NVIDIA GPU here yet. ") + listed
         findings = [self.finding(GPU024, message, evidence={"needs": needs})]
         return findings + judge_software(self, facts, gpu_host=False) + path_findings(self, ctx, torch.cuda if torch else None)

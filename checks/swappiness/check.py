@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from decode_doctor.engine import Check, Context, EnvRow, Facts, Finding, FixRef, Metric, Needs, Sample
+from decode_doctor.i18n import _
 
 from .codes import CODES, RETIRED, SWAP001, SWAP003, SWAP004, TARGET, THRESHOLD, SwappinessParams
 from .sysctl import SWAPPINESS, effective_conf_name, persistent_setting, proc_sys_read_only
@@ -26,16 +27,18 @@ class SwappinessFacts(Facts):
 
     def swap_text(self) -> str:
         if not self.has_swap:
-            return "no swap"
-        size = f"{self.swap_total_kib / 1048576:.1f} GiB of swap" if self.swap_total_kib else "swap"
-        return size + (f" on {', '.join(self.swap_devices)}" if self.swap_devices else "")
+            return _("no swap")
+        size = _("{size:.1f} GiB of swap", size=self.swap_total_kib / 1048576) if self.swap_total_kib else _("swap")
+        return size + (_(" on {devices}", devices=", ".join(self.swap_devices)) if self.swap_devices else "")
 
     def summary(self) -> list[str]:
-        effect = "" if self.has_swap else " (it has no effect)"
-        return [f"vm.swappiness {self.swappiness} with {self.swap_text()}{effect}"]
+        effect = "" if self.has_swap else _(" (it has no effect)")
+        return [_("vm.swappiness {value} with {swap}{effect}", value=self.swappiness, swap=self.swap_text(), effect=effect)]
 
     def environment(self) -> list[EnvRow]:
-        boot = f", {self.persistent_value} at boot ({self.persistent_source})" if self.persistent_value else ""
+        boot = (
+            _(", {value} at boot ({source})", value=self.persistent_value, source=self.persistent_source) if self.persistent_value else ""
+        )
         return [
             EnvRow("vm.swappiness", f"{self.swappiness}{boot}", CODES),
             EnvRow("swap", self.swap_text(), (SWAP001,)),
@@ -82,13 +85,13 @@ class Swappiness(Check):
         raw = ctx.read_text(SWAPPINESS)
         if raw is None:
             if len(ctx.unjudged) == said:  # not already named (a FIFO where the tunable should be)
-                where = "" if ctx.live_host else f" under {ctx.root}"
-                ctx.not_judged("vm.swappiness", f"{SWAPPINESS} is not there{where}")
+                where = "" if ctx.live_host else _(" under {root}", root=ctx.root)
+                ctx.not_judged("vm.swappiness", _("{path} is not there{where}", path=SWAPPINESS, where=where))
             return []
         try:
             value = int(raw.strip())
         except ValueError:
-            raise ValueError(f"{SWAPPINESS} holds {raw.strip()[:40]!r}, not a number") from None
+            raise ValueError(_("{path} holds {value!r}, not a number", path=SWAPPINESS, value=raw.strip()[:40])) from None
         try:
             total = ctx.meminfo_bytes("SwapTotal")
         except ValueError:  # a garbled line: the swap devices in /proc/swaps still say whether there is swap
@@ -109,22 +112,32 @@ class Swappiness(Check):
         findings = []
         read_only = facts.proc_sys_read_only
         if read_only:
-            message = f"/proc/sys is read-only; vm.swappiness is {value} on the host."
+            message = _("/proc/sys is read-only; vm.swappiness is {value} on the host.", value=value)
             findings.append(self.finding(SWAP003, message, evidence=evidence))
         if not facts.has_swap:
             return findings
-        fix = None if read_only else FixRef(f"set vm.swappiness={TARGET} now and at boot", SwappinessParams(TARGET))
+        fix = None if read_only else FixRef(_("set vm.swappiness={target} now and at boot", target=TARGET), SwappinessParams(TARGET))
         # A fix must take effect: with no sysctl.d name read after the file that sets the value at
         # boot (/etc/sysctl.conf is read after all of them), none is offered; the message says what to edit.
         boot_fix = fix if fix is not None and effective_conf_name(ctx, f"vm.swappiness = {TARGET}\n") else None
         if value > THRESHOLD:
-            message = f"vm.swappiness is {value} (> {THRESHOLD}) with {facts.swap_text()}: weights and KV cache can be paged out."
+            message = _(
+                "vm.swappiness is {value} (> {threshold}) with {swap}: weights and KV cache can be paged out.",
+                value=value, threshold=THRESHOLD, swap=facts.swap_text(),
+            )  # fmt: skip
             if read_only:
-                message += " Change it on the host."
+                message += _(" Change it on the host.")
             findings.append(self.finding(SWAP001, message, evidence=evidence, path=SWAPPINESS, fix=fix))
         elif persistent and _as_int(persistent.value) > THRESHOLD:
-            message = f"vm.swappiness is {value} now, but {persistent.source} sets {persistent.value} at boot."
+            message = _(
+                "vm.swappiness is {value} now, but {source} sets {boot} at boot.",
+                value=value,
+                source=persistent.source,
+                boot=persistent.value,
+            )
             if fix is not None and boot_fix is None:
-                message += f" No sysctl.d file is read after it: edit {persistent.source} (vm.swappiness = {TARGET})."
+                message += _(
+                    " No sysctl.d file is read after it: edit {source} (vm.swappiness = {target}).", source=persistent.source, target=TARGET
+                )
             findings.append(self.finding(SWAP004, message, evidence=evidence, path=persistent.source, fix=boot_fix))
         return findings

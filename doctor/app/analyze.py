@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .. import __version__, i18n
 from ..engine.files import open_regular
 from ..engine.findings import CheckResult, State
 from ..engine.registry import Registry, load
@@ -79,6 +79,7 @@ def analyze(request: AnalyzeRequest, registry: Registry | None = None) -> Report
         "root": "-",
         "argv": ["analyze", *request.files],
         "version": __version__,
+        "lang": i18n.current(),  # the language of the messages (codes, keys and values stay as they are)
     }
     return Report(
         results,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .. import __version__, i18n
 from ..engine.check import Check
 from ..engine.commands import CommandRunner
 from ..engine.config import check_selected, ignored_by
@@ -158,6 +158,7 @@ def run(request: RunRequest, registry: Registry | None = None, progress: Progres
         "host": host_name(request.root),
         "argv": list(request.argv),
         "version": __version__,
+        "lang": i18n.current(),  # the language of the messages (codes, keys and values stay as they are)
     }
     return Outcome(request, build_report(request, registry, results, meta), ctx, registry)
 

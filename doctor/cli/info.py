@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from typing import Any
 
 import click
 
+from ..i18n import N_, _
 from .common import CONTEXT
 
 INPUT_FLAGS = {"models": "--model", "images": "--images", "endpoint": "--endpoint"}  # Needs.inputs → the flag
@@ -70,27 +70,49 @@ def explain(code: str) -> None:
     if entry is None:
         for cls in registry.checks.values():
             if wanted in cls.retired:
-                click.echo(f"{wanted} (check: {cls.name}) is no longer a finding: {cls.retired[wanted]}.")
+                click.echo(
+                    _("{code} (check: {check}) is no longer a finding: {why}.", code=wanted, check=cls.name, why=cls.retired[wanted])
+                )
                 return
         close = [c for c in codes if c.startswith(wanted[:3])]
-        hint = f" Did you mean {', '.join(sorted(close))}?" if close else " `decode-doctor list` shows every code."
-        raise click.UsageError(f"unknown code {code!r}.{hint}")
+        hint = _(" Did you mean {codes}?", codes=", ".join(sorted(close))) if close else _(" `decode-doctor list` shows every code.")
+        raise click.UsageError(_("unknown code {code!r}.", code=code) + hint)
     spec, cls = entry
+    for line in explanation_lines(spec, cls.name, registry.fixable(spec.code)):
+        click.echo(line)
 
-    def section(title: str, body: str) -> None:
-        click.echo(f"\n{title}")
+
+SEVERITY_WORDS = {"error": N_("error"), "warning": N_("warning"), "info": N_("info")}
+
+
+def explanation_lines(spec: Any, check: str, fix: Any) -> list[str]:
+    """`explain CODE` in the current language: every section of the code's explanation, wrapped by
+    display width (Chinese text wraps between characters)."""
+    from ..i18n import explanation, translated
+    from ..i18n.extract import sections
+    from ..i18n.width import wrap
+
+    def text(section: str) -> str:
+        return explanation(spec.code, section, getattr(spec, section, "") or "")
+
+    def section(title: str, body: str) -> list[str]:
+        lines = ["", title]
         for paragraph in body.split("\n"):
-            click.echo(textwrap.fill(paragraph, width=96, initial_indent="  ", subsequent_indent="  ") if paragraph else "")
+            lines.extend(wrap(paragraph, 96, "  ") if paragraph else [""])
+        return lines
 
-    click.echo(f"{spec.code} ({spec.severity.value}, check: {cls.name}): {spec.title}")
-    section("What it means", spec.what)
-    section("Why it matters for LLM decode", spec.why)
+    severity = _(SEVERITY_WORDS.get(spec.severity.value, spec.severity.value))
+    lines = [_("{code} ({severity}, check: {check}): {title}", code=spec.code, severity=severity, check=check, title=text("title"))]
+    if not all(translated(spec.code, name, english) for name, english in sections(spec)):
+        lines.append(_("(This explanation has no translation yet: the sections without one are shown in English.)"))
+    lines += section(_("What it means"), text("what"))
+    lines += section(_("Why it matters for LLM decode"), text("why"))
     if spec.example:
-        section("Example", spec.example)
-    section("How to fix it by hand", spec.fix_by_hand)
-    fix = registry.fixable(spec.code)
-    automatic = f"{spec.fix_text} [{fix.value}]" if fix else "None: decode-doctor does not change this for you."
-    section("Automatic fix", automatic)
+        lines += section(_("Example"), text("example"))
+    lines += section(_("How to fix it by hand"), text("fix_by_hand"))
+    automatic = f"{text('fix_safety')} [{fix.value}]" if fix else _("None: decode-doctor does not change this for you.")
+    lines += section(_("Automatic fix"), automatic)
+    return lines
 
 
 def code_ranges(codes: list[str]) -> str:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import sys
 from pathlib import Path
 
 import click
 
-from .. import __version__
+from .. import __version__, i18n
+from ..i18n import _, clihelp
 
 # name → (module, attribute, one-line help); the help is here so --help imports no subcommand.
 CORE = {
@@ -44,24 +46,46 @@ def feature_commands() -> dict[str, click.Command]:
 
 
 class LazyGroup(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """The language is settled before anything is parsed or printed: --lang anywhere on the line
+        (the group's or the command's), else DECODE_DOCTOR_LANG, else the locale."""
+        i18n.use(i18n.from_environment(os.environ))
+        given = clihelp.lang_in(args)
+        if given is not None:
+            try:
+                i18n.use(given)
+            except i18n.UnknownLanguage:
+                pass  # the --lang option's own check refuses it, in the usage error's words
+        clihelp.point_click_here()
+        return super().parse_args(ctx, args)
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        return clihelp.translated_params(super().get_params(ctx))
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*CORE, *feature_commands()]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in CORE:
             module_name, attribute, _ = CORE[cmd_name]
-            return getattr(importlib.import_module(module_name), attribute)
-        return feature_commands().get(cmd_name)
+            command = getattr(importlib.import_module(module_name), attribute)
+        else:
+            command = feature_commands().get(cmd_name)
+        return clihelp.prepared(command) if command is not None else None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, help_text) for name, (_, _, help_text) in CORE.items()]
-        rows += [(name, command.get_short_help_str(200)) for name, command in feature_commands().items()]
-        with formatter.section("Commands"):
+        rows = [(name, clihelp.help_text(help_text)) for name, (_, _, help_text) in CORE.items()]
+        rows += [(name, clihelp.help_text(command.get_short_help_str(200))) for name, command in feature_commands().items()]
+        with formatter.section(_("Commands")):
             formatter.write_dl(rows)
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        clihelp.format_help_text(self, ctx, formatter)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="decode-doctor")
+@clihelp.lang_option
 def cli() -> None:
     """decode-doctor: checks a host and its model files before LLM inference goes live.
 
@@ -81,9 +105,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort as exc:
         interrupted = isinstance(exc.__context__, KeyboardInterrupt)
-        click.echo("decode-doctor: interrupted" if interrupted else "decode-doctor: aborted", err=True)
+        click.echo(_("decode-doctor: interrupted") if interrupted else _("decode-doctor: aborted"), err=True)
         sys.exit(130 if interrupted else 1)
     except KeyboardInterrupt:
-        click.echo("decode-doctor: interrupted", err=True)
+        click.echo(_("decode-doctor: interrupted"), err=True)
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)

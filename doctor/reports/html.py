@@ -9,7 +9,8 @@ from typing import Any
 
 from ..engine.facts import Chart, HtmlBlock
 from ..engine.findings import Finding
-from .text import all_clear
+from ..i18n import _, current, explanation
+from .text import all_clear, severity_word, state_word
 from .view import ReportView
 
 STYLE = """
@@ -145,60 +146,84 @@ def _finding_cell(findings: list[Finding]) -> str:
         return _e(findings[0].message)
     items = "".join(f"<li>{_e(f.message)}</li>" for f in findings[:FOLDED_LIMIT])
     if len(findings) > FOLDED_LIMIT:
-        items += f"<li>… and {len(findings) - FOLDED_LIMIT:,} more (report.json lists them)</li>"
-    return f"<details><summary>{len(findings):,} findings: {_e(findings[0].title)}</summary><ul>{items}</ul></details>"
+        items += "<li>" + _e(_("… and {count:,} more (report.json lists them)", count=len(findings) - FOLDED_LIMIT)) + "</li>"
+    title = explanation(findings[0].code, "title", findings[0].title)
+    summary = _e(_("{count:,} findings: {title}", count=len(findings), title=title))
+    return f"<details><summary>{summary}</summary><ul>{items}</ul></details>"
 
 
 def render_html(view: ReportView) -> str:
     meta = view.meta
     out = [
         "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>decode-doctor report: {_e(meta.get('host', ''))}</title>",
+        f'<html lang="{current()}"><head><meta charset="utf-8">',
+        "<title>" + _e(_("decode-doctor report: {host}", host=meta.get("host", ""))) + "</title>",
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
         f"<style>{STYLE}</style></head><body>",
-        "<h1>decode-doctor report</h1>",
-        f'<p class="muted">host <code>{_e(meta.get("host"))}</code> · root <code>{_e(meta.get("root"))}</code> · '
+        "<h1>" + _e(_("decode-doctor report")) + "</h1>",
+        '<p class="muted">'
+        + _e(_("host"))
+        + f" <code>{_e(meta.get('host'))}</code> · "
+        + _e(_("root"))
+        + f" <code>{_e(meta.get('root'))}</code> · "
         f"{_e(meta.get('started'))} · decode-doctor {_e(meta.get('version'))}</p>",
     ]
     counts = {s: sum(1 for f in view.findings if f.severity.value == s) for s in ("error", "warning", "info")}
     clear = all_clear(view)
     exit_code = view.command_exit_code()
     out.append(
-        f'<p class="summary"><span class="error">{counts["error"]} error(s)</span> · '
-        f'<span class="warning">{counts["warning"]} warning(s)</span> · <span class="info">{counts["info"]} info</span> · '
-        f"{len(view.ignored)} ignored{f' · exit code {exit_code}' if exit_code is not None else ''}"
-        f"{' · ' + _e(clear) if clear else ''}</p>"
+        '<p class="summary"><span class="error">'
+        + _e(_("{count} error(s)", count=counts["error"]))
+        + '</span> · <span class="warning">'
+        + _e(_("{count} warning(s)", count=counts["warning"]))
+        + '</span> · <span class="info">'
+        + _e(_("{count} info", count=counts["info"]))
+        + "</span> · "
+        + _e(_("{count} ignored", count=len(view.ignored)))
+        + (" · " + _e(_("exit code {code}", code=exit_code)) if exit_code is not None else "")
+        + (" · " + _e(clear) if clear else "")
+        + "</p>"
     )
-    out.append("<h2>Findings</h2>")
+    out.append("<h2>" + _e(_("Findings")) + "</h2>")
     if view.findings:
         out.append(
             '<table class="findings"><colgroup><col class="code"><col class="sev"><col class="check"><col><col class="fix">'
-            "</colgroup><thead><tr><th>Code</th><th>Severity</th><th>Check</th><th>Finding</th><th>Fix</th></tr></thead><tbody>"
+            "</colgroup><thead><tr>"
+            + "".join(f"<th>{_e(h)}</th>" for h in (_("Code"), _("Severity"), _("Check"), _("Finding"), _("Fix")))
+            + "</tr></thead><tbody>"
         )
         for group in view.groups():
             f = group.first
             fix = _e(f.fix.summary) if f.fix else _e(view.explanations.get(f.code, ""))
             out.append(
-                f'<tr><td><code>{_e(f.code)}</code></td><td class="{f.severity.value}">{f.severity.value}</td>'
+                f'<tr><td><code>{_e(f.code)}</code></td><td class="{f.severity.value}">{_e(severity_word(f.severity))}</td>'
                 f"<td>{_e(f.check)}</td><td>{_finding_cell(group.findings)}</td><td>{fix}</td></tr>"
             )
         out.append("</tbody></table>")
     else:
-        out.append("<p>No findings.</p>")
+        out.append("<p>" + _e(_("No findings.")) + "</p>")
     if view.unjudged():
-        out.append('<h2>Not judged</h2><p class="muted">What the checks were given and could not judge: no verdict on it.</p><ul>')
+        out.append(
+            "<h2>"
+            + _e(_("Not judged"))
+            + '</h2><p class="muted">'
+            + _e(_("What the checks were given and could not judge: no verdict on it."))
+            + "</p><ul>"
+        )
         out.extend(f"<li>{_e(check)}: {_e(item.what)} — {_e(item.why)}</li>" for check, item in view.unjudged()[:500])
         out.append("</ul>")
     out.extend(_block(block) for block in view.html_blocks)
     if view.environment:
-        out.append("<h2>Environment</h2><table><thead><tr><th>Item</th><th>Value</th><th>Judged</th></tr></thead><tbody>")
+        heads = "".join(f"<th>{_e(h)}</th>" for h in (_("Item"), _("Value"), _("Judged")))
+        out.append("<h2>" + _e(_("Environment")) + f"</h2><table><thead><tr>{heads}</tr></thead><tbody>")
         for row in view.environment:
             css = "" if row.judged == "ok" else ' class="warning"'
             out.append(f"<tr><td>{_e(row.name)}</td><td>{_e(row.value)}</td><td{css}>{_e(row.judged)}</td></tr>")
         out.append("</tbody></table>")
-    out.append("<h2>Checks</h2><table><thead><tr><th>Check</th><th>State</th><th>Duration</th><th>Note</th></tr></thead><tbody>")
+    heads = "".join(f"<th>{_e(h)}</th>" for h in (_("Check"), _("State"), _("Duration"), _("Note")))
+    out.append("<h2>" + _e(_("Checks")) + f"</h2><table><thead><tr>{heads}</tr></thead><tbody>")
     for r in view.results:
-        out.append(f"<tr><td>{_e(r.check)}</td><td>{_e(r.state.value)}</td><td>{r.duration_s:.2f} s</td><td>{_e(r.reason or '')}</td></tr>")
+        state = _e(state_word(r.state.value))
+        out.append(f"<tr><td>{_e(r.check)}</td><td>{state}</td><td>{r.duration_s:.2f} s</td><td>{_e(r.reason or '')}</td></tr>")
     out.append("</tbody></table></body></html>")
     return "\n".join(out) + "\n"

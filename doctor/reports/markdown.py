@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from .text import all_clear, summary_line
+from ..i18n import _, explanation
+from .text import all_clear, severity_word, state_word, summary_line
 from .view import ReportView
 
 FOLDED_LIMIT = 500
@@ -14,60 +16,85 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", "<br>")
 
 
+def _meta_values(meta: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "host": meta.get("host", "?"),
+        "root": meta.get("root", "/"),
+        "started": meta.get("started", "?"),
+        "version": meta.get("version", "?"),
+    }
+
+
 def markdown(view: ReportView) -> str:
     meta = view.meta
     out = [
-        "# decode-doctor report",
+        "# " + _("decode-doctor report"),
         "",
-        f"- host: `{meta.get('host', '?')}`, root: `{meta.get('root', '/')}`, started {meta.get('started', '?')}, "
-        f"decode-doctor {meta.get('version', '?')}",
+        "- " + _("host: `{host}`, root: `{root}`, started {started}, decode-doctor {version}", **_meta_values(meta)),
         f"- {all_clear(view) or summary_line(view)}",
         "",
-        "## Findings",
+        "## " + _("Findings"),
         "",
     ]
     if view.findings:
         groups = view.groups()
-        out += ["| Code | Severity | Check | Finding | Fix |", "|---|---|---|---|---|"]
+        out += ["| " + " | ".join((_("Code"), _("Severity"), _("Check"), _("Finding"), _("Fix"))) + " |", "|---|---|---|---|---|"]
         for group in groups:
             f = group.first
             fix = _cell(f.fix.summary) if f.fix else ""
-            text = _cell(f.message) if len(group.findings) == 1 else f"{len(group.findings):,} findings: {_cell(f.title)}"
-            out.append(f"| {f.code} | {f.severity.value} | {f.check} | {text} | {fix} |")
+            title = explanation(f.code, "title", f.title)
+            text = (
+                _cell(f.message)
+                if len(group.findings) == 1
+                else _("{count:,} findings: {title}", count=len(group.findings), title=_cell(title))
+            )
+            out.append(f"| {f.code} | {severity_word(f.severity)} | {f.check} | {text} | {fix} |")
         out.append("")
         for group in groups:
             f = group.first
-            out += [f"### {f.code}: {f.title}" + (f" ({len(group.findings):,})" if len(group.findings) > 1 else ""), ""]
+            out += [
+                f"### {f.code}: {explanation(f.code, 'title', f.title)}"
+                + (f" ({len(group.findings):,})" if len(group.findings) > 1 else ""),
+                "",
+            ]
             out += [f.message, ""]
             if f.evidence:
                 out += ["```json", json.dumps(f.evidence, indent=2, default=str), "```", ""]
             if len(group.findings) > 1:  # GitHub and GitLab fold <details>; no script involved
                 rest = group.findings[1:FOLDED_LIMIT]
-                out += [f"<details><summary>{len(group.findings) - 1:,} more</summary>", ""]
+                out += ["<details><summary>" + _("{count:,} more", count=len(group.findings) - 1) + "</summary>", ""]
                 out += [f"- {_cell(other.message)}" for other in rest]
                 if len(group.findings) > FOLDED_LIMIT:
-                    out.append(f"- … and {len(group.findings) - FOLDED_LIMIT:,} more (the JSON report lists them)")
+                    out.append("- " + _("… and {count:,} more (the JSON report lists them)", count=len(group.findings) - FOLDED_LIMIT))
                 out += ["", "</details>", ""]
     else:
-        out += ["No findings.", ""]
+        out += [_("No findings."), ""]
     if view.unjudged():
-        out += ["## Not judged", "", "What the checks were given and could not judge: no verdict on it, in either direction.", ""]
+        out += [
+            "## " + _("Not judged"),
+            "",
+            _("What the checks were given and could not judge: no verdict on it, in either direction."),
+            "",
+        ]
         out += [f"- {check}: {_cell(item.what)} — {_cell(item.why)}" for check, item in view.unjudged()[:FOLDED_LIMIT]]
         if len(view.unjudged()) > FOLDED_LIMIT:
-            out.append(f"- … and {len(view.unjudged()) - FOLDED_LIMIT:,} more (the JSON report lists them)")
+            out.append("- " + _("… and {count:,} more (the JSON report lists them)", count=len(view.unjudged()) - FOLDED_LIMIT))
         out.append("")
     if view.fact_lines:
-        out += ["## Facts", ""]
+        out += ["## " + _("Facts"), ""]
         out += [f"- {line.check}: {_cell(line.text)}" for line in view.fact_lines]
         out.append("")
     if view.environment:
-        out += ["## Environment", "", "| Item | Value | Judged |", "|---|---|---|"]
+        out += ["## " + _("Environment"), "", "| " + " | ".join((_("Item"), _("Value"), _("Judged"))) + " |", "|---|---|---|"]
         out += [f"| {_cell(r.name)} | {_cell(r.value)} | {r.judged} |" for r in view.environment]
         out.append("")
-    out += ["## Checks", "", "| Check | State | Duration | Note |", "|---|---|---|---|"]
+    out += ["## " + _("Checks"), "", "| " + " | ".join((_("Check"), _("State"), _("Duration"), _("Note"))) + " |", "|---|---|---|---|"]
     for r in view.results:
-        out.append(f"| {r.check} | {r.state.value} | {r.duration_s:.2f} s | {_cell(r.reason or '')} |")
+        out.append(f"| {r.check} | {state_word(r.state.value)} | {r.duration_s:.2f} s | {_cell(r.reason or '')} |")
     if view.ignored:
-        out += ["", "## Ignored", ""]
-        out += [f"- {i.code} by `{i.selector}`" + (f": {i.reason}" if i.reason else "") for i in view.ignored]
+        out += ["", "## " + _("Ignored"), ""]
+        out += [
+            "- " + _("{code} by `{selector}`", code=i.code, selector=i.selector) + (f": {i.reason}" if i.reason else "")
+            for i in view.ignored
+        ]
     return "\n".join(out) + "\n"

@@ -7,36 +7,59 @@ import shlex
 from typing import TextIO
 
 from ..engine.findings import Finding, Severity, State
+from ..i18n import N_, _, ngettext
+from ..i18n.width import ljust
 from .view import ReportView
 
 NOTE_STATES = (State.SKIPPED, State.TIMED_OUT, State.CRASHED)
 SHOWN_NOT_JUDGED = 10
 
 
+STATE_WORDS = {
+    State.PASSED.value: N_("passed"),
+    State.FINDINGS.value: N_("with findings"),
+    State.SKIPPED.value: N_("skipped"),
+    State.TIMED_OUT.value: N_("timed out"),
+    State.CRASHED.value: N_("crashed"),
+}
+SEVERITY_WORDS = {"error": N_("error"), "warning": N_("warning"), "info": N_("info")}
+
+
+def severity_word(severity: Severity) -> str:
+    return _(SEVERITY_WORDS[severity.value])
+
+
+def state_word(state: str) -> str:
+    return _(STATE_WORDS[state]) if state in STATE_WORDS else state
+
+
 def summary_line(view: ReportView) -> str:
     parts = [
-        f"{view.count(Severity.ERROR)} error(s)",
-        f"{view.count(Severity.WARNING)} warning(s)",
-        f"{view.count(Severity.INFO)} info",
+        _("{count} error(s)", count=view.count(Severity.ERROR)),
+        _("{count} warning(s)", count=view.count(Severity.WARNING)),
+        _("{count} info", count=view.count(Severity.INFO)),
     ]
     if view.ignored:
-        parts.append(f"{len(view.ignored)} ignored")
-    words = {State.FINDINGS.value: "with findings"}
-    checks = ", ".join(f"{n} {words.get(state, state)}" for state, n in view.states().items() if n)
-    line = f"{'; '.join(parts)} — checks: {checks}"
+        parts.append(_("{count} ignored", count=len(view.ignored)))
+    checks = _(", ").join(_("{count} {state}", count=n, state=state_word(state)) for state, n in view.states().items() if n)
+    line = _("{counts} — checks: {checks}", counts=_("; ").join(parts), checks=checks)
     unjudged = sum(1 for r in view.results if r.state in (State.TIMED_OUT, State.CRASHED))
     if unjudged:
-        line += f" — the verdict is incomplete: {plural(unjudged, 'check')} reached none"
+        line += ngettext(
+            " — the verdict is incomplete: {count:,} check reached none",
+            " — the verdict is incomplete: {count:,} checks reached none",
+            unjudged,
+        )
     if view.unjudged():
-        line += f" — not judged: {not_judged_text(view)}"
+        line += _(" — not judged: {what}", what=not_judged_text(view))
     return line
 
 
 def not_judged_text(view: ReportView, shown: int = 3) -> str:
     """What was not judged, the first few named: "images: /d/a.jpg (permission denied); and 4 more"."""
     items = view.unjudged()
-    named = "; ".join(f"{check}: {item.text()}" for check, item in items[:shown])
-    return named + (f"; and {len(items) - shown:,} more" if len(items) > shown else "")
+    named = _("; ").join(f"{check}: {item.text()}" for check, item in items[:shown])
+    return named + (_("; and {count:,} more", count=len(items) - shown) if len(items) > shown else "")
 
 
 def plural(count: int, noun: str) -> str:
@@ -76,10 +99,18 @@ def all_clear(view: ReportView) -> str | None:
         return None
     skipped = sum(1 for r in view.results if r.state is State.SKIPPED)
     ran = len(view.results) - skipped
-    ignored = f", {len(view.ignored)} ignored" if view.ignored else ""
+    ignored = _(", {count} ignored", count=len(view.ignored)) if view.ignored else ""
     if view.unjudged():
-        return f"No problems in what was judged ({plural(ran, 'check')} ran{ignored}); not judged: {not_judged_text(view)}."
-    return f"Ready: no problems found ({plural(ran, 'check')} ran, {skipped} did not apply{ignored})."
+        return ngettext(
+            "No problems in what was judged ({count:,} check ran{ignored}); not judged: {what}.",
+            "No problems in what was judged ({count:,} checks ran{ignored}); not judged: {what}.",
+            ran, ignored=ignored, what=not_judged_text(view),
+        )  # fmt: skip
+    return ngettext(
+        "Ready: no problems found ({count:,} check ran, {skipped} did not apply{ignored}).",
+        "Ready: no problems found ({count:,} checks ran, {skipped} did not apply{ignored}).",
+        ran, skipped=skipped, ignored=ignored,
+    )  # fmt: skip
 
 
 def result_notes(view: ReportView, verbose: bool) -> list[str]:
@@ -88,13 +119,14 @@ def result_notes(view: ReportView, verbose: bool) -> list[str]:
     lines = []
     for result in view.results:
         if result.state in NOTE_STATES and (verbose or result.state is not State.SKIPPED):
-            lines.append(f"{result.check}: {result.state.value} — {result.reason}")
+            lines.append(f"{result.check}: {state_word(result.state.value)} — {result.reason}")
             if result.error:
                 lines.extend("    " + line for line in result.error.rstrip().splitlines())
         shown = result.not_judged if verbose else result.not_judged[:SHOWN_NOT_JUDGED]
-        lines.extend(f"{result.check}: not judged — {item.text()}" for item in shown)
+        lines.extend(_("{check}: not judged — {what}", check=result.check, what=item.text()) for item in shown)
         if len(result.not_judged) > len(shown):
-            lines.append(f"{result.check}: not judged — and {len(result.not_judged) - len(shown):,} more (--verbose lists them)")
+            more = len(result.not_judged) - len(shown)
+            lines.append(_("{check}: not judged — and {count:,} more (--verbose lists them)", check=result.check, count=more))
     return lines
 
 
@@ -108,10 +140,12 @@ def footer(view: ReportView) -> list[str]:
     if fixable:
         argv = list(view.meta.get("argv") or [])
         preview, apply = rerun_hint(argv, "--fix", "--dry-run"), rerun_hint(argv, "--fix")
-        lines.append(f"{len(fixable)} fixable: preview with `{preview}`, apply with `{apply}`.")
+        lines.append(
+            _("{count} fixable: preview with `{preview}`, apply with `{apply}`.", count=len(fixable), preview=preview, apply=apply)
+        )
     if view.findings:
-        lines.append(f"Details: decode-doctor explain {view.findings[0].code}")
-    lines.extend(f"could not load: {error}" for error in view.load_errors)
+        lines.append(_("Details: decode-doctor explain {code}", code=view.findings[0].code))
+    lines.extend(_("could not load: {error}", error=error) for error in view.load_errors)
     return lines
 
 
@@ -119,17 +153,19 @@ def fix_label(finding: Finding) -> str:
     if finding.fix is None:
         return ""
     applicability = finding.fix.applicability.value if finding.fix.applicability else "?"
-    return "fixable" if applicability == "safe" else f"fixable ({applicability})"
+    return _("fixable") if applicability == "safe" else _("fixable ({applicability})", applicability=applicability)
 
 
 def _finding_line(f: Finding) -> str:
     label = fix_label(f)
-    return f"{f.code:<9} {f.severity.value:<8} {f.check:<14} {f.message}{f' [{label}]' if label else ''}"
+    return f"{f.code:<9} {ljust(severity_word(f.severity), 8)} {f.check:<14} {f.message}{f' [{label}]' if label else ''}"
 
 
 def _ignored_lines(view: ReportView) -> list[str]:
     return [
-        f"ignored {i.code}" + (f" by {i.selector}" if i.selector != i.code else "") + (f" ({i.reason})" if i.reason else "")
+        _("ignored {code}", code=i.code)
+        + (_(" by {selector}", selector=i.selector) if i.selector != i.code else "")
+        + (f" ({i.reason})" if i.reason else "")
         for i in view.ignored
     ]
 
@@ -153,10 +189,10 @@ def rich_text(view: ReportView, stream: TextIO, verbose: bool = False) -> None:
     styles = {"error": "bold red", "warning": "yellow", "info": "cyan"}
     if view.findings:
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-        for column in ("Code", "Severity", "Check", "Finding", "Fix"):
+        for column in (_("Code"), _("Severity"), _("Check"), _("Finding"), _("Fix")):
             table.add_column(column, overflow="fold")
         for f in view.findings:
-            table.add_row(f.code, f"[{styles[f.severity.value]}]{f.severity.value}[/]", f.check, f.message, fix_label(f))
+            table.add_row(f.code, f"[{styles[f.severity.value]}]{severity_word(f.severity)}[/]", f.check, f.message, fix_label(f))
         console.print(table)
     for line in fact_lines(view, verbose):
         console.print(line, markup=False)

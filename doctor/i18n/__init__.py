@@ -1,0 +1,131 @@
+"""The language decode-doctor speaks: English, or Simplified Chinese from gettext catalogs.
+
+The language is chosen once per command: `--lang zh-CN|en`, else DECODE_DOCTOR_LANG, else the
+locale (LC_ALL, then LC_MESSAGES, then LANG: zh_CN or zh_SG is Simplified Chinese); English
+otherwise. Traditional Chinese locales (zh_TW, zh_HK, zh_MO) are not guessed to be Simplified.
+
+Messages are marked in the code with `_()` (a named-placeholder template, formatted after it is
+translated, so a translation may reorder the placeholders), `ngettext()` for plurals and `pgettext()`
+where the same English needs two translations; a code's explanation is looked up by its code and
+section (`explanation()`). The catalogs are `.po` files in locale/ kept in the repository, compiled
+to `.mo` when the package is built or installed (setup.py), and loaded on first use only: English
+loads nothing, and `--help` in English imports no more than before.
+"""
+
+from __future__ import annotations
+
+import functools
+import gettext as _gettext
+from collections.abc import Mapping
+from pathlib import Path
+
+DOMAIN = "decode_doctor"
+LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
+ENGLISH, CHINESE = "en", "zh-CN"
+LANGUAGES = (ENGLISH, CHINESE)
+ENV = "DECODE_DOCTOR_LANG"
+SIMPLIFIED_LOCALES = ("zh_CN", "zh_SG", "zh-CN", "zh-SG", "zh_Hans", "zh-Hans")
+GETTEXT_NAMES = {CHINESE: "zh_CN"}
+
+_current = ENGLISH
+
+
+class UnknownLanguage(ValueError):
+    """A language decode-doctor does not speak; the message names the ones it does."""
+
+
+def normalise(name: str) -> str:
+    """ "zh-CN", "zh_cn", "zh-Hans", "en_US.UTF-8" → a supported language; anything else is refused."""
+    bare = name.strip().split(".")[0].split("@")[0].replace("_", "-").lower()
+    if bare in ("zh-cn", "zh-sg", "zh-hans", "zh-hans-cn"):
+        return CHINESE
+    if bare == "en" or bare.startswith("en-") or bare in ("c", "posix"):
+        return ENGLISH
+    raise UnknownLanguage(f"unknown language {name!r}: decode-doctor speaks {' and '.join(LANGUAGES)}")
+
+
+def from_environment(env: Mapping[str, str]) -> str:
+    """DECODE_DOCTOR_LANG when it names a language, else the locale's messages language."""
+    chosen = env.get(ENV, "").strip()
+    if chosen:
+        try:
+            return normalise(chosen)
+        except UnknownLanguage:
+            pass  # a stray value must not stop the tool; the locale decides
+    for variable in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = env.get(variable, "").strip()
+        if value:
+            return CHINESE if value.startswith(SIMPLIFIED_LOCALES) else ENGLISH
+    return ENGLISH
+
+
+def use(language: str) -> None:
+    """Speak language from now on in this process."""
+    global _current
+    _current = normalise(language)
+
+
+def current() -> str:
+    return _current
+
+
+def chinese() -> bool:
+    return _current == CHINESE
+
+
+@functools.cache
+def catalog(language: str) -> _gettext.NullTranslations:
+    """The compiled catalog of language; an English stand-in when it is English or not compiled."""
+    if language == ENGLISH:
+        return _gettext.NullTranslations()
+    return _gettext.translation(DOMAIN, str(LOCALE_DIR), languages=[GETTEXT_NAMES[language]], fallback=True)
+
+
+def compiled(language: str = CHINESE) -> bool:
+    """Whether language's catalog is installed (a source checkout never built has only the .po)."""
+    return type(catalog(language)) is not _gettext.NullTranslations
+
+
+def _(message: str, **values: object) -> str:
+    """message translated, then its {named} placeholders filled from values."""
+    text = catalog(_current).gettext(message) if _current != ENGLISH else message
+    return text.format(**values) if values else text
+
+
+def ngettext(singular: str, plural: str, count: int, **values: object) -> str:
+    """The singular or plural form for count (Chinese has one form), formatted with count and values."""
+    text = catalog(_current).ngettext(singular, plural, count) if _current != ENGLISH else (singular if count == 1 else plural)
+    return text.format(count=count, **values)
+
+
+def pgettext(context: str, message: str, **values: object) -> str:
+    """message translated in context (the same English that needs two translations)."""
+    text = catalog(_current).pgettext(context, message) if _current != ENGLISH else message
+    return text.format(**values) if values else text
+
+
+def N_(message: str) -> str:
+    """Marks message for the catalog where it is defined; _() translates it where it is shown."""
+    return message
+
+
+def N_plural(singular: str, plural: str) -> tuple[str, str]:
+    """Marks a plural pair for the catalog (the message's singular and plural forms)."""
+    return singular, plural
+
+
+def translated(code: str, section: str, english: str) -> bool:
+    """Whether the catalog of the current language holds this section (English: always)."""
+    if _current == ENGLISH or not english:
+        return True
+    lookup = catalog(_current).pgettext
+    return lookup(f"{code} {section}", english) != english
+
+
+def explanation(code: str, section: str, english: str) -> str:
+    """A code's explanation section (title, what, why, fix_by_hand, example, fix_safety) in the
+    current language: looked up by "CODE section", so two codes with the same English may differ."""
+    if _current == ENGLISH or not english:
+        return english
+    lookup = catalog(_current).pgettext  # a plain name: the extractor takes this call for a message
+    return lookup(f"{code} {section}", english)

@@ -1,0 +1,184 @@
+"""The command line in the chosen language: `--lang` on the group and on every command, the help
+texts of decode-doctor's commands and options (looked up in the context "cli", the English text
+being the message id), and click's own words (usage, errors, "Show this message and exit.").
+
+Click marks its strings with the stdlib gettext in the default domain; decode-doctor's catalog holds
+their translations (CLICK_MESSAGES marks them for extraction), and click's modules are pointed at
+this module's lookups once a command runs in Chinese. Nothing here imports more than click."""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from . import CHINESE, LANGUAGES, N_, N_plural, UnknownLanguage, catalog, chinese, current, normalise, use
+
+F = TypeVar("F", bound=Callable[..., Any])
+CONTEXT = "cli"
+
+# click's own messages that a decode-doctor user meets (help pages and usage errors): their
+# translations are in the catalog, under click's English as the id.
+CLICK_MESSAGES = (
+    N_("Usage:"),
+    N_("Options"),
+    N_("Commands"),
+    N_("Show this message and exit."),
+    N_("Show the version and exit."),
+    N_("Error: {message}"),
+    N_("Try '{command} {option}' for help."),
+    N_("No such option {name!r}."),
+    N_("No such command {name!r}."),
+    N_("Missing argument"),
+    N_("Missing option"),
+    N_("Missing parameter"),
+    N_("Missing command."),
+    N_("Invalid value for {param_hint}: {message}"),
+    N_("Invalid value: {message}"),
+    N_("Option {name!r} does not take a value."),
+    N_plural("Got unexpected extra argument ({args})", "Got unexpected extra arguments ({args})"),
+    N_plural("{value!r} is not {choice}.", "{value!r} is not one of {choices}."),
+    N_plural("Did you mean {possibility}?", "(Did you mean one of: {possibilities}?)"),
+    N_plural("Option {name!r} requires an argument.", "Option {name!r} requires {nargs} arguments."),
+    N_("{value!r} is not a valid {number_type}."),
+    N_("{value} is not in the range {range}."),
+    N_("default: {default}"),
+    N_("Aborted!"),
+    N_("Do you want to continue?"),
+    N_("Confirm the action without prompting."),
+    N_("{name} {filename!r} does not exist."),
+    N_("{name} {filename!r} is a directory."),
+    N_("{name} {filename!r} is a file."),
+    N_("{name} {filename!r} is not readable."),
+    N_("{name} {filename!r} is not writable."),
+    N_("file"),
+    N_("directory"),
+    N_("path"),
+    N_("%(prog)s, version %(version)s"),
+)
+CLICK_MODULES = ("core", "exceptions", "formatting", "parser", "types", "decorators", "termui")
+
+
+def lang_in(args: list[str]) -> str | None:
+    """The value of the last --lang on a command line (before a bare --), or None."""
+    found = None
+    for index, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--lang" and index + 1 < len(args):
+            found = args[index + 1]
+        elif arg.startswith("--lang="):
+            found = arg.split("=", 1)[1]
+    return found
+
+
+def _chosen(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is None:
+        return
+    try:
+        use(value)
+    except UnknownLanguage as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    _point_click_here()
+
+
+LANG_HELP = "The language of what decode-doctor prints: zh-CN or en [default: DECODE_DOCTOR_LANG, else the locale]."
+
+
+def _lang_parameter() -> click.Option:
+    return click.Option(["--lang"], metavar="|".join(LANGUAGES), expose_value=False, is_eager=True, callback=_chosen, help=LANG_HELP)
+
+
+def lang_option(function: F) -> F:
+    """--lang on a command or group (decorator)."""
+    return click.option("--lang", metavar="|".join(LANGUAGES), expose_value=False, is_eager=True, callback=_chosen, help=LANG_HELP)(
+        function
+    )
+
+
+def help_text(english: str | None) -> str:
+    """A help text in the current language: decode-doctor's own (context "cli"), else click's (the
+    ones click fixed when a decorator ran, such as --version's)."""
+    if not english or not chinese():
+        return english or ""
+    translations = catalog(current())
+    found = translations.pgettext(CONTEXT, english)
+    return found if found != english else translations.gettext(english)
+
+
+def translated_params(params: list[click.Parameter]) -> list[click.Parameter]:
+    """params with their help texts in the current language (copies; English: params themselves)."""
+    return _translated_params(params) if chinese() else params
+
+
+def _translated_params(params: list[click.Parameter]) -> list[click.Parameter]:
+    made = []
+    for param in params:
+        if isinstance(param, click.Option) and param.help:
+            param = copy.copy(param)
+            param.help = help_text(param.help)
+        made.append(param)
+    return made
+
+
+def prepared(command: click.Command) -> click.Command:
+    """The command with --lang among its options and, in Chinese, its help texts translated (a copy:
+    the command objects are shared by every language in one process)."""
+    if not any(p.name == "lang" for p in command.params):
+        command.params.append(_lang_parameter())
+    if not chinese():
+        return command
+    _point_click_here()
+    translated = copy.copy(command)
+    translated.help = help_text(command.help)
+    translated.short_help = help_text(command.short_help) if command.short_help else None
+    translated.params = _translated_params(command.params)
+    original_get_params = translated.get_params  # click adds --help here, its text fixed when first made
+
+    def get_params(ctx: click.Context) -> list[click.Parameter]:
+        return _translated_params(original_get_params(ctx))
+
+    translated.get_params = get_params  # type: ignore[method-assign]
+    return translated
+
+
+def format_help_text(command: click.Command, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    """A group's own help text, translated."""
+    original = command.help
+    command.help = help_text(original)
+    try:
+        click.Command.format_help_text(command, ctx, formatter)
+    finally:
+        command.help = original
+
+
+def click_gettext(message: str) -> str:
+    return catalog(current()).gettext(message) if chinese() else message
+
+
+def click_ngettext(singular: str, plural: str, count: int) -> str:
+    return catalog(current()).ngettext(singular, plural, count) if chinese() else (singular if count == 1 else plural)
+
+
+def point_click_here() -> None:
+    if chinese():
+        _point_click_here()
+
+
+@functools.cache
+def _point_click_here() -> None:
+    """click's modules look their words up here from now on (in English: click's own words)."""
+    import importlib
+
+    for name in CLICK_MODULES:
+        module = importlib.import_module(f"click.{name}")
+        if hasattr(module, "_"):
+            module._ = click_gettext  # type: ignore[attr-defined]
+        if hasattr(module, "ngettext"):
+            module.ngettext = click_ngettext  # type: ignore[attr-defined]
+
+
+__all__ = ["CHINESE", "lang_in", "lang_option", "normalise", "prepared"]

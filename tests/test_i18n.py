@@ -1,0 +1,328 @@
+"""decode-doctor in Simplified Chinese (issue 29): the language setting, the catalog against the
+source (every message translated, placeholders kept), `explain` in both languages, a fixture host's
+report in Chinese (text golden, HTML in Chromium at 1280 px), and machine-read output identical in
+both languages."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import string
+import subprocess
+import tokenize
+from pathlib import Path
+
+import pytest
+
+from decode_doctor import i18n
+from decode_doctor.i18n import width
+from decode_doctor.i18n.extract import sections
+
+from .conftest import FIXTURES
+from .support.harness import cli
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden"
+PO = REPOSITORY / "doctor" / "locale" / "zh_CN" / "LC_MESSAGES" / "decode_doctor.po"
+# Features whose code explanations are translated whole; the catalog test holds them to 100 %. The
+# others show their untranslated sections in English under a stated note (see the issue's note).
+TRANSLATED_FEATURES = ("encodings", "swappiness")
+HOST = FIXTURES / "hosts" / "swap60-rhel7"
+CHINESE_ENV = {"DECODE_DOCTOR_LANG": "", "LC_ALL": "", "LC_MESSAGES": "", "LANG": "zh_CN.UTF-8"}
+
+
+def _catalog():
+    from babel.messages.pofile import read_po
+
+    with open(PO, "rb") as handle:
+        return read_po(handle)
+
+
+def _string(message) -> str:
+    return message.string[0] if isinstance(message.string, tuple) else message.string
+
+
+def _fields(text: str) -> set[str]:
+    """The named placeholders of a str.format template, or the %(name)s ones of click's."""
+    if "%(" in text:
+        return set(re.findall(r"%\((\w+)\)", text))
+    return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+
+
+def _translated_codes() -> set[str]:
+    from decode_doctor.engine.registry import load
+
+    registry = load()
+    return {code for code, (_, cls) in registry.codes().items() if cls.__module__.split(".")[2] in TRANSLATED_FEATURES}
+
+
+# --- the language setting -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, "en"),
+        ({"LANG": "zh_CN.UTF-8"}, "zh-CN"),
+        ({"LANG": "zh_SG.UTF-8"}, "zh-CN"),
+        ({"LANG": "zh_TW.UTF-8"}, "en"),  # Traditional Chinese is not guessed to be Simplified
+        ({"LANG": "zh_HK.UTF-8"}, "en"),
+        ({"LC_ALL": "en_US.UTF-8", "LANG": "zh_CN.UTF-8"}, "en"),
+        ({"LC_MESSAGES": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, "zh-CN"),
+        ({"DECODE_DOCTOR_LANG": "zh-CN", "LANG": "en_US.UTF-8"}, "zh-CN"),
+        ({"DECODE_DOCTOR_LANG": "en", "LANG": "zh_CN.UTF-8"}, "en"),
+        ({"DECODE_DOCTOR_LANG": "klingon", "LANG": "zh_CN.UTF-8"}, "zh-CN"),  # a stray value: the locale decides
+    ],
+)
+def test_the_language_comes_from_the_variable_then_the_locale(env, expected):
+    assert i18n.from_environment(env) == expected
+
+
+def test_lang_on_any_command_beats_the_environment_and_a_wrong_one_is_a_usage_error():
+    zh = cli("explain", "SWAP001", "--lang", "zh-CN", env={"DECODE_DOCTOR_LANG": "en"})
+    assert zh.stdout.startswith("SWAP001（警告，检查：swappiness）：启用了 swap 的主机上 vm.swappiness 偏高")
+    en = cli("--lang", "en", "explain", "SWAP001", env=CHINESE_ENV)
+    assert en.stdout.startswith("SWAP001 (warning, check: swappiness): vm.swappiness is high on a host with swap")
+    wrong = cli("explain", "SWAP001", "--lang", "fr")
+    assert wrong.exit_code == 2 and "unknown language 'fr': decode-doctor speaks en and zh-CN" in wrong.stderr
+
+
+def test_help_and_usage_errors_speak_chinese():
+    help_text = cli("check", "--help", env=CHINESE_ENV).stdout
+    assert help_text.startswith("用法：") and "check [OPTIONS]" in help_text.splitlines()[0] and "运行检查并报告发现的问题。" in help_text
+    assert "预览针对问题项的修复，确认后执行。" in help_text and "显示此帮助并退出。" in help_text
+    top = cli("--help", env=CHINESE_ENV).stdout
+    assert "命令" in top and "解释问题代码：含义、原因、修复方法。" in top
+    error = cli("check", "--bogus", env=CHINESE_ENV)
+    assert error.exit_code == 2 and "错误：没有选项 '--bogus'。" in error.stderr
+    assert "用法" not in cli("check", "--help").stdout  # English again in the next command
+
+
+# --- the catalog --------------------------------------------------------------------------------
+
+
+def test_every_message_of_the_source_is_translated_with_its_placeholders():
+    """The template extracted now from the source (babel.cfg) against the committed .po: every id is
+    there and translated (for the code explanations: of the translated features), with the same
+    placeholders; the .po holds nothing the source no longer says."""
+    from decode_doctor.i18n.messages import extract
+
+    template = extract()
+    catalog = _catalog()
+    translated_codes = _translated_codes()
+    missing, empty, mismatched, untranslated_codes = [], [], [], 0
+    for message in template:
+        if not message.id:
+            continue
+        found = catalog.get(message.id, context=message.context)
+        if found is None:
+            missing.append((message.context, message.id))
+            continue
+        text = _string(found)
+        code = message.context.split(" ")[0] if message.context and message.context != "cli" else None
+        if not text:
+            if code is None or code in translated_codes:
+                empty.append((message.context, message.id))
+            else:
+                untranslated_codes += 1
+            continue
+        ids = tuple(message.id) if isinstance(message.id, (tuple, list)) else (message.id,)
+        # a plural's one Chinese form may name what either English form names (click passes both)
+        allowed = set().union(*(_fields(one) for one in ids))
+        if not _fields(ids[0]) <= _fields(text) <= allowed:
+            mismatched.append((message.context, ids[0], text))
+    assert missing == [], f"not in the .po (run python -m decode_doctor.i18n.messages): {missing[:5]}"
+    assert empty == [], f"{len(empty)} message(s) without a Chinese translation, e.g. {empty[:5]}"
+    assert mismatched == [], f"placeholders differ: {mismatched[:5]}"
+    extracted = {(m.context, m.id if isinstance(m.id, str) else m.id[0]) for m in template if m.id}
+    stale = [(m.context, m.id) for m in catalog if m.id and (m.context, m.id if isinstance(m.id, str) else m.id[0]) not in extracted]
+    assert stale == [], f"the .po holds messages the source no longer has: {stale[:5]}"
+    assert untranslated_codes < len(template)  # the rest of the explanations: counted in the issue's note
+
+
+def test_no_message_is_marked_inside_an_f_string():
+    """Babel cannot see a _() inside an f-string (Python 3.10/3.11 tokenize it as one string): such a
+    message would never reach the catalog."""
+    offenders = []
+    for path in [*REPOSITORY.joinpath("doctor").rglob("*.py"), *REPOSITORY.joinpath("checks").rglob("*.py")]:
+        tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+        for token in tokens:
+            if (
+                token.type == tokenize.STRING
+                and re.match(r"^[rRbB]?[fF]", token.string)
+                and re.search(r"\b(_|ngettext|pgettext)\(", token.string)
+            ):
+                offenders.append(f"{path.relative_to(REPOSITORY)}:{token.start[0]}")
+    assert offenders == []
+
+
+def test_the_glossary_terms_are_used_as_the_glossary_says():
+    catalog = "\n".join(_string(m) for m in _catalog() if m.id and _string(m))
+    glossary = (REPOSITORY / "doctor" / "locale" / "GLOSSARY.md").read_text()
+    for chinese in ("KV Cache", "回滚", "隔离", "解码", "预填充", "首 token 时间", "每输出 token 时间", "显存", "张量并行", "量化"):
+        assert chinese in glossary
+    for wrong in ("KV缓存", "KV 缓存", "撤销", "撤消"):  # the glossary's word is used, not a synonym
+        assert wrong not in catalog, wrong
+
+
+# --- explain ------------------------------------------------------------------------------------
+
+
+def test_every_code_explains_in_both_languages_and_the_translated_ones_wholly_in_chinese():
+    from decode_doctor.cli.info import explanation_lines
+    from decode_doctor.engine.registry import load
+
+    registry = load()
+    translated_codes = _translated_codes()
+    assert len(translated_codes) >= 15
+    for code, (spec, cls) in registry.codes().items():
+        i18n.use("en")
+        english = explanation_lines(spec, cls.name, registry.fixable(code))
+        i18n.use("zh-CN")
+        chinese = explanation_lines(spec, cls.name, registry.fixable(code))
+        assert english[0].startswith(f"{code} (") and chinese[0].startswith(f"{code}（")
+        assert all(width.width(line) <= 96 or " " not in line.strip() for line in chinese[1:])  # the title line is not wrapped
+        if code in translated_codes:
+            assert "尚未全部翻译" not in "\n".join(chinese), code
+            for section, text in sections(spec):
+                assert i18n.translated(code, section, text), (code, section)
+        else:
+            assert chinese[1] == "（此说明尚未全部翻译：未翻译的部分以英文原文显示。）"
+    i18n.use("en")
+
+
+def test_explain_enc001_prints_every_section_in_chinese():
+    out = cli("explain", "ENC001", "--lang", "zh-CN").stdout
+    for heading in ("含义", "为何影响 LLM 解码", "示例", "手动修复方法", "自动修复"):
+        assert f"\n{heading}\n" in out
+    assert "模型文本文件不是 UTF-8（可转换）" in out and "[safe]" in out
+    body = [line for line in out.splitlines()[1:] if line.startswith("  ")]
+    assert body and all(re.search(r"[\u4e00-\u9fff]", line) or not re.search(r"[a-z]{4,} [a-z]{4,} [a-z]{4,}", line) for line in body)
+
+
+# --- a fixture host in Chinese ------------------------------------------------------------------
+
+
+def _host_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    (tmp_path / "bin").mkdir(exist_ok=True)  # no tool of this machine on PATH
+    return {"PATH": str(tmp_path / "bin"), **extra}
+
+
+def _normalised(text: str) -> str:
+    text = text.replace(str(FIXTURES), "<fixtures>")
+    return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", "<started>", text)
+
+
+def test_check_on_a_fixture_host_prints_findings_hints_and_summary_in_chinese(tmp_path):
+    args = ("check", "--root", str(HOST), "--select", "swappiness,gpu")
+    result = cli(*args, env=_host_env(tmp_path, **CHINESE_ENV))
+    text = _normalised(result.stdout)
+    golden = GOLDEN / "zh-CN-swap60-rhel7.txt"
+    if os.environ.get("DD_UPDATE_GOLDEN") or not golden.exists():
+        golden.write_text(text)
+    assert text == golden.read_text(), f"{golden.name} differs; DD_UPDATE_GOLDEN=1 rewrites it"
+    assert "vm.swappiness 为 60（> 10）" in text and "1 个警告" in text and "用 `decode-doctor check" in text
+    # the plain table pads by display width: the check's column starts where it does in English (9 + 1 + 8 + 1)
+    first = text.splitlines()[0]
+    assert width.width(first[: first.index("swappiness")]) == 19
+
+
+def test_the_chinese_html_report_matches_its_golden_and_says_its_language(tmp_path):
+    page = tmp_path / "report.html"
+    args = ("check", "--root", str(HOST), "--select", "swappiness,gpu", "--format", "html", "-o", str(page))
+    cli(*args, env=_host_env(tmp_path, **CHINESE_ENV))
+    html = _normalised(page.read_text())
+    html = re.sub(r"<td>\d+\.\d\d s</td>", "<td>… s</td>", html)
+    golden = GOLDEN / "zh-CN-swap60-rhel7.html"
+    if os.environ.get("DD_UPDATE_GOLDEN") or not golden.exists():
+        golden.write_text(html)
+    assert html == golden.read_text(), f"{golden.name} differs; DD_UPDATE_GOLDEN=1 rewrites it"
+    assert '<html lang="zh-CN">' in html and "<h2>问题项</h2>" in html and "<h2>环境</h2>" in html
+
+
+def test_json_keys_codes_and_metric_names_are_the_same_in_both_languages(tmp_path):
+    args = ("check", "--root", str(HOST), "--select", "swappiness,gpu")
+    reports = {}
+    for lang in ("en", "zh-CN"):
+        reports[lang] = cli(*args, "--format", "json", "--lang", lang, env=_host_env(tmp_path)).json()
+    en, zh = reports["en"], reports["zh-CN"]
+
+    def shape(value):
+        if isinstance(value, dict):
+            return {key: shape(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [shape(item) for item in value]
+        return type(value).__name__
+
+    assert shape(en) == shape(zh)
+    assert [f["code"] for f in en["findings"]] == [f["code"] for f in zh["findings"]]
+    assert [f["evidence"] for f in en["findings"]] == [f["evidence"] for f in zh["findings"]]
+    assert en["run"]["lang"] == "en" and zh["run"]["lang"] == "zh-CN"
+    assert en["findings"][0]["message"] != zh["findings"][0]["message"]  # the message follows the language
+    metrics = {}
+    for lang in ("en", "zh-CN"):
+        out = cli(*args, "--format", "prometheus", "--lang", lang, env=_host_env(tmp_path)).stdout
+        metrics[lang] = sorted({line.split("{")[0].split(" ")[0] for line in out.splitlines() if line and not line.startswith("#")})
+        metrics[lang + " labels"] = sorted(set(re.findall(r'(\w+)="', out)))
+    assert metrics["en"] == metrics["zh-CN"] and metrics["en labels"] == metrics["zh-CN labels"] and metrics["en"]
+
+
+def _chromium() -> str | None:
+    import shutil
+
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_the_chinese_report_renders_in_chromium_without_overflow_at_1280px(tmp_path):
+    chromium = _chromium()
+    if chromium is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
+        pytest.skip("chromium is not installed")
+    from .support.modelgen import qwen2_7b
+
+    model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)
+    page = tmp_path / "report.html"
+    args = ["--select", "swappiness,decode-budget,gpu", "--model", str(model), "--bandwidth", "51.2", "--format", "html", "-o", str(page)]
+    cli("check", "--root", str(HOST), *args, env=_host_env(tmp_path, **CHINESE_ENV))
+    assert '<html lang="zh-CN">' in page.read_text()
+    harness = tmp_path / "measure.html"
+    harness.write_text(
+        '<!DOCTYPE html><body style="margin:0"><iframe id="r" src="report.html" style="width:1280px;height:900px;border:0"></iframe>'
+        '<script>r.onload=()=>{const d=r.contentDocument.documentElement;document.title="width "+d.scrollWidth+" of "+d.clientWidth}'
+        "</script></body>"
+    )
+    common = [
+        chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1280,900", "--allow-file-access-from-files", "--virtual-time-budget=5000",
+    ]  # fmt: skip
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = subprocess.run([*common, "--dump-dom", harness.as_uri()], capture_output=True, text=True, timeout=120, env=env)
+    title = re.search(r"<title>width (\d+) of (\d+)</title>", proc.stdout)
+    assert title, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert int(title.group(1)) <= int(title.group(2)) <= 1280  # nothing scrolls sideways
+    shot = tmp_path / "report.png"
+    subprocess.run([*common, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, env=env)
+    from PIL import Image
+
+    with Image.open(shot) as image:
+        assert image.size == (1280, 900)
+        colours = image.convert("L").getcolors(maxcolors=1 << 16)
+    assert colours is not None and len(colours) > 8  # text was drawn, not a blank page
+
+
+# --- display width ------------------------------------------------------------------------------
+
+
+def test_display_width_pads_and_wraps_cjk_text_by_columns():
+    assert width.width("警告") == 4 and width.width("warn") == 4 and width.width("KV Cache 占用") == 13
+    assert width.ljust("警告", 8) == "警告    " and width.width(width.ljust("提示", 8)) == 8
+    lines = width.wrap("模型的配置文件不是 UTF-8 编码：它以 GBK 保存，transformers 读取时会报 UnicodeDecodeError。", 30, "  ")
+    assert all(width.width(line) <= 30 for line in lines) and len(lines) > 2
+    assert not any(line.strip().startswith(("，", "。", "：")) for line in lines)  # no line starts with closing punctuation
+    assert (
+        "".join(line.strip() for line in lines).replace(" ", "")
+        == "模型的配置文件不是UTF-8编码：它以GBK保存，transformers读取时会报UnicodeDecodeError。"
+    )
