@@ -118,8 +118,8 @@ def translated(code: str, section: str, english: str) -> bool:
     """Whether the catalog of the current language holds this section (English: always)."""
     if _current == ENGLISH or not english:
         return True
-    lookup = catalog(_current).pgettext
-    return lookup(f"{code} {section}", english) != english
+    held = getattr(catalog(_current), "_catalog", {})  # GNUTranslations: "context\x04id" → text
+    return bool(held.get(f"{code} {section}\x04{english}"))
 
 
 def explanation(code: str, section: str, english: str) -> str:
