@@ -126,8 +126,9 @@ def test_every_message_of_the_source_is_translated_with_its_placeholders():
 
 
 def test_no_message_is_marked_inside_an_f_string():
-    """Babel cannot see a _() inside an f-string (Python 3.10/3.11 tokenize it as one string): such a
-    message would never reach the catalog."""
+    """Babel cannot see a _("literal") inside an f-string (Python 3.10/3.11 tokenize it as one string):
+    such a message would never reach the catalog. (_(a variable) there is fine: its values are marked
+    with N_ where they are defined.)"""
     offenders = []
     for path in [*REPOSITORY.joinpath("doctor").rglob("*.py"), *REPOSITORY.joinpath("checks").rglob("*.py")]:
         tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
@@ -135,7 +136,7 @@ def test_no_message_is_marked_inside_an_f_string():
             if (
                 token.type == tokenize.STRING
                 and re.match(r"^[rRbB]?[fF]", token.string)
-                and re.search(r"\b(_|ngettext|pgettext)\(", token.string)
+                and re.search(r"\b(_|ngettext|pgettext)\(\s*['\"]", token.string)
             ):
                 offenders.append(f"{path.relative_to(REPOSITORY)}:{token.start[0]}")
     assert offenders == []
@@ -305,3 +306,44 @@ def test_display_width_pads_and_wraps_cjk_text_by_columns():
         "".join(line.strip() for line in lines).replace(" ", "")
         == "模型的配置文件不是UTF-8编码：它以GBK保存，transformers读取时会报UnicodeDecodeError。"
     )
+
+
+# --- estimate and bench in Chinese -----------------------------------------------------------
+
+
+def test_estimate_prints_its_plan_and_sweep_in_chinese_with_aligned_columns(tmp_path):
+    from .support.modelgen import qwen2_7b
+
+    model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)
+    args = ("estimate", "--model", str(model), "--bandwidth", "50", "--memory", "64GiB", "--state-dir", str(tmp_path / "state"))
+    out = cli(*args, "--lang", "zh-CN").stdout
+    english = cli(*args).stdout
+    rows = out.split("\n\n", 1)[0].splitlines()
+    labels = [row.split("  ", 1)[0] for row in rows]
+    assert labels[:7] == ["模型", "架构", "权重", "设备", "KV Cache", "每设备内存", "规则"], labels
+    starts = {width.width(row) - width.width(row.lstrip(" ")[len(label) :].lstrip(" ")) for row, label in zip(rows, labels, strict=True)}
+    assert len(starts) == 1  # every value starts in one display column, whatever its label's width
+    assert "需要 " in out and "放得下" in out and "合计解码 tok/s" in out
+    sweep = out.split("合计解码 tok/s", 1)[1].splitlines()[1:3]
+    assert width.width(sweep[0]) == width.width(sweep[1]) and sweep[0].lstrip().startswith("上下文")
+    assert english.split("\n\n", 1)[0].splitlines()[0].startswith("model ")  # English stays as it was
+    data = {lang: cli(*args, "--format", "json", "--lang", lang).json() for lang in ("en", "zh-CN")}
+    assert data["en"] == data["zh-CN"]  # the plan's JSON does not change with the language
+
+
+def test_bench_lines_and_the_prediction_read_in_chinese():
+    from decode_doctor.checks.serving.facts import PredictionCheck, ServingFacts
+
+    from .test_serving import bench_of, level
+
+    check = PredictionCheck(2.0, 1.9, 2.1, 2.6, 0.3, "llama.cpp", "0.3.36", 2, "Q4_0", 512, 1.9, 0.01, ("the host was busy",), "bench", "")
+    facts = ServingFacts(endpoint="http://127.0.0.1:8080/v1", engine="llama-cpp-python", model="m", bench=bench_of([level(1, [0.02] * 12)]))
+    facts = ServingFacts(**{**facts.__dict__, "prediction": check})
+    i18n.use("zh-CN")
+    lines = facts.summary()
+    i18n.use("en")
+    text = "\n".join(lines)
+    assert "bench http://127.0.0.1:8080/v1（llama-cpp-python，模型 m）：" in text
+    assert "  并发   1：12 个请求；TTFT p50" in text and "TPOT p50 20.0 ms" in text
+    assert "预测 TPOT 2.00 ms（1.90 ms–2.10 ms；llama.cpp 0.3.36，由实测 bench 学习 2 线程、Q4_0 权重" in text
+    assert "  差距原因：the host was busy" in text

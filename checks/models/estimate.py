@@ -18,6 +18,7 @@ from decode_doctor.checks.bandwidth.contract import BandwidthFacts
 from decode_doctor.checks.gpu.contract import GpuFacts
 from decode_doctor.engine.facts import Facts
 from decode_doctor.engine.units import human_binary, human_bytes
+from decode_doctor.i18n import N_, _, width
 
 from . import bwcache, calibration, hardware, serve
 from .calibration import Calibration, Prediction
@@ -26,8 +27,10 @@ from .hardware import Hardware
 from .modelfiles import ModelFormatError, read_model
 from .plan import (
     GPUS_PER_NODE,
-    HEADROOM_RULE,
+    HEADROOM_RULE_TEMPLATE,
     STATE_BYTES,
+    TIGHT_SHARE,
+    UTILIZATION,
     DeploymentPlan,
     Sizing,
     expected_cpu_range,
@@ -251,25 +254,24 @@ class Predicted:
 
     def rows(self) -> list[tuple[str, str]]:
         if self.calibration is None or self.at_start is None or self.at_context is None:
-            return [("predicted", f"none: {self.why_not}")]
+            return [("predicted", _("none: {why}", why=self.why_not))]
         start, end, cal = self.at_start, self.at_context, self.calibration
 
         def shown(p: Prediction) -> str:
-            return f"{p.tpot_s * 1e3:.2f} ms ({p.tps:.1f} tok/s{', at the ceiling' if p.bounded else ''})"
+            bound = _(", at the ceiling") if p.bounded else ""
+            return _("{ms:.2f} ms ({tps:.1f} tok/s{bound})", ms=p.tpot_s * 1e3, tps=p.tps, bound=bound)
 
         beside = ""
         if all(self.ceilings_s):
-            beside = f"; ceiling {1 / self.ceilings_s[0]:.1f} and {1 / self.ceilings_s[1]:.1f} tok/s"
-        rows = [
-            (
-                "predicted",
-                f"time per output token with llama.cpp {shown(start)} at the start of a sequence, {shown(end)} at "
-                f"{end.depth:,} tokens, ±{cal.spread:.0%} (the calibration's measured spread){beside}",
-            ),
-            ("calibration", f"{cal.describe()}; rerun with --calibrate"),
-        ]
+            beside = _("; ceiling {start:.1f} and {end:.1f} tok/s", start=1 / self.ceilings_s[0], end=1 / self.ceilings_s[1])
+        predicted = _(
+            "time per output token with llama.cpp {start} at the start of a sequence, {end} at {depth:,} tokens, "
+            "±{spread:.0%} (the calibration's measured spread){beside}",
+            start=shown(start), end=shown(end), depth=end.depth, spread=cal.spread, beside=beside,
+        )  # fmt: skip
+        rows = [("predicted", predicted), ("calibration", _("{calibration}; rerun with --calibrate", calibration=cal.describe()))]
         if cal.contended:
-            rows.append(("note", "the calibration ran beside other work: its prediction is pessimistic, and it is not reused"))
+            rows.append(("note", _("the calibration ran beside other work: its prediction is pessimistic, and it is not reused")))
         return rows
 
     def to_dict(self) -> dict[str, Any]:
@@ -340,66 +342,90 @@ def _sizing_dict(size: Sizing, kv_dtype: str) -> dict[str, Any]:
     return data
 
 
+# the plan's row labels (the JSON and the code use the English ones)
+ROW_LABELS = {
+    label: label
+    for label in (
+        N_("model"), N_("architecture"), N_("weights"), N_("device"), N_("KV cache"), N_("memory per device"), N_("rule"),
+        N_("limits"), N_("decode ceiling"), N_("expected"), N_("tensor parallel"), N_("knob"), N_("note"), N_("predicted"),
+        N_("calibration"), N_("target"),
+    )
+}  # fmt: skip
+# words the plan takes from its values: a fit, what binds, where a bandwidth came from, a weight class
+VALUE_WORDS = (
+    N_("fits"), N_("tight"), N_("does not fit"), N_("unknown"), N_("bandwidth"), N_("compute"), N_("measured"), N_("given"),
+    N_("spec"), N_("datasheet"), N_("cached"), N_("measured on a busy host"), N_("16-bit weights"), N_("8-bit weights"),
+    N_("4-bit weights"), N_("these weights"), N_("none"),
+)  # fmt: skip
+
+
 def _rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[str, str]]:
     device = plan.hardware
     kinds = sorted({layer.kind for layer in size.cache})
     windows = sorted({layer.window for layer in size.cache if layer.window})
     counted = [f"{sum(layer.kind == kind for layer in size.cache)} {kind}" for kind in kinds]
-    cache = ", ".join(counted) + (f" (window {', '.join(f'{w:,}' for w in windows)} tokens)" if windows else "")
-    params = f"{size.params_total:,} parameters" if size.params_total else "parameters unknown"
+    cache = ", ".join(counted) + (_(" (window {windows} tokens)", windows=", ".join(f"{w:,}" for w in windows)) if windows else "")
+    params = _("{count:,} parameters", count=size.params_total) if size.params_total else _("parameters unknown")
     if size.params_active and size.params_total and size.params_active < size.params_total:
-        params += f", {size.params_active / 1e9:.2f}B active per token"
-    bandwidth = f"{device.bandwidth_gbps:g} GB/s {device.bandwidth_source}" if device.bandwidth_gbps else "bandwidth unknown"
+        params += _(", {active:.2f}B active per token", active=size.params_active / 1e9)
+    bandwidth = f"{device.bandwidth_gbps:g} GB/s {_(device.bandwidth_source)}" if device.bandwidth_gbps else _("bandwidth unknown")
     count = f"{plan.gpus} × " if plan.gpus > 1 else ""
     if plan.layout.pipeline > 1:
-        count = f"{plan.layout.pipeline} nodes × {plan.layout.tensor} × "
+        count = _("{nodes} nodes × {tensor} × ", nodes=plan.layout.pipeline, tensor=plan.layout.tensor)
+    weights = size.weights_source
+    if size.weights_bytes is not None:
+        weights = _("{size} from {source}", size=human_bytes(size.weights_bytes), source=size.weights_source)
+    kv = _(
+        "{per_token} per token before windows ({dtype}{kinds}){state}; {per_device} per device at {context:,} tokens × {concurrency}",
+        per_token=human_binary(size.kv_bytes_per_token(plan.kv_dtype)), dtype=plan.kv_dtype, kinds=_by_kind(size, plan.kv_dtype),
+        state=_state(size), per_device=human_bytes(plan.kv_per_device), context=plan.context, concurrency=plan.concurrency,
+    )  # fmt: skip
+    memory = _(
+        "{need} needed of {usable} usable: {fit}",
+        need=human_bytes(plan.need_per_device), usable=human_bytes(plan.usable_per_device), fit=_(plan.fit),
+    )  # fmt: skip
+    architecture = _(
+        "{architecture}: {layers} layers; KV cache in {cache}; {params}",
+        architecture=model.architecture or "?", layers=model.layers, cache=cache or _("none"), params=params,
+    )  # fmt: skip
     rows = [
         ("model", f"{model.path} ({model.format}{', ' + model.quantization if model.quantization else ''})"),
-        ("architecture", f"{model.architecture or '?'}: {model.layers} layers; KV cache in {cache or 'none'}; {params}"),
-        (
-            "weights",
-            f"{human_bytes(size.weights_bytes)} from {size.weights_source}" if size.weights_bytes is not None else size.weights_source,
-        ),
+        ("architecture", architecture),
+        ("weights", weights),
         ("device", f"{count}{device.label}: {human_bytes(device.memory_bytes)}, {bandwidth}"),
-        (
-            "KV cache",
-            f"{human_binary(size.kv_bytes_per_token(plan.kv_dtype))} per token before windows "
-            f"({plan.kv_dtype}{_by_kind(size, plan.kv_dtype)})"
-            f"{_state(size)}; {human_bytes(plan.kv_per_device)} per device at {plan.context:,} tokens × {plan.concurrency}",
-        ),
-        ("memory per device", f"{human_bytes(plan.need_per_device)} needed of {human_bytes(plan.usable_per_device)} usable: {plan.fit}"),
-        ("rule", HEADROOM_RULE),
+        ("KV cache", kv),
+        ("memory per device", memory),
+        ("rule", _(HEADROOM_RULE_TEMPLATE, utilization=UTILIZATION, tight=TIGHT_SHARE)),
     ]
     if plan.max_concurrency is not None:
-        limits = f"at {plan.context:,} tokens, at most {sequences(plan.max_concurrency)}; "
-        limits += f"at {plan.concurrency} at once, at most {plan.max_context or 0:,} tokens of context"
+        limits = _(
+            "at {context:,} tokens, at most {sequences}; at {concurrency} at once, at most {max_context:,} tokens of context",
+            context=plan.context, sequences=sequences(plan.max_concurrency), concurrency=plan.concurrency,
+            max_context=plan.max_context or 0,
+        )  # fmt: skip
         rows.append(("limits", limits))
     step = plan.step
     if step.step_s:
         roofs = []
         if step.memory_s:
-            roofs.append(f"bandwidth {step.memory_s * 1e3:.2f} ms ({human_bytes(step.read_bytes)} read)")
+            roofs.append(_("bandwidth {ms:.2f} ms ({read} read)", ms=step.memory_s * 1e3, read=human_bytes(step.read_bytes)))
         if step.compute_s:
-            roofs.append(f"compute {step.compute_s * 1e3:.2f} ms ({step.flops / 1e12:.2f} TFLOP)")
+            roofs.append(_("compute {ms:.2f} ms ({tflop:.2f} TFLOP)", ms=step.compute_s * 1e3, tflop=step.flops / 1e12))
         if step.allreduce_s:
-            roofs.append(f"all-reduce {step.allreduce_s * 1e3:.2f} ms")
-        rows.append(
-            (
-                "decode ceiling",
-                f"{step.tps_per_sequence:.1f} tok/s per sequence, {step.tps_total:.1f} tok/s in all; "
-                f"{step.binding} binds ({'; '.join(roofs)})",
-            )
-        )
+            roofs.append(_("all-reduce {ms:.2f} ms", ms=step.allreduce_s * 1e3))
+        ceiling = _(
+            "{per_sequence:.1f} tok/s per sequence, {total:.1f} tok/s in all; {binding} binds ({roofs})",
+            per_sequence=step.tps_per_sequence, total=step.tps_total, binding=_(step.binding), roofs=_("; ").join(roofs),
+        )  # fmt: skip
+        rows.append(("decode ceiling", ceiling))
         if device.kind == "cpu" and step.tps_per_sequence:
             low, high, what = expected_cpu_range(model.dominant_dtype)
-            rows.append(
-                (
-                    "expected",
-                    f"{low * step.tps_per_sequence:.1f}–{high * step.tps_per_sequence:.1f} tok/s per sequence with llama.cpp: "
-                    f"{low:.2f}–{high:.2f} of the ceiling for {what} on CPUs of this kind; the kernel path (AMX, AVX-512 VNNI, AVX2), "
-                    "the thread count and attention at depth move a run within it",
-                )
-            )
+            expected = _(
+                "{low_tps:.1f}–{high_tps:.1f} tok/s per sequence with llama.cpp: {low:.2f}–{high:.2f} of the ceiling for {what} on CPUs "
+                "of this kind; the kernel path (AMX, AVX-512 VNNI, AVX2), the thread count and attention at depth move a run within it",
+                low_tps=low * step.tps_per_sequence, high_tps=high * step.tps_per_sequence, low=low, high=high, what=_(what),
+            )  # fmt: skip
+            rows.append(("expected", expected))
     if plan.allreduce:
         rows.append(("tensor parallel", plan.allreduce))
     rows += [("knob", knob) for knob in plan.knobs]
@@ -417,7 +443,7 @@ def _by_kind(size: Sizing, kv_dtype: str) -> str:
 def _state(size: Sizing) -> str:
     if not size.state_elements:
         return ""
-    return f", and a fixed {human_binary(size.state_elements * STATE_BYTES)} of recurrent state per sequence"
+    return _(", and a fixed {size} of recurrent state per sequence", size=human_binary(size.state_elements * STATE_BYTES))
 
 
 def _text(
@@ -435,13 +461,17 @@ def _text(
         at = next((i for i, (label, _) in enumerate(rows) if label == "expected"), len(rows) - 1) + 1
         rows[at:at] = predicted.rows()
     if target:
-        rows.append(("target", f"{target:g} tok/s per sequence: {'NOT reachable' if below else 'reachable'}"))
-    width = max(len(label) for label, _ in rows)
-    for label, value in rows:
-        out.append(f"{label:<{width}}  {value}")
+        reach = _("NOT reachable") if below else _("reachable")
+        rows.append(("target", _("{target:g} tok/s per sequence: {reach}", target=target, reach=reach)))
+    labelled = [(_(ROW_LABELS.get(label, label)), value) for label, value in rows]
+    columns = max(width.width(label) for label, _value in labelled)
+    for label, value in labelled:
+        out.append(f"{width.ljust(label, columns)}  {value}")
     concurrencies = sorted({row.concurrency for row in plan.sweep})
-    out.append("\ndecode tok/s in all, by context (rows) and sequences at once (columns); B: bandwidth binds, C: compute, -: does not fit")
-    out.append(f"{'context':>9}  " + "  ".join(f"{n:>10,}" for n in concurrencies))
+    out.append(
+        "\n" + _("decode tok/s in all, by context (rows) and sequences at once (columns); B: bandwidth binds, C: compute, -: does not fit")
+    )
+    out.append(width.rjust(_("context"), 9) + "  " + "  ".join(f"{n:>10,}" for n in concurrencies))
     for length in sorted({row.context for row in plan.sweep}):
         cells = []
         for n in concurrencies:
@@ -454,9 +484,9 @@ def _text(
                 cells.append(f"{'?':>10}")
         out.append(f"{length:>9,}  " + "  ".join(cells))
     if not lines:
-        why = "the weights are unknown" if size.weights_bytes is None else "the device's memory is unknown"
-        out.append(f"\nno command lines: {why}, so the limits they would set are too")
+        why = _("the weights are unknown") if size.weights_bytes is None else _("the device's memory is unknown")
+        out.append("\n" + _("no command lines: {why}, so the limits they would set are too", why=why))
     for command in lines:
         out.append(f"\n{command.engine} ({command.version}):\n  {command.line}")
-        out.extend(f"  note: {note}" for note in command.notes)
+        out.extend("  " + _("note: {note}", note=note) for note in command.notes)
     return "\n".join(out) + "\n"

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from decode_doctor.engine.units import human_binary
+from decode_doctor.i18n import N_
 
 from .architecture import Architecture, CacheLayer, UnknownArchitecture, from_config, text_config
 from .contract import ModelInfo
@@ -40,11 +41,12 @@ ACTIVATION_BYTES = 2
 STATE_BYTES = 2  # Mamba state, in the model's 16-bit dtype
 SWEEP_CONTEXTS = (1024, 4096, 16384, 65536, 131072)
 SWEEP_CONCURRENCY = (1, 4, 16, 64, 256)
-HEADROOM_RULE = (
-    f"usable = {UTILIZATION:.0%} of each device's memory (vLLM's default --gpu-memory-utilization); "
+HEADROOM_RULE_TEMPLATE = N_(
+    "usable = {utilization:.0%} of each device's memory (vLLM's default --gpu-memory-utilization); "
     "need = weights + KV cache at full context × concurrency + 1 GiB + 5 % of the weights for the runtime; "
-    f"need above usable does not fit, within it fits (tight above {TIGHT_SHARE:.0%} of it)"
+    "need above usable does not fit, within it fits (tight above {tight:.0%} of it)"
 )
+HEADROOM_RULE = HEADROOM_RULE_TEMPLATE.format(utilization=UTILIZATION, tight=TIGHT_SHARE)  # the plan's JSON says it in English
 MXFP4_BYTES = 17 / 32  # 32 four-bit values and one shared 8-bit exponent
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from decode_doctor.engine import Chart, Facts, HtmlBlock, Metric, Sample, Series
+from decode_doctor.i18n import N_, _, ngettext
 
 from .engines import Snapshot
 from .stats import Knee, LevelStats
@@ -123,6 +124,14 @@ def reading_values(snap: Snapshot, peaks: Peaks | None = None, before: Snapshot 
     return rows
 
 
+# names of the readings (reading_values) and where tokens were counted from, translated where shown
+READING_NAMES = (
+    N_("KV cache in use"), N_("peak KV cache in use"), N_("sequences running"), N_("peak sequences running"),
+    N_("requests waiting"), N_("peak requests waiting"), N_("preemptions during the run"), N_("preemptions since it started"),
+    N_("mean queue time"), N_("slots"), N_("lines dropped"), N_("usage"), N_("chunks"), N_("mixed"), N_("none"),
+)  # fmt: skip
+
+
 def ms(value: float | None) -> str:
     """Milliseconds as reports show them: 1,310 ms, 35.7 ms, 0.72 ms; – when unknown."""
     return "–" if value is None else (f"{value:,.0f} ms" if value >= 100 else f"{value:.2f} ms" if value < 10 else f"{value:.1f} ms")
@@ -157,25 +166,31 @@ class ServingFacts(Facts):
     def _ceiling_line(self) -> str | None:
         reach, ceiling = self.reach, self.ceiling
         if reach is not None and ceiling is not None:
-            return (
-                f"decode at concurrency 1 reaches {reach * 100:.0f} % of this host's ceiling ({ceiling.tokens_per_s:,.1f} tok/s: "
-                f"{ceiling.model} on {ceiling.device}, {ceiling.bandwidth_gbps:,.0f} GB/s {ceiling.bandwidth_source})"
-            )
+            return _(
+                "decode at concurrency 1 reaches {reach:.0f} % of this host's ceiling ({tps:,.1f} tok/s: "
+                "{model} on {device}, {bandwidth:,.0f} GB/s {source})",
+                reach=reach * 100, tps=ceiling.tokens_per_s, model=ceiling.model, device=ceiling.device,
+                bandwidth=ceiling.bandwidth_gbps, source=_(ceiling.bandwidth_source),
+            )  # fmt: skip
         if self.bench and self.ceiling_note:
-            return f"not judged against a ceiling: {self.ceiling_note}"
+            return _("not judged against a ceiling: {why}", why=self.ceiling_note)
         return None
 
     def _prediction_lines(self) -> list[str]:
         p = self.prediction
         if p is None:
-            return [f"no calibrated prediction to compare with: {self.prediction_note}"] if self.bench and self.prediction_note else []
-        line = (
-            f"predicted TPOT {ms(p.predicted_ms)} ({ms(p.low_ms)}–{ms(p.high_ms)}; {p.engine} {p.engine_version} "
-            f"{'learned from a live bench' if p.source == 'bench' else 'calibrated'} at "
-            f"{p.threads} thread(s) for {p.weight_type}, at {p.depth:,} tokens), measured p50 {ms(p.measured_ms)} at concurrency 1: "
-            f"{p.error:+.0%}"
-        )
-        return [line, *(f"  gap: {cause}" for cause in p.causes), *([f"  calibration {p.learned}"] if p.learned else [])]
+            if self.bench and self.prediction_note:
+                return [_("no calibrated prediction to compare with: {why}", why=self.prediction_note)]
+            return []
+        how = _("learned from a live bench") if p.source == "bench" else _("calibrated")
+        line = _(
+            "predicted TPOT {predicted} ({low}–{high}; {engine} {version} {how} at {threads} thread(s) for {weights}, at {depth:,} "
+            "tokens), measured p50 {measured} at concurrency 1: {error:+.0%}",
+            predicted=ms(p.predicted_ms), low=ms(p.low_ms), high=ms(p.high_ms), engine=p.engine, version=p.engine_version, how=how,
+            threads=p.threads, weights=p.weight_type, depth=p.depth, measured=ms(p.measured_ms), error=p.error,
+        )  # fmt: skip
+        gaps = ["  " + _("gap: {cause}", cause=cause) for cause in p.causes]
+        return [line, *gaps, *(["  " + _("calibration {learned}", learned=p.learned)] if p.learned else [])]
 
     def reading(self) -> list[tuple[str, str]]:
         """The server's own metrics as read: alone, or during a bench run."""
@@ -188,46 +203,65 @@ class ServingFacts(Facts):
         if not rows:
             return None
         if self.origin:
-            lines = "stats line" if self.peaks and self.peaks.readings == 1 else "stats lines"
-            where = f"its log ({self.peaks.readings:,} {lines})" if self.peaks else f"the {self.origin}"
+            where = ngettext("its log ({count:,} stats line)", "its log ({count:,} stats lines)", self.peaks.readings) if self.peaks else ""
+            where = where or _("the {origin}", origin=self.origin)
         else:
-            when = f"during the run ({self.peaks.readings} readings)" if self.peaks else "at the end of the run" if self.bench else "now"
-            where = f"its /metrics {when}"
-        return f"{where}: " + "; ".join(f"{name} {value}" for name, value in rows)
+            when = _("now")
+            if self.peaks:
+                when = _("during the run ({count} readings)", count=self.peaks.readings)
+            elif self.bench:
+                when = _("at the end of the run")
+            where = _("its /metrics {when}", when=when)
+        return _("{where}: {values}", where=where, values=_("; ").join(f"{_(name)} {value}" for name, value in rows))
 
     def summary(self) -> list[str]:
         lines = []
-        where = f"{self.endpoint} ({self.engine or 'engine unknown'}" + (f", model {self.model})" if self.model else ")")
+        engine = self.engine or _("engine unknown")
+        where = _("{endpoint} ({engine}, model {model})", endpoint=self.endpoint, engine=engine, model=self.model) if self.model else ""
+        where = where or f"{self.endpoint} ({engine})"
         bench = self.bench
         reading = self._reading_line()
         if bench is None:
-            head = f"{self.origin} {self.endpoint}" + (f" ({self.engine})" if self.engine else "") if self.origin else f"server {where}"
-            lines.append(head + (f": {self.metrics_note}" if self.metrics_note else ""))
+            head = (
+                f"{self.origin} {self.endpoint}" + (f" ({self.engine})" if self.engine else "")
+                if self.origin
+                else _("server {where}", where=where)
+            )
+            lines.append(head + (_(": {note}", note=self.metrics_note) if self.metrics_note else ""))
             lines.extend([f"  {reading}"] if reading else [])
             lines.extend(f"  {note}" for note in self.pasted)
             return lines
-        state = ", interrupted" if bench.interrupted else ""
-        lines.append(f"bench {where}: {bench.api} API, {bench.prompts.description}, {bench.output_tokens} output tokens{state}")
+        state = _(", interrupted") if bench.interrupted else ""
+        lines.append(
+            _(
+                "bench {where}: {api} API, {prompts}, {tokens} output tokens{state}",
+                where=where, api=bench.api, prompts=bench.prompts.description, tokens=bench.output_tokens, state=state,
+            )
+        )  # fmt: skip
         for lv in bench.levels:
             if lv.attempted == 0:
                 continue
             ttft, tpot = lv.ttft, lv.tpot
-            errors = f", {lv.attempted - lv.ok} failed" if lv.ok < lv.attempted else ""
-            goodput = f", goodput {lv.goodput_per_s:.2f} req/s" if lv.goodput_per_s is not None else ""
-            lines.append(
-                f"  concurrency {lv.concurrency:>3}: {lv.ok} requests{errors}; TTFT p50 {ms(ttft.p50 if ttft else None)} "
-                f"p95 {ms(ttft.p95 if ttft else None)} p99 {ms(ttft.p99 if ttft else None)}; TPOT p50 {ms(tpot.p50 if tpot else None)} "
-                f"p95 {ms(tpot.p95 if tpot else None)} p99 {ms(tpot.p99 if tpot else None)}; "
-                f"{lv.requests_per_s:.2f} req/s, {lv.output_tokens_per_s:,.1f} output tok/s{goodput} (tokens from {lv.tokens_from})"
-            )
+            errors = _(", {count} failed", count=lv.attempted - lv.ok) if lv.ok < lv.attempted else ""
+            goodput = _(", goodput {rate:.2f} req/s", rate=lv.goodput_per_s) if lv.goodput_per_s is not None else ""
+            level = _(
+                "concurrency {concurrency:>3}: {ok} requests{errors}; TTFT p50 {ttft50} p95 {ttft95} p99 {ttft99}; TPOT p50 {tpot50} "
+                "p95 {tpot95} p99 {tpot99}; {rps:.2f} req/s, {tps:,.1f} output tok/s{goodput} (tokens from {source})",
+                concurrency=lv.concurrency, ok=lv.ok, errors=errors, ttft50=ms(ttft.p50 if ttft else None),
+                ttft95=ms(ttft.p95 if ttft else None), ttft99=ms(ttft.p99 if ttft else None), tpot50=ms(tpot.p50 if tpot else None),
+                tpot95=ms(tpot.p95 if tpot else None), tpot99=ms(tpot.p99 if tpot else None), rps=lv.requests_per_s,
+                tps=lv.output_tokens_per_s, goodput=goodput, source=_(lv.tokens_from),
+            )  # fmt: skip
+            lines.append("  " + level)
         if bench.knee:
             k = bench.knee
-            lines.append(
-                f"knee: from concurrency {k.concurrency} to {k.next_concurrency}, TPOT p95 grows {k.tpot_growth:.2f}× "
-                f"while throughput grows {k.throughput_growth:.2f}×"
-            )
+            knee = _(
+                "knee: from concurrency {start} to {end}, TPOT p95 grows {tpot:.2f}× while throughput grows {throughput:.2f}×",
+                start=k.concurrency, end=k.next_concurrency, tpot=k.tpot_growth, throughput=k.throughput_growth,
+            )  # fmt: skip
+            lines.append(knee)
         elif len([lv for lv in bench.levels if lv.tpot]) > 1:
-            lines.append("knee: none in this sweep (throughput grew at least as fast as TPOT p95)")
+            lines.append(_("knee: none in this sweep (throughput grew at least as fast as TPOT p95)"))
         ceiling = self._ceiling_line()
         if ceiling:
             lines.append(ceiling)
