@@ -10,6 +10,7 @@ from decode_doctor.checks.docker.codes import BREAKS_PULLS, CODES_GPUS, DKR020, 
 from decode_doctor.checks.docker.daemon_json import DAEMON_JSON, RESTART, render_like
 from decode_doctor.engine import Applicability, CommandsParams, Context, Finding, FixableCode, Fixer
 from decode_doctor.fixes.actions import FixPlan, ReplaceFile, ShowCommands
+from decode_doctor.i18n import _
 
 
 class DockerDaemonFixer(Fixer):
@@ -28,10 +29,10 @@ class DockerDaemonFixer(Fixer):
             features = dict(data.get("features") or {})
             features["containerd-snapshotter"] = False
             data["features"] = features
-            description = "use the classic image store (features.containerd-snapshotter: false)"
+            description = _("use the classic image store (features.containerd-snapshotter: false)")
             notes = [
-                f"then restart dockerd yourself: {RESTART}",
-                "images pulled into the containerd store disappear from `docker images` until you switch back",
+                _("then restart dockerd yourself: {command}", command=RESTART),
+                _("images pulled into the containerd store disappear from `docker images` until you switch back"),
             ]
         else:
             mirror = self.params(finding, RemoveMirrorParams).mirror
@@ -40,8 +41,8 @@ class DockerDaemonFixer(Fixer):
             if kept == configured:
                 raise ValueError(f"{mirror} is not in {DAEMON_JSON}'s registry-mirrors (configured elsewhere?)")
             data["registry-mirrors"] = kept
-            description = f"remove the mirror {mirror} from registry-mirrors"
-            notes = [f"then restart dockerd yourself: {RESTART}", "pulls then go to the upstream registry directly"]
+            description = _("remove the mirror {mirror} from registry-mirrors", mirror=mirror)
+            notes = [_("then restart dockerd yourself: {command}", command=RESTART), _("pulls then go to the upstream registry directly")]
         content = render_like(original, data)
         if json.loads(content) != data:
             raise ValueError("the edited daemon.json does not parse back to the intended settings")

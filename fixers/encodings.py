@@ -10,6 +10,7 @@ from decode_doctor.checks.encodings.codes import ENC001, ENC006, ConvertParams, 
 from decode_doctor.checks.encodings.textenc import Verdict, converted_bytes, parses
 from decode_doctor.engine import Applicability, Context, Finding, Fixer
 from decode_doctor.fixes.actions import FixPlan, ReplaceFile
+from decode_doctor.i18n import _
 
 
 class EncodingsFixer(Fixer):
@@ -33,16 +34,18 @@ class EncodingsFixer(Fixer):
         if isinstance(params, DropBomParams):
             if not data.startswith(b"\xef\xbb\xbf"):
                 raise ValueError(f"{path} no longer starts with a UTF-8 BOM")
-            content, description = data[3:], "remove the UTF-8 byte-order mark"
+            content, description = data[3:], _("remove the UTF-8 byte-order mark")
         else:
             encoding = params.encoding
             text = data.decode(encoding)  # strict: the check decided on exactly these bytes
             content = converted_bytes(Verdict("convert", encoding, text=text), keep_utf8_bom=False)
             if not parses(content.decode("utf-8"), path.suffix.lower()):
                 raise ValueError(f"{path}: the converted text does not parse; not converting")
-            description = f"convert from {encoding} to UTF-8"
+            description = _("convert from {encoding} to UTF-8", encoding=encoding)
         crlf = b"\r\n" in data
-        notes = [f"same text, {len(data)} → {len(content)} bytes" + ("; CRLF line endings kept" if crlf else "")]
+        notes = [
+            _("same text, {before} → {after} bytes", before=len(data), after=len(content)) + (_("; CRLF line endings kept") if crlf else "")
+        ]
         within = _tree_of(path, ctx.models)
         action = ReplaceFile(path, content, expected_sha256=sha, label=str(path), within=within)
         return FixPlan(finding, description, [action], notes)

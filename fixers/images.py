@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from decode_doctor.checks.images.codes import BROKEN, DAMAGED, IMG005, QuarantineParams, RenameParams
 from decode_doctor.engine import Applicability, Context, Finding, FixableCode, Fixer
 from decode_doctor.fixes.actions import FixPlan, MoveFile
+from decode_doctor.i18n import _
 
 
 class ImagesFixer(Fixer):
@@ -34,7 +35,9 @@ class ImagesFixer(Fixer):
                 expected_sha256=params.sha256,
                 within=within,
             )
-            return FixPlan(finding, f"rename to {destination.name}", [move], ["update annotation files that name the old file"])
+            return FixPlan(
+                finding, _("rename to {name}", name=destination.name), [move], [_("update annotation files that name the old file")]
+            )
         quarantine = self.params(finding, QuarantineParams)
         move = MoveFile(
             source,
@@ -44,4 +47,4 @@ class ImagesFixer(Fixer):
             expected_sha256=quarantine.sha256,
             within=within,
         )
-        return FixPlan(finding, "quarantine", [move])
+        return FixPlan(finding, _("quarantine"), [move])

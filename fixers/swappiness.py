@@ -6,6 +6,7 @@ from decode_doctor.checks.swappiness.codes import SWAP001, SWAP004, SwappinessPa
 from decode_doctor.checks.swappiness.sysctl import CONF_NAMES, SWAPPINESS, effective_conf_name
 from decode_doctor.engine import Applicability, Context, Finding, Fixer
 from decode_doctor.fixes.actions import Action, FixPlan, ReplaceFile, WriteTunable
+from decode_doctor.i18n import _
 
 CONF_NAME = CONF_NAMES[0]
 CONF_PATH = f"/etc/sysctl.d/{CONF_NAME}"
@@ -35,5 +36,5 @@ class SwappinessFixer(Fixer):
         name = effective_conf_name(ctx, text) or CONF_NAME
         path = f"/etc/sysctl.d/{name}"
         actions.append(ReplaceFile(ctx.host_path(path), text.encode(), label=path))
-        notes = ["a tuned profile (tuned-adm active) can set vm.swappiness again at boot"]
-        return FixPlan(finding, f"set vm.swappiness={target} now and at boot", actions, notes)
+        notes = [_("a tuned profile (tuned-adm active) can set vm.swappiness again at boot")]
+        return FixPlan(finding, _("set vm.swappiness={target} now and at boot", target=target), actions, notes)

@@ -347,3 +347,24 @@ def test_bench_lines_and_the_prediction_read_in_chinese():
     assert "  并发   1：12 个请求；TTFT p50" in text and "TPOT p50 20.0 ms" in text
     assert "预测 TPOT 2.00 ms（1.90 ms–2.10 ms；llama.cpp 0.3.36，由实测 bench 学习 2 线程、Q4_0 权重" in text
     assert "  差距原因：the host was busy" in text
+
+
+def test_the_fix_preview_question_apply_and_undo_speak_chinese(tmp_path):
+    import shutil
+
+    root = tmp_path / "host"
+    shutil.copytree(HOST, root, symlinks=True)
+    state = tmp_path / "state"
+    before = (root / "proc/sys/vm/swappiness").read_bytes()
+    args = ("check", "--root", str(root), "--select", "swappiness", "--state-dir", str(state), "--lang", "zh-CN")
+    preview = cli(*args, "--fix", "--dry-run", env=_host_env(tmp_path)).stdout
+    assert "计划执行的修复（1 项）：" in preview and "SWAP001 立即并在启动时设置 vm.swappiness=1" in preview
+    assert "试运行：没有做任何修改。" in preview and "（当前为 60）" in preview
+    applied = cli(*args, "--fix", "--yes", env=_host_env(tmp_path)).stdout
+    assert "修复记录 " in applied and "回滚命令：decode-doctor undo " in applied and "修复之后：" in applied
+    assert "    SWAP001：已解决" in applied
+    listed = cli("undo", "--list", "--state-dir", str(state), "--lang", "zh-CN").stdout
+    assert "1 个操作" not in listed and "2 个操作" in listed and "已执行" in listed
+    undone = cli("undo", "--state-dir", str(state), "--lang", "zh-CN").stdout
+    assert undone.startswith("回滚修复记录 ") and "已恢复" in undone
+    assert (root / "proc/sys/vm/swappiness").read_bytes() == before

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from decode_doctor.engine import Check, Context, Facts, Finding, FixRef, Needs, Option, Severity
 from decode_doctor.engine.files import open_regular
 from decode_doctor.engine.hfcache import link_boundary
+from decode_doctor.i18n import _
 
 from .codes import (
     CODES,
@@ -307,11 +308,11 @@ class Encodings(Check):
             return for_all
 
         def link_out(link: Path, target: Path, why: str) -> None:
-            ctx.not_judged(str(link), f"a symbolic link to {target} ({why}), not followed", cause=ENC007.code)
+            ctx.not_judged(str(link), _("a symbolic link to {target} ({why}), not followed", target=target, why=why), cause=ENC007.code)
             findings.append(
                 self.finding(
                     ENC007,
-                    f"{link}: a symbolic link to {target} ({why}); not followed.",
+                    _("{link}: a symbolic link to {target} ({why}); not followed.", link=link, target=target, why=why),
                     evidence={"link": str(link), "target": str(target)},
                     path=str(link),
                 )
@@ -336,7 +337,11 @@ class Encodings(Check):
                     findings.append(
                         self.finding(
                             ENC007,
-                            f"{item.path}: a symbolic link to {real}, which is checked at its own path; links are never written through.",
+                            _(
+                                "{link}: a symbolic link to {target}, which is checked at its own path; links are never written through.",
+                                link=item.path,
+                                target=real,
+                            ),
                             evidence={"link": str(item.path), "target": str(real)},
                             path=str(item.path),
                         )
@@ -348,12 +353,16 @@ class Encodings(Check):
             findings = self._with_siblings(findings, Path(given))
             trees.append(ScannedTree(str(given), counted[0], counted[1]))
             if counted[0] == 0 and ctx.scope is None:
-                message = f"{given}: 0 text files under it: no encoding was checked."
-                ctx.not_judged(str(given), "no text file under it", cause=ENC012.code)
+                message = _("{path}: 0 text files under it: no encoding was checked.", path=given)
+                ctx.not_judged(str(given), _("no text file under it"), cause=ENC012.code)
                 findings.append(self.finding(ENC012, message, evidence={"model": str(given), "files": 0}, path=str(given)))
         for path, encoding in for_path.items():
             if path not in used and ctx.scope is None:
-                message = f"--from-encoding {path}={encoding}: not among the text files checked under --model; not applied."
+                message = _(
+                    "--from-encoding {path}={encoding}: not among the text files checked under --model; not applied.",
+                    path=path,
+                    encoding=encoding,
+                )
                 findings.append(self.finding(ENC011, message, evidence={"path": path, "encoding": encoding}, path=path))
         ctx.publish(EncodingsFacts(trees, self._kept))
         return findings
@@ -384,16 +393,18 @@ class Encodings(Check):
                 read.append(sibling)
         if len(read) < SIBLINGS_NEEDED:
             return findings
-        names = ", ".join(s.name for s in read[:3]) + (f" and {count - 3} more" if count > 3 else "")
-        voice = f"{count} sibling file(s) read confidently as {family} ({names})"
+        names = ", ".join(s.name for s in read[:3]) + (_(" and {count} more", count=count - 3) if count > 3 else "")
+        voice = _("{count} sibling file(s) read confidently as {family} ({names})", count=count, family=family, names=names)
         replaced: dict[int, list[Finding]] = {}
         # a file its own evidence decided narrowly in another family contradicts the repository: refused
         for item, encoding, language, margin, finding in tree.narrow:
             if family_of(encoding) != family:
-                message = (
-                    f"{item.path}: reads as {encoding} ({language}) by only {margin:.0f} bits, against {voice}; not converted. "
-                    f"Decide with: {decide_command(given, item.path, [encoding, family])}"
-                )
+                message = _(
+                    "{path}: reads as {encoding} ({language}) by only {margin:.0f} bits, against {voice}; not converted. "
+                    "Decide with: {command}",
+                    path=item.path, encoding=encoding, language=language, margin=margin, voice=voice,
+                    command=decide_command(given, item.path, [encoding, family]),
+                )  # fmt: skip
                 evidence = {**finding.evidence, "siblings": family, "decided_alone": encoding}
                 replaced[id(finding)] = [self.finding(ENC002, message, evidence=evidence, path=str(item.path), severity=finding.severity)]
         for item, refusal, kept in tree.pending:
@@ -405,10 +416,12 @@ class Encodings(Check):
             if judged.verdict is not None:
                 replaced[id(refusal)] = self._findings(item, given, None, data, judged.verdict)
                 continue
-            message = f"{refusal.message.rstrip('.')}. The {voice} do not decide it: {judged.why}."
+            message = _(
+                "{refusal}. The {voice} do not decide it: {why}.", refusal=refusal.message.rstrip(".。"), voice=voice, why=judged.why
+            )
             undecided = _undecided_bytes(data)
             if undecided:
-                message += f" Undecided bytes: {undecided}."
+                message += _(" Undecided bytes: {undecided}.", undecided=undecided)
             evidence = {**refusal.evidence, "siblings": family, "siblings_why_not": judged.why}
             replaced[id(refusal)] = [dataclasses.replace(refusal, message=message, evidence=evidence)]
         return [new for finding in findings for new in replaced.get(id(finding), [finding])]
@@ -428,16 +441,20 @@ class Encodings(Check):
         try:
             data = _read(item.target)
         except OSError as exc:
-            return [self.finding(ENC008, f"{path}: cannot read it: {exc.strerror or exc}", evidence={"errno": exc.errno}, path=path)]
+            return [
+                self.finding(
+                    ENC008, _("{path}: cannot read it: {why}", path=path, why=exc.strerror or exc), evidence={"errno": exc.errno}, path=path
+                )
+            ]
         counted[0] += 1
         counted[1] += len(data)
         if len(data) > MAX_ANALYSE:
             if sniff_binary(data[:4096]) or _utf8_stream_ok(item.target):
                 return []
-            message = (
-                f"{path}: not UTF-8, and at over {MAX_ANALYSE >> 20} MiB larger than decode-doctor reads to decide an "
-                "encoding; not converted."
-            )
+            message = _(
+                "{path}: not UTF-8, and at over {limit} MiB larger than decode-doctor reads to decide an encoding; not converted.",
+                path=path, limit=MAX_ANALYSE >> 20,
+            )  # fmt: skip
             return [self.finding(ENC002, message, evidence={"size": item.target.stat().st_size}, path=path)]
         verdict = decide(data, suffix, stated)
         found = self._findings(item, given, stated, data, verdict)
@@ -462,15 +479,17 @@ class Encodings(Check):
             evidence["from_encoding"] = stated
         if item.is_link:
             evidence["link_target"] = str(item.target)
-        where = f" at byte {verdict.bad_offset} (line {verdict.bad_line})" if verdict.bad_offset is not None else ""
+        where = (
+            _(" at byte {offset} (line {line})", offset=verdict.bad_offset, line=verdict.bad_line) if verdict.bad_offset is not None else ""
+        )
         sha = hashlib.sha256(data).hexdigest()
         if verdict.status in ("utf-8", "ascii"):
             if verdict.bom == "utf-8-sig" and suffix in BOM_CHOKES:
-                fix = None if item.is_link else FixRef(f"remove the UTF-8 BOM from {item.path.name}", DropBomParams(sha))
+                fix = None if item.is_link else FixRef(_("remove the UTF-8 BOM from {name}", name=item.path.name), DropBomParams(sha))
                 return [
                     self.finding(
                         ENC006,
-                        f"{path}: starts with a UTF-8 byte-order mark, which {suffix} loaders choke on.",
+                        _("{path}: starts with a UTF-8 byte-order mark, which {suffix} loaders choke on.", path=path, suffix=suffix),
                         evidence=evidence,
                         path=path,
                         fix=fix,
@@ -485,7 +504,10 @@ class Encodings(Check):
             if item.path.name.lower() in LOADER_NAMES or suffix in (".json", ".jsonl", ".txt", ".jinja"):
                 return [
                     self.finding(
-                        ENC009, f"{path}: named like a text file but holds binary data ({verdict.reason}).", evidence=evidence, path=path
+                        ENC009,
+                        _("{path}: named like a text file but holds binary data ({why}).", path=path, why=verdict.reason),
+                        evidence=evidence,
+                        path=path,
                     )
                 ]
             return []
@@ -494,32 +516,67 @@ class Encodings(Check):
             shown = f" «{verdict.preview}»" if verdict.preview else ""
             convert = None
             if not item.is_link:
-                convert = FixRef(f"convert {item.path.name} from {verdict.encoding} to UTF-8", ConvertParams(sha, verdict.encoding))
-            note = " (a symbolic link: convert its target)" if item.is_link else ""
-            message = f"{path}: {verdict.encoding.upper()}, not UTF-8 — loaders fail{where}{shown}; {verdict.reason}.{note}"
+                convert = FixRef(
+                    _("convert {name} from {encoding} to UTF-8", name=item.path.name, encoding=verdict.encoding),
+                    ConvertParams(sha, verdict.encoding),
+                )
+            note = _(" (a symbolic link: convert its target)") if item.is_link else ""
+            message = _(
+                "{path}: {encoding}, not UTF-8 — loaders fail{where}{shown}; {why}.{note}",
+                path=path, encoding=verdict.encoding.upper(), where=where, shown=shown, why=verdict.reason, note=note,
+            )  # fmt: skip
             return [self.finding(ENC001, message, evidence=evidence, path=path, fix=convert, severity=severity)]
         if verdict.status == "mixed":
             lines = "; ".join(
-                f"{enc}: lines {', '.join(map(str, nums[:8]))}{'…' if len(nums) > 8 else ''}" for enc, nums in verdict.mixed_lines.items()
+                _("{encoding}: lines {lines}", encoding=enc, lines=", ".join(map(str, nums[:8])) + ("…" if len(nums) > 8 else ""))
+                for enc, nums in verdict.mixed_lines.items()
             )
             evidence["lines"] = verdict.mixed_lines
             return [
-                self.finding(ENC003, f"{path}: mixes encodings ({lines}); not converted.", evidence=evidence, path=path, severity=severity)
+                self.finding(
+                    ENC003,
+                    _("{path}: mixes encodings ({lines}); not converted.", path=path, lines=lines),
+                    evidence=evidence,
+                    path=path,
+                    severity=severity,
+                )
             ]
         if verdict.status == "truncated":
             return [
-                self.finding(ENC004, f"{path}: {verdict.reason}{where}; not converted.", evidence=evidence, path=path, severity=severity)
+                self.finding(
+                    ENC004,
+                    _("{path}: {why}{where}; not converted.", path=path, why=verdict.reason, where=where),
+                    evidence=evidence,
+                    path=path,
+                    severity=severity,
+                )
             ]
         if verdict.status == "cookie":
-            return [self.finding(ENC005, f"{path}: not UTF-8 and {verdict.reason}; left as it is.", evidence=evidence, path=path)]
+            return [
+                self.finding(
+                    ENC005, _("{path}: not UTF-8 and {why}; left as it is.", path=path, why=verdict.reason), evidence=evidence, path=path
+                )
+            ]
         side_by_side = " | ".join(f"{r.encoding} ({r.language}): {' · '.join(r.words)}" for r in verdict.readings if r.words)
         if verdict.status == "contradicted" or verdict.stated:
-            message = f"{path}: {verdict.reason}" + (f" — {side_by_side}" if side_by_side else "") + "; left as it is."
+            message = _(
+                "{path}: {why}{readings}; left as it is.",
+                path=path,
+                why=verdict.reason,
+                readings=" — " + side_by_side if side_by_side else "",
+            )
             return [self.finding(ENC010, message, evidence=evidence, path=path)]
         command = decide_command(given, item.path, verdict.candidates)
         evidence["decide_with"] = command
         shown = f": {side_by_side}" if side_by_side else ""
-        message = f"{path}: not UTF-8{where}, and {verdict.reason}{shown}. Decide with: {command}"
+        message = _(
+            "{path}: not UTF-8{where}, and {why}{shown}. Decide with: {command}",
+            path=path,
+            where=where,
+            why=verdict.reason,
+            shown=shown,
+            command=command,
+        )
         return [self.finding(ENC002, message, evidence=evidence, path=path, severity=severity)]
 
 

@@ -14,6 +14,7 @@ from ..engine.findings import Applicability, Finding
 from ..engine.paths import default_state_dir
 from ..fixes.actions import FixPlan
 from ..fixes.journal import LockBusy, apply_plans, note
+from ..i18n import N_, _
 from .requests import Dialogue, FixRequest
 from .service import Outcome, recheck
 
@@ -32,18 +33,27 @@ def plan_fixes(outcome: Outcome, findings: list[Finding], unsafe: bool, dialogue
         fixer_cls = outcome.registry.fixers[finding.fix.fixer]
         applicability = finding.fix.applicability
         if applicability is Applicability.UNSAFE and not unsafe:
-            dialogue.say(f"{finding.code}: the fix is marked unsafe ({finding.fix.summary}); pass --unsafe-fixes to apply it")
+            dialogue.say(
+                _(
+                    "{code}: the fix is marked unsafe ({summary}); pass --unsafe-fixes to apply it",
+                    code=finding.code,
+                    summary=finding.fix.summary,
+                )
+            )
             continue
         try:
             plan = fixer_cls().plan(finding, outcome.ctx)
         except Exception as exc:
-            dialogue.say(f"{finding.code}: could not plan the fix: {type(exc).__name__}: {exc}")
+            dialogue.say(_("{code}: could not plan the fix: {error}", code=finding.code, error=type(exc).__name__ + ": " + str(exc)))
             continue
         if not plan.actions:
-            dialogue.say(f"{finding.code}: nothing left to change")
+            dialogue.say(_("{code}: nothing left to change", code=finding.code))
             continue
         (plans.to_show if applicability is Applicability.DISPLAY_ONLY else plans.to_apply).append(plan)
     return plans
+
+
+STATUS_WORDS = (N_("applied"), N_("rolled back"))  # statuses said as they are; "failed: …" carries its error
 
 
 def _shell(plans: list[FixPlan], dialogue: Dialogue) -> None:
@@ -59,44 +69,44 @@ def fix(outcome: Outcome, request: FixRequest, dialogue: Dialogue) -> Outcome:
     outcome.report.fixes = summary
     findings = outcome.report.fixable()
     if not findings:
-        dialogue.say("Nothing to fix.")
+        dialogue.say(_("Nothing to fix."))
         return outcome
     plans = plan_fixes(outcome, findings, request.unsafe, dialogue)
     for plan in plans.to_show:
-        dialogue.say(f"{plan.finding.code} cannot be applied by decode-doctor; run these commands yourself:")
+        dialogue.say(_("{code} cannot be applied by decode-doctor; run these commands yourself:", code=plan.finding.code))
         _shell([plan], dialogue)
     if not plans.to_apply:
         return outcome
-    dialogue.say(f"Planned fixes ({len(plans.to_apply)}):")
+    dialogue.say(_("Planned fixes ({count}):", count=len(plans.to_apply)))
     for plan in plans.to_apply:
         dialogue.say(plan.preview())
     if request.dry_run:
-        dialogue.say("Dry run: nothing was changed.")
+        dialogue.say(_("Dry run: nothing was changed."))
         return outcome
     if not all(action.permitted() for plan in plans.to_apply for action in plan.actions):
-        dialogue.say("This process cannot write the targets (it needs root, or the filesystem is read-only); nothing was changed.")
-        dialogue.say("Run them as root (sudo decode-doctor check --fix), or run these commands yourself:")
+        dialogue.say(_("This process cannot write the targets (it needs root, or the filesystem is read-only); nothing was changed."))
+        dialogue.say(_("Run them as root (sudo decode-doctor check --fix), or run these commands yourself:"))
         _shell(plans.to_apply, dialogue)
         return outcome
     if not request.yes:
         if not dialogue.interactive:
-            dialogue.say("Not applying: confirming needs a terminal. Pass --yes to apply, or --dry-run to only preview.")
+            dialogue.say(_("Not applying: confirming needs a terminal. Pass --yes to apply, or --dry-run to only preview."))
             return outcome
-        if not dialogue.confirm(f"Apply {len(plans.to_apply)} fix(es)?"):
-            dialogue.say("Nothing was changed.")
+        if not dialogue.confirm(_("Apply {count} fix(es)?", count=len(plans.to_apply))):
+            dialogue.say(_("Nothing was changed."))
             return outcome
     meta = {"argv": list(outcome.request.argv), "root": str(outcome.ctx.root)}
     try:
         result = apply_plans(plans.to_apply, request.state_dir, meta, on_step=request.on_step)
     except LockBusy as exc:
-        dialogue.say(f"Not applying: {exc}. Try again when it has finished.")
+        dialogue.say(_("Not applying: {why}. Try again when it has finished.", why=exc))
         return outcome
     for item in result.outcomes:
-        dialogue.say(f"{item.code}: {item.shown}: {item.status}")
+        dialogue.say(f"{item.code}: {item.shown}: {_(item.status) if item.status in STATUS_WORDS else item.status}")
     undo_hint = f"decode-doctor undo {result.run_id}"
     if request.state_dir != default_state_dir():
         undo_hint += f" --state-dir {request.state_dir}"
-    dialogue.say(f"Fix run {result.run_id} recorded in {result.run_dir}. Undo with: {undo_hint}")
+    dialogue.say(_("Fix run {run} recorded in {folder}. Undo with: {hint}", run=result.run_id, folder=result.run_dir, hint=undo_hint))
     summary.update(
         applied=True,
         run_id=result.run_id,
@@ -135,15 +145,17 @@ def _say_rechecked(
     for plan in applied:
         if (plan.finding.code, plan.finding.path) not in still and not not_applied(plan):
             resolved[plan.finding.code] += 1
-    dialogue.say("After the fix:")
+    dialogue.say(_("After the fix:"))
     for code, count in sorted(resolved.items()):
-        dialogue.say(f"    {code}: resolved" + (f" ({count:,} findings)" if count > 1 else ""))
+        dialogue.say(
+            "    " + (_("{code}: resolved ({count:,} findings)", code=code, count=count) if count > 1 else _("{code}: resolved", code=code))
+        )
     why = {id(plan.finding): not_applied(plan) for plan in applied}
     for finding in failed[:SHOWN_FAILURES]:
         where = f" ({finding.path})" if finding.path else ""
         reason = why.get(id(finding))
-        said = f"not applied ({reason})" if reason else "still present after the fix"
-        dialogue.say(f"    {finding.code}: FAILED: {said}{where}")
+        said = _("not applied ({reason})", reason=reason) if reason else _("still present after the fix")
+        dialogue.say("    " + _("{code}: FAILED: {said}{where}", code=finding.code, said=said, where=where))
     if len(failed) > SHOWN_FAILURES:
-        dialogue.say(f"    … and {len(failed) - SHOWN_FAILURES:,} more still present")
+        dialogue.say("    " + _("… and {count:,} more still present", count=len(failed) - SHOWN_FAILURES))
     summary["rechecked"] = {"resolved": sum(resolved.values()), "still_present": len(failed)}

@@ -46,15 +46,21 @@ def list_checks(fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps({"checks": rows, "load_errors": registry.errors}, indent=2))
         return
+    from ..i18n import explanation
+    from ..i18n.width import ljust
+
     for row in rows:
-        extra = ", ".join(row["needs"] + (["runs alone"] if row["exclusive"] else []))
+        extra = ", ".join(row["needs"] + ([_("runs alone")] if row["exclusive"] else []))
         origin = "" if row["origin"] == "builtin" else f" [{row['origin']}]"
         click.echo(f"{row['check']}: {row['description']}" + (f" ({extra})" if extra else "") + origin)
         for code in row["codes"]:
-            label = "" if not code["fix"] else "  [fixable]" if code["fix"] == "safe" else f"  [fixable: {code['fix']}]"
-            click.echo(f"    {code['code']:<9} {code['severity']:<8} {code['title']}{label}")
+            label = ""
+            if code["fix"]:
+                label = "  [" + (_("fixable") if code["fix"] == "safe" else _("fixable: {how}", how=code["fix"])) + "]"
+            severity = ljust(_(SEVERITY_WORDS.get(code["severity"], code["severity"])), 8)
+            click.echo(f"    {code['code']:<9} {severity} {explanation(code['code'], 'title', code['title'])}{label}")
     for error in registry.errors:
-        click.echo(f"could not load: {error}", err=True)
+        click.echo(_("could not load: {error}", error=error), err=True)
 
 
 @click.command(context_settings=CONTEXT)

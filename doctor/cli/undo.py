@@ -8,6 +8,7 @@ import click
 
 from ..app.guard import guarded
 from ..app.output import shown
+from ..i18n import N_, _
 from .common import CONTEXT
 
 
@@ -29,32 +30,41 @@ def undo(run_id: str | None, state_dir: Path | None, list_only: bool, force: boo
     guarded(False, lambda: _undo(run_id, state_dir or default_state_dir(), given, list_only, force))
 
 
+RUN_STATES = (N_("applied"), N_("interrupted"), N_("undone"), N_("nothing applied"), N_("restored"))
+
+
 def _undo(run_id: str | None, state_dir: Path, given: bool, list_only: bool, force: bool) -> int:
     from ..app import undo as app_undo
 
     if given:
         state_dir.stat()  # unreachable (EACCES): one line from guarded, not a claim that it is missing
         if not state_dir.is_dir():
-            raise click.BadParameter(f"{state_dir} is not a directory: no fix run was journaled there", param_hint="--state-dir")
+            raise click.BadParameter(
+                _("{path} is not a directory: no fix run was journaled there", path=state_dir), param_hint="--state-dir"
+            )
     if list_only:
         runs = app_undo.runs(state_dir)
         if not runs:
-            click.echo(f"No fix runs in {state_dir}.")
+            click.echo(_("No fix runs in {path}.", path=state_dir))
         for run in runs:
-            click.echo(shown(f"{run.run_id}  {run.started}  {run.actions} action(s)  {run.status}  {' '.join(run.argv)}"))
+            actions = _("{count} action(s)", count=run.actions)
+            status = _(run.status) if run.status in RUN_STATES else run.status
+            click.echo(shown(f"{run.run_id}  {run.started}  {actions}  {status}  {' '.join(run.argv)}"))
         return 0
     try:
         result = app_undo.undo(app_undo.UndoRequest(state_dir, run_id, force))
     except (app_undo.UndoError, app_undo.LockBusy) as exc:
-        click.echo(f"decode-doctor undo: {exc}", err=True)
+        click.echo(_("decode-doctor undo: {error}", error=exc), err=True)
         return 2
-    click.echo(f"Undo of fix run {result.run_id}:")
+    click.echo(_("Undo of fix run {run}:", run=result.run_id))
     for target, status in result.outcomes:
-        click.echo(shown(f"    {target}: {status}"))
+        click.echo(shown(f"    {target}: {_(status) if status in RUN_STATES else status}"))
     if result.conflicts:
         click.echo(
-            "Some targets changed after the fix and were left alone; the originals are in the run's backups/. Use --force to restore "
-            "them anyway."
+            _(
+                "Some targets changed after the fix and were left alone; the originals are in the run's backups/. Use --force to "
+                "restore them anyway."
+            )
         )
         return 1
     return 0

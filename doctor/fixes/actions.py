@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..engine.findings import Finding
+from ..i18n import _
 from .atomic import (
     TEMP_SUFFIX,
     UnsafeTarget,
@@ -112,7 +113,7 @@ class ReplaceFile(Action):
     def preview(self) -> str:
         text = self._diff()
         if self.label and self.label != str(self.path):
-            text += f"\n(written to {self.path}, the --root copy of {self.label})"
+            text += "\n" + _("(written to {path}, the --root copy of {label})", path=self.path, label=self.label)
         return text
 
     def _diff(self) -> str:
@@ -121,11 +122,14 @@ class ReplaceFile(Action):
             new = self.content.decode("utf-8", errors="replace").splitlines(keepends=True)
             diff = list(difflib.unified_diff(old, new, f"a{self.shown}", f"b{self.shown}"))
             if len(diff) > self.max_preview_lines:
-                diff = [*diff[: self.max_preview_lines], f"… {len(diff) - self.max_preview_lines} more diff lines\n"]
+                diff = [*diff[: self.max_preview_lines], _("… {count} more diff lines", count=len(diff) - self.max_preview_lines) + "\n"]
             text = "".join(line if line.endswith("\n") else line + "\n" for line in diff)
-            return text.rstrip("\n") or f"{self.shown}: same lines, {self.path.stat().st_size} → {len(self.content)} bytes"
+            before, after = self.path.stat().st_size, len(self.content)
+            same = _("{path}: same lines, {before} → {after} bytes", path=self.shown, before=before, after=after)
+            return text.rstrip("\n") or same
         body = self.content.decode("utf-8", errors="replace")
-        return f"create {self.shown} ({len(self.content)} bytes):\n" + "".join(f"+{line}\n" for line in body.splitlines())
+        head = _("create {path} ({size} bytes):", path=self.shown, size=len(self.content))
+        return head + "\n" + "".join(f"+{line}\n" for line in body.splitlines())
 
     def shell(self) -> str:
         text = self.content.decode("utf-8", errors="replace")
@@ -214,8 +218,10 @@ class WriteTunable(Action):
             return None
 
     def preview(self) -> str:
-        where = f"{self.path} (the --root copy of {self.label})" if self.label and self.label != str(self.path) else self.shown
-        return f"write {self.value} to {where} (now {self._current()})"
+        where = self.shown
+        if self.label and self.label != str(self.path):
+            where = _("{path} (the --root copy of {label})", path=self.path, label=self.label)
+        return _("write {value} to {where} (now {current})", value=self.value, where=where, current=self._current())
 
     def shell(self) -> str:
         if self.shown.startswith("/proc/sys/"):
@@ -365,7 +371,7 @@ class MoveFile(Action):
         return str(self.path)
 
     def preview(self) -> str:
-        return f"move {self.path} → {self.destination}" + (f" ({self.reason})" if self.reason else "")
+        return _("move {path} → {destination}", path=self.path, destination=self.destination) + (f" ({self.reason})" if self.reason else "")
 
     def shell(self) -> str:
         source, target = shlex.quote(str(self.path)), shlex.quote(str(self.destination))
@@ -556,5 +562,5 @@ class FixPlan:
         lines = [f"{self.finding.code} {self.description}"]
         for action in self.actions:
             lines.extend("    " + line for line in action.preview().splitlines())
-        lines.extend(f"    note: {note}" for note in self.notes)
+        lines.extend("    " + _("note: {note}", note=note) for note in self.notes)
         return "\n".join(lines)
