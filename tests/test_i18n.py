@@ -20,7 +20,7 @@ from decode_doctor.i18n import width
 from decode_doctor.i18n.extract import sections
 
 from .conftest import FIXTURES
-from .support.harness import cli
+from .support.harness import chromium_or_skip, cli
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -248,18 +248,8 @@ def test_json_keys_codes_and_metric_names_are_the_same_in_both_languages(tmp_pat
     assert metrics["en"] == metrics["zh-CN"] and metrics["en labels"] == metrics["zh-CN labels"] and metrics["en"]
 
 
-def _chromium() -> str | None:
-    import shutil
-
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 def test_the_chinese_report_renders_in_chromium_without_overflow_at_1280px(tmp_path):
-    chromium = _chromium()
-    if chromium is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
-        pytest.skip("chromium is not installed")
+    chromium = chromium_or_skip()
     from .support.modelgen import qwen2_7b
 
     model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)

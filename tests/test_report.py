@@ -15,7 +15,7 @@ import pytest
 
 from .conftest import FIXTURES, REPO
 from .support.fakes import fake_tool
-from .support.harness import cli
+from .support.harness import chromium_or_skip, cli
 
 SECRETS = {
     "hf": "hf_QmVaLidLoOkInGtOkEnValue0123456789",
@@ -224,18 +224,10 @@ def test_prometheus_output_parses(tmp_path, steady_bandwidth):
     assert families["decode_doctor_check_duration_seconds"].samples
 
 
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 def test_html_report_renders_in_headless_chromium_without_network(tmp_path):
     from .support.modelgen import qwen2_7b
 
-    chromium = _chromium()
-    if chromium is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
-        pytest.skip("chromium is not installed")
+    chromium = chromium_or_skip()
     model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)
     dataset = tmp_path / "dataset-with-a-rather-long-directory-name-as-they-come-from-object-stores"
     dataset.mkdir()

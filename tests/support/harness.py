@@ -189,3 +189,18 @@ def fix_killed_at(step: int, *select: str, state_dir: Path, **run_kw: Any) -> bo
         return True
     assert os.WEXITSTATUS(status) == 0, f"the fix failed in the child (status {os.WEXITSTATUS(status)})"
     return False
+
+
+def chromium_or_skip() -> str:
+    """Debian's chromium for the HTML tests: skipped where it is missing, a failure in CI (.ci/run installs it)."""
+    import os
+    import shutil
+
+    import pytest
+
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
+        pytest.skip("chromium is not installed")
+    return found
