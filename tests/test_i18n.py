@@ -358,3 +358,19 @@ def test_the_fix_preview_question_apply_and_undo_speak_chinese(tmp_path):
     undone = cli("undo", "--state-dir", str(state), "--lang", "zh-CN").stdout
     assert undone.startswith("回滚修复记录 ") and "已恢复" in undone
     assert (root / "proc/sys/vm/swappiness").read_bytes() == before
+
+
+def test_bench_judgement_reads_in_chinese_and_keeps_its_evidence():
+    from decode_doctor.checks.serving.facts import Ceiling
+    from decode_doctor.checks.serving.judge import judge
+
+    from .test_serving import bench_of, level
+
+    bench = bench_of([level(1, [0.02] * 12)])  # 50 tok/s against a 200 tok/s ceiling
+    ceiling = Ceiling(200.0, "cpu", 50.0, "measured", 4096, "m")
+    english = {v.code.code: v for v in judge(bench, ceiling)}
+    i18n.use("zh-CN")
+    chinese = {v.code.code: v for v in judge(bench, ceiling)}
+    i18n.use("en")
+    assert chinese["LIV001"].message == "并发 1 时的解码只达到本机上限的 25 %：50.0 / 200.0 tok/s（TPOT p50 20.0 ms，上限对应 5.00 ms）。"
+    assert chinese["LIV001"].evidence == english["LIV001"].evidence and "25 % of this host's ceiling" in english["LIV001"].message

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from decode_doctor.engine import Check, Context, Finding, Needs, Option
 from decode_doctor.engine.units import whole
+from decode_doctor.i18n import _
 
 from .codes import BW002, BW003, BW005, RETIRED
 from .contract import MEASURED_ELSEWHERE, BandwidthFacts, CpuMemory, MemorySpec, of_peak
@@ -114,15 +115,22 @@ class Bandwidth(Check):
         if cpu.reached is not None and cpu.reached < LOW_RATIO:
             findings.append(self.finding(BW002, self._low_ratio_message(cpu), evidence=evidence["cpu"]))
         if measured.other_load > BUSY or measured.contended:
-            message = (
-                f"Other processes used {measured.other_load:.0%} of the CPUs ({measured.foreign_cores:.2f} cores over the window, "
-                f"{measured.steal:.0%} stolen by the hypervisor) during the measurement; the figures understate the memory."
-            )
+            message = _(
+                "Other processes used {load:.0%} of the CPUs ({cores:.2f} cores over the window, {steal:.0%} stolen by the "
+                "hypervisor) during the measurement; the figures understate the memory.",
+                load=measured.other_load, cores=measured.foreign_cores, steal=measured.steal,
+            )  # fmt: skip
             evidence = {"other_load": measured.other_load, "foreign_cores": measured.foreign_cores, "steal": measured.steal}
             findings.append(self.finding(BW003, message, evidence=evidence))
         for gpu in gpus:
             if gpu.theoretical_gbps and gpu.copy_gbps / gpu.theoretical_gbps < GPU_LOW_RATIO:
-                message = f"GPU {gpu.index} ({gpu.name}): copy {gpu.copy_gbps:.0f} GB/s{of_peak(gpu)}."
+                message = _(
+                    "GPU {index} ({name}): copy {gbps:.0f} GB/s{peak}.",
+                    index=gpu.index,
+                    name=gpu.name,
+                    gbps=gpu.copy_gbps,
+                    peak=of_peak(gpu),
+                )
                 findings.append(self.finding(BW005, message, evidence=vars(gpu)))
         return findings
 
@@ -132,12 +140,15 @@ class Bandwidth(Check):
         assert spec is not None and cpu.spec_gbps is not None
         causes = []
         if spec.populated < spec.slots:
-            causes.append(f"{spec.populated} of {spec.slots} DIMM slots populated")
+            causes.append(_("{populated} of {slots} DIMM slots populated", populated=spec.populated, slots=spec.slots))
         if cpu.numa_nodes > 1:
-            causes.append(f"{cpu.numa_nodes} NUMA nodes")
+            causes.append(_("{count} NUMA nodes", count=cpu.numa_nodes))
         if cpu.governor and cpu.governor != "performance":
-            causes.append(f"CPU governor '{cpu.governor}'")
+            causes.append(_("CPU governor '{governor}'", governor=cpu.governor))
         if measured.threads * PER_CORE_GBPS < cpu.spec_gbps * LOW_RATIO:
-            causes.append(f"only {measured.threads} cores to drive {spec.channels} channels")
-        why = "; likely: " + ", ".join(causes) if causes else ""
-        return f"Read {measured.read_gbps:.1f} GB/s is {cpu.reached:.0%} of the {cpu.spec_gbps:.0f} GB/s the memory is rated for{why}."
+            causes.append(_("only {threads} cores to drive {channels} channels", threads=measured.threads, channels=spec.channels))
+        why = _("; likely: {causes}", causes=_(", ").join(causes)) if causes else ""
+        return _(
+            "Read {read:.1f} GB/s is {reached:.0%} of the {spec:.0f} GB/s the memory is rated for{why}.",
+            read=measured.read_gbps, reached=cpu.reached, spec=cpu.spec_gbps, why=why,
+        )  # fmt: skip

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from decode_doctor.engine import EnvRow, Facts, Metric, Sample
+from decode_doctor.i18n import _
 
 from .codes import BW002, BW003, BW005
 
@@ -143,4 +144,4 @@ class BandwidthFacts(Facts):
 def of_peak(gpu: GpuBandwidth) -> str:
     if not gpu.theoretical_gbps:
         return ""
-    return f" of {gpu.theoretical_gbps:.0f} GB/s theoretical ({gpu.copy_gbps / gpu.theoretical_gbps:.0%})"
+    return _(" of {peak:.0f} GB/s theoretical ({share:.0%})", peak=gpu.theoretical_gbps, share=gpu.copy_gbps / gpu.theoretical_gbps)

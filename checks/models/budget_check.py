@@ -9,6 +9,7 @@ from decode_doctor.checks.bandwidth.contract import BandwidthFacts
 from decode_doctor.checks.gpu.contract import GpuFacts
 from decode_doctor.engine import Check, Context, Finding, Needs, Option, Reads
 from decode_doctor.engine.units import amount, human_bytes, parse_rate, whole
+from decode_doctor.i18n import _
 
 from .artifacts import ArtifactsFacts
 from .budget import Device, compute_budget
@@ -160,25 +161,30 @@ class DecodeBudget(Check):
             if budget.device not in entry.judged:
                 continue
             evidence = {"model": name, **budget.to_dict()}
-            knobs = f" Knobs: {'; '.join(budget.knobs)}." if budget.knobs else ""
-            where = f"{name} on {budget.device}"
+            knobs = _(" Knobs: {knobs}.", knobs="; ".join(budget.knobs)) if budget.knobs else ""
+            where = _("{model} on {device}", model=name, device=budget.device)
+            sizes = {
+                "need": human_bytes(budget.need_bytes),
+                "usable": human_bytes(_usable(budget)),
+                "capacity": human_bytes(budget.capacity_bytes),
+            }
             if budget.fit == "does not fit":
-                message = (
-                    f"{where}: needs {human_bytes(budget.need_bytes)} at {budget.context:,} tokens × {budget.concurrency}, "
-                    f"has {human_bytes(_usable(budget))} usable (90 % of {human_bytes(budget.capacity_bytes)}).{knobs}"
-                )
+                message = _(
+                    "{where}: needs {need} at {context:,} tokens × {concurrency}, has {usable} usable (90 % of {capacity}).{knobs}",
+                    where=where, context=budget.context, concurrency=budget.concurrency, knobs=knobs, **sizes,
+                )  # fmt: skip
                 findings.append(self.finding(DEC002, message, evidence=evidence, path=path))
             elif budget.fit == "tight":
-                message = (
-                    f"{where}: needs {human_bytes(budget.need_bytes)} of the {human_bytes(_usable(budget))} usable (90 % of "
-                    f"{human_bytes(budget.capacity_bytes)}), less than 5 % of it left.{knobs}"
-                )
+                message = _(
+                    "{where}: needs {need} of the {usable} usable (90 % of {capacity}), less than 5 % of it left.{knobs}",
+                    where=where, knobs=knobs, **sizes,
+                )  # fmt: skip
                 findings.append(self.finding(DEC003, message, evidence=evidence, path=path))
             if target and budget.tps_per_sequence and budget.tps_per_sequence < target:
-                message = (
-                    f"{where}: at most {budget.tps_per_sequence:.1f} tok/s per sequence at {budget.context:,} tokens, "
-                    f"below the target {target:g}."
-                )
+                message = _(
+                    "{where}: at most {tps:.1f} tok/s per sequence at {context:,} tokens, below the target {target:g}.",
+                    where=where, tps=budget.tps_per_sequence, context=budget.context, target=target,
+                )  # fmt: skip
                 findings.append(self.finding(DEC004, message, evidence=evidence, path=path))
         return findings
 

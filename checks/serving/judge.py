@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from decode_doctor.i18n import _
+
 from .codes import LIV001, LIV002, LIV003, LIV004, LIV005, LIV006, LIV007, LIV008, LIV009
 from .diagnosis import Verdict
 from .facts import BenchRun, Ceiling, ms
@@ -51,17 +53,20 @@ def _against_ceiling(bench: BenchRun, ceiling: Ceiling | None) -> list[Verdict]:
         "model": ceiling.model,
     }
     if reach > IMPOSSIBLE_REACH:
-        message = (
-            f"decode at concurrency 1 runs at {measured:,.1f} tok/s, {reach:.1f}× the ceiling of {ceiling.tokens_per_s:,.1f} tok/s "
-            f"computed for {ceiling.model} on {ceiling.device}: the server is not serving these weights from this memory "
-            "(another model or quantization, or another device), so no judgement is made."
-        )
+        message = _(
+            "decode at concurrency 1 runs at {measured:,.1f} tok/s, {reach:.1f}× the ceiling of {ceiling:,.1f} tok/s computed for "
+            "{model} on {device}: the server is not serving these weights from this memory (another model or quantization, or "
+            "another device), so no judgement is made.",
+            measured=measured, reach=reach, ceiling=ceiling.tokens_per_s, model=ceiling.model, device=ceiling.device,
+        )  # fmt: skip
         return [Verdict(LIV008, message, evidence)]
     if reach < LOW_REACH:
-        message = (
-            f"decode at concurrency 1 reaches {reach * 100:.0f} % of this host's ceiling: {measured:,.1f} of "
-            f"{ceiling.tokens_per_s:,.1f} tok/s (TPOT p50 {ms(first.tpot.p50)} against {ms(1000 / ceiling.tokens_per_s)})."
-        )
+        message = _(
+            "decode at concurrency 1 reaches {reach:.0f} % of this host's ceiling: {measured:,.1f} of {ceiling:,.1f} tok/s "
+            "(TPOT p50 {tpot} against {floor}).",
+            reach=reach * 100, measured=measured, ceiling=ceiling.tokens_per_s, tpot=ms(first.tpot.p50),
+            floor=ms(1000 / ceiling.tokens_per_s),
+        )  # fmt: skip
         return [Verdict(LIV001, message, evidence)]
     return []
 
@@ -71,10 +76,11 @@ def _swings(levels: Sequence[LevelStats]) -> list[Verdict]:
     if not worst:
         return []
     lv, tpot = max(worst, key=lambda item: item[1].spread or 0)
-    message = (
-        f"TPOT swings from {ms(tpot.p50)} (p50) to {ms(tpot.p99)} (p99) at concurrency {lv.concurrency}, "
-        f"{tpot.spread or 0:.1f}× (levels: {', '.join(str(x.concurrency) for x, _ in worst)})."
-    )
+    message = _(
+        "TPOT swings from {p50} (p50) to {p99} (p99) at concurrency {concurrency}, {spread:.1f}× (levels: {levels}).",
+        p50=ms(tpot.p50), p99=ms(tpot.p99), concurrency=lv.concurrency, spread=tpot.spread or 0,
+        levels=", ".join(str(x.concurrency) for x, _d in worst),
+    )  # fmt: skip
     evidence = {"concurrency": lv.concurrency, "tpot_p50_ms": round(tpot.p50, 3), "tpot_p99_ms": round(tpot.p99, 3), "samples": tpot.n}
     return [Verdict(LIV002, message, evidence)]
 
@@ -87,10 +93,11 @@ def _tails(levels: Sequence[LevelStats]) -> list[Verdict]:
     if not worst:
         return []
     lv, ttft = max(worst, key=lambda item: item[1].p99 / item[1].p50)
-    message = (
-        f"TTFT has a long tail at concurrency {lv.concurrency}: p50 {ms(ttft.p50)}, p99 {ms(ttft.p99)} "
-        f"({ttft.p99 / ttft.p50:.1f}×); one request in a hundred waits that long for its first token."
-    )
+    message = _(
+        "TTFT has a long tail at concurrency {concurrency}: p50 {p50}, p99 {p99} ({ratio:.1f}×); one request in a hundred waits "
+        "that long for its first token.",
+        concurrency=lv.concurrency, p50=ms(ttft.p50), p99=ms(ttft.p99), ratio=ttft.p99 / ttft.p50,
+    )  # fmt: skip
     evidence = {"concurrency": lv.concurrency, "ttft_p50_ms": round(ttft.p50, 3), "ttft_p99_ms": round(ttft.p99, 3), "samples": ttft.n}
     return [Verdict(LIV003, message, evidence)]
 
@@ -109,7 +116,10 @@ def _failures(levels: Sequence[LevelStats], engine: str | None) -> list[Verdict]
             examples.setdefault(kind, text)
     by_kind = ", ".join(f"{count} × {kind}" for kind, count in sorted(kinds.items(), key=lambda item: -item[1]))
     first_kind = max(kinds, key=lambda k: kinds[k])
-    message = f"{failed} of {attempted} requests failed ({by_kind}); for example: {examples.get(first_kind, '')}"
+    message = _(
+        "{failed} of {attempted} requests failed ({kinds}); for example: {example}",
+        failed=failed, attempted=attempted, kinds=by_kind, example=examples.get(first_kind, ""),
+    )  # fmt: skip
     if "cut-off" in kinds and engine in CUT_OFF_HINTS:
         message += f" ({CUT_OFF_HINTS[engine]})"
     evidence = {"failed": failed, "attempted": attempted, "kinds": kinds, "examples": examples, "rate": round(failed / attempted, 4)}
@@ -120,20 +130,21 @@ def _max_tokens(levels: Sequence[LevelStats], max_tokens: int, ignore_eos: bool)
     verdicts = []
     over = sum(lv.over_max for lv in levels)
     if over:
-        message = f"{over} response(s) carried more than the {max_tokens} tokens max_tokens allowed."
+        message = _("{over} response(s) carried more than the {max_tokens} tokens max_tokens allowed.", over=over, max_tokens=max_tokens)
         verdicts.append(Verdict(LIV005, message, {"over": over, "max_tokens": max_tokens}))
     early = sum(lv.stopped_early for lv in levels)
     ok = sum(lv.ok for lv in levels)
     if early:
-        hint = "" if ignore_eos else " --ignore-eos asks vLLM, SGLang and llama.cpp to run every request to max_tokens."
-        message = (
-            f"{early} of {ok} responses ended before {max_tokens} tokens (the model chose to stop): the load was lighter "
-            f"than planned and TPOT is over fewer tokens.{hint}"
-        )
+        hint = "" if ignore_eos else _(" --ignore-eos asks vLLM, SGLang and llama.cpp to run every request to max_tokens.")
+        message = _(
+            "{early} of {ok} responses ended before {max_tokens} tokens (the model chose to stop): the load was lighter than "
+            "planned and TPOT is over fewer tokens.{hint}",
+            early=early, ok=ok, max_tokens=max_tokens, hint=hint,
+        )  # fmt: skip
         verdicts.append(Verdict(LIV006, message, {"early": early, "ok": ok, "max_tokens": max_tokens}))
     chunks = [lv.concurrency for lv in levels if lv.tokens_from in ("chunks", "mixed")]
     if chunks:
-        message = (
+        message = _(
             "the server sent no usage with its stream (stream_options.include_usage), so output tokens were counted as "
             "content chunks; a server that puts several tokens in one chunk makes TPOT look slower than it is."
         )
@@ -153,12 +164,17 @@ def _slo(levels: Sequence[LevelStats], terms: Sequence[str]) -> list[Verdict]:
     failed = first.attempted - first.ok
     causes = []
     if over:
-        causes.append("latency: " + ", ".join(over))
+        causes.append(_("latency: {terms}", terms=", ".join(over)))
     if failed:
-        causes.append(f"failed requests: {failed} of {first.attempted} (a failed request misses every term)")
-    cleared = f"; within it: {', '.join(within)}" if within else ""
-    holds = f"it holds up to concurrency {max(passing)}" if passing else "it holds at no level measured"
-    message = f"the SLO {','.join(terms)} fails at concurrency {first.concurrency} on {' and on '.join(causes)}{cleared}; {holds}."
+        causes.append(
+            _("failed requests: {failed} of {attempted} (a failed request misses every term)", failed=failed, attempted=first.attempted)
+        )
+    cleared = _("; within it: {terms}", terms=", ".join(within)) if within else ""
+    holds = _("it holds up to concurrency {concurrency}", concurrency=max(passing)) if passing else _("it holds at no level measured")
+    message = _(
+        "the SLO {slo} fails at concurrency {concurrency} on {causes}{cleared}; {holds}.",
+        slo=",".join(terms), concurrency=first.concurrency, causes=_(" and on ").join(causes), cleared=cleared, holds=holds,
+    )  # fmt: skip
     evidence = {
         "failing": [lv.concurrency for lv in failing],
         "passing": passing,
