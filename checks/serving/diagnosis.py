@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from decode_doctor.engine import Code
+from decode_doctor.i18n import _
 
 from .codes import SRV001, SRV002, SRV003, SRV004, SRV007
 from .engines import Histogram, Snapshot, family
@@ -63,7 +64,7 @@ WAITS_ONLY_AT_LIMIT = ("llama.cpp",)
 
 def _hinted(message: str, engine: str, flags: dict[str, str]) -> str:
     hint = flags.get(engine)
-    return f"{message} {engine}: {hint}." if hint else message
+    return _("{message} {engine}: {hint}.", message=message, engine=engine, hint=hint) if hint else message
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ def diagnose(
     engine = now.engine
     verdicts: list[Verdict] = []
     during = before is not None
-    window = when or ("during the run" if during else "now")
+    window = when or (_("during the run") if during else _("now"))
     kv = _peak(peak_kv, now.kv_usage)
     waiting = _peak(peak_waiting, now.waiting)
     running = _peak(peak_running, now.running)
@@ -149,23 +150,30 @@ def diagnose(
     kv_bound = bool(waiting and kv is not None and kv >= KV_HIGH and not at_limit)
     if kv_bound:
         assert kv is not None and waiting is not None
-        runs = f"{running:,.0f} of {limit_text}" if running is not None and limit else f"{running or 0:,.0f}"
-        message = (
-            f"KV-cache capacity is {engine}'s limit {window}: {waiting:,.0f} request(s) wait while {runs} sequences run and the "
-            f"KV cache is {_percent(kv)} full: no more sequences fit in it, so a higher {now.limit_flag or 'sequence limit'} "
-            "would change nothing."
+        runs = (
+            _("{running:,.0f} of {limit}", running=running, limit=limit_text) if running is not None and limit else f"{running or 0:,.0f}"
         )
+        message = _(
+            "KV-cache capacity is {engine}'s limit {window}: {waiting:,.0f} request(s) wait while {runs} sequences run and the KV "
+            "cache is {kv} full: no more sequences fit in it, so a higher {flag} would change nothing.",
+            engine=engine, window=window, waiting=waiting, runs=runs, kv=_percent(kv), flag=now.limit_flag or _("sequence limit"),
+        )  # fmt: skip
         evidence = {"kv_usage": round(kv, 4), "waiting": waiting, "running": running, "max_running": limit, "engine": engine}
         verdicts.append(Verdict(SRV001, _hinted(message, engine, KV_FLAGS), evidence))
     elif kv is not None and kv >= KV_PRESSURE:
-        message = f"{engine}'s KV cache was {_percent(kv)} full {window}: new sequences wait or evict others."
+        message = _(
+            "{engine}'s KV cache was {kv} full {window}: new sequences wait or evict others.", engine=engine, kv=_percent(kv), window=window
+        )
         verdicts.append(Verdict(SRV001, _hinted(message, engine, KV_FLAGS), {"kv_usage": round(kv, 4), "engine": engine}))
 
     if now.preemptions is not None:
         gained = now.preemptions - before.preemptions if before is not None and before.preemptions is not None else now.preemptions
         if gained > 0:
-            when = "during the run" if during else "since the server started"
-            message = f"{engine} preempted {gained:,.0f} sequence(s) {when}: their KV cache was dropped and recomputed."
+            since = _("during the run") if during else _("since the server started")
+            message = _(
+                "{engine} preempted {gained:,.0f} sequence(s) {when}: their KV cache was dropped and recomputed.",
+                engine=engine, gained=gained, when=since,
+            )  # fmt: skip
             verdicts.append(Verdict(SRV002, with_flag(SRV002, engine, message), {"preemptions": gained, "engine": engine}))
 
     queue = now.queue_time.since(before.queue_time if before else None) if now.queue_time else None
@@ -174,30 +182,46 @@ def diagnose(
     if queued and not kv_bound:
         parts = []
         if waiting:
-            parts.append(f"{waiting:,.0f} request(s) waiting {when or ('at the peak' if during else 'now')}")
+            moment = when or (_("at the peak") if during else _("now"))
+            parts.append(_("{waiting:,.0f} request(s) waiting {when}", waiting=waiting, when=moment))
         if queue_mean is not None and queue_mean >= QUEUE_TIME_S:
-            parts.append(f"a mean queue time of {queue_mean * 1000:,.0f} ms")
+            parts.append(_("a mean queue time of {ms:,.0f} ms", ms=queue_mean * 1000))
+        running_n = running or 0
         if at_limit and not limit:
-            why = f" while {running:,.0f} ran: every slot was busy" if running else ": every slot was busy"
+            why = _(" while {running:,.0f} ran: every slot was busy", running=running_n) if running else _(": every slot was busy")
             flags = AT_LIMIT_FLAGS
         elif at_limit and kv is not None and kv >= KV_HIGH:
-            why = (
-                f" while {running:,.0f} of {limit_text} sequences ran and the KV cache is {_percent(kv)} full: both the sequence "
-                "limit and the cache bind, so a higher limit alone would not help"
-            )
-            flags = {engine: f"more replicas, or more KV room first ({KV_FLAGS[engine]})"} if engine in KV_FLAGS else {}
+            why = _(
+                " while {running:,.0f} of {limit} sequences ran and the KV cache is {kv} full: both the sequence limit and the cache "
+                "bind, so a higher limit alone would not help",
+                running=running_n, limit=limit_text, kv=_percent(kv),
+            )  # fmt: skip
+            more = _("more replicas, or more KV room first ({flags})", flags=KV_FLAGS.get(engine, ""))
+            flags = {engine: more} if engine in KV_FLAGS else {}
         elif at_limit:
-            room = f" (the KV cache is {_percent(kv)} full)" if kv is not None else ""
-            why = f" while {running:,.0f} of {limit_text} sequences ran{room}: the sequence limit holds them back"
+            room = _(" (the KV cache is {kv} full)", kv=_percent(kv)) if kv is not None else ""
+            why = _(
+                " while {running:,.0f} of {limit} sequences ran{room}: the sequence limit holds them back",
+                running=running_n,
+                limit=limit_text,
+                room=room,
+            )
             flags = AT_LIMIT_FLAGS
         elif running is not None and limit:
-            room = f", the KV cache {_percent(kv)} full" if kv is not None else ""
-            why = f" while only {running:,.0f} of {limit_text} sequences ran{room}: neither the sequence limit nor the cache binds"
+            room = _(", the KV cache {kv} full", kv=_percent(kv)) if kv is not None else ""
+            why = _(
+                " while only {running:,.0f} of {limit} sequences ran{room}: neither the sequence limit nor the cache binds",
+                running=running_n, limit=limit_text, room=room,
+            )  # fmt: skip
             flags = BELOW_LIMIT_FLAGS
         else:  # the limit is not in the metrics: which one binds cannot be told
-            why = f" while {running:,.0f} ran (its sequence limit is not in the metrics)" if running else ""
-            flags = {engine: f"if {running:,.0f} is its limit, {AT_LIMIT_FLAGS[engine]}"} if running and engine in AT_LIMIT_FLAGS else {}
-        message = f"{engine} queues requests: {' and '.join(parts)}{why}; their TTFT includes the wait."
+            why = _(" while {running:,.0f} ran (its sequence limit is not in the metrics)", running=running_n) if running else ""
+            flags = {}
+            if running and engine in AT_LIMIT_FLAGS:
+                flags = {engine: _("if {running:,.0f} is its limit, {flags}", running=running_n, flags=AT_LIMIT_FLAGS[engine])}
+        message = _(
+            "{engine} queues requests: {parts}{why}; their TTFT includes the wait.", engine=engine, parts=_(" and ").join(parts), why=why
+        )
         evidence = {"waiting": waiting, "queue_time_mean_s": queue_mean, "running": running, "max_running": limit, "engine": engine}
         evidence["at_limit"] = at_limit
         verdicts.append(Verdict(SRV003, _hinted(message, engine, flags), evidence))
@@ -209,10 +233,11 @@ def diagnose(
 
     slots = now.slots
     if slots and slots.n_ctx and planned_tokens and planned_tokens > slots.n_ctx:
-        message = (
-            f"each of llama.cpp's {slots.total} slot(s) holds {slots.n_ctx:,} tokens, fewer than one request's "
-            f"{planned_tokens:,} (prompt + output): the prompt is cut or the request fails."
-        )
+        message = _(
+            "each of llama.cpp's {slots} slot(s) holds {n_ctx:,} tokens, fewer than one request's {planned:,} (prompt + output): "
+            "the prompt is cut or the request fails.",
+            slots=slots.total, n_ctx=slots.n_ctx, planned=planned_tokens,
+        )  # fmt: skip
         evidence = {"slots": slots.total, "slot_n_ctx": slots.n_ctx, "planned_tokens": planned_tokens}
         verdicts.append(Verdict(SRV007, with_flag(SRV007, engine, message), evidence))
     return verdicts
@@ -229,9 +254,10 @@ def _interference(engine: str, itl: Histogram | None, now: Snapshot, before: Sna
         prompts = now.prompt_tokens - (before.prompt_tokens or 0) if before and before.prompt_tokens is not None else now.prompt_tokens
         if prompts <= 0:
             return None  # no prefill ran: the spread has another cause
-    message = (
-        f"{engine}'s inter-token latency p99 is {p99 * 1000:,.0f} ms against a p50 of {p50 * 1000:,.0f} ms "
-        f"({p99 / p50:.1f}×) while prompts were being prefilled: decode steps wait behind prefills."
-    )
+    message = _(
+        "{engine}'s inter-token latency p99 is {p99:,.0f} ms against a p50 of {p50:,.0f} ms ({ratio:.1f}×) while prompts were "
+        "being prefilled: decode steps wait behind prefills.",
+        engine=engine, p99=p99 * 1000, p50=p50 * 1000, ratio=p99 / p50,
+    )  # fmt: skip
     evidence = {"itl_p50_s": round(p50, 5), "itl_p99_s": round(p99, 5), "samples": itl.count, "prompt_tokens": prompts, "engine": engine}
     return Verdict(SRV004, with_flag(SRV004, engine, message), evidence)

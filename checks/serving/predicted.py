@@ -10,6 +10,7 @@ import time
 
 from decode_doctor.checks.bandwidth.contract import CONTENDED_CORES, CONTENDED_STEAL
 from decode_doctor.checks.models.contract import DecodePrediction, LiveDecode
+from decode_doctor.i18n import ngettext
 
 from .codes import LIV010
 from .diagnosis import Verdict
@@ -108,11 +109,15 @@ def _causes(predicted: DecodePrediction, measured_s: float, error: float, load: 
 def prediction_verdicts(check: PredictionCheck | None) -> list[Verdict]:
     if check is None or abs(check.error) <= GAP:
         return []
-    message = (
-        f"decode at concurrency 1: TPOT p50 {ms(check.measured_ms)} against {ms(check.predicted_ms)} predicted by this host's "
-        f"calibration ({check.engine} {check.engine_version}, {check.threads} thread(s), {check.weight_type}), {check.error:+.0%}. "
-        f"Cause{'s' if len(check.causes) > 1 else ''}: {'; '.join(check.causes)}."
-    )
+    message = ngettext(
+        "decode at concurrency 1: TPOT p50 {measured} against {predicted} predicted by this host's calibration ({engine} {version}, "
+        "{threads} thread(s), {weights}), {error:+.0%}. Cause: {causes}.",
+        "decode at concurrency 1: TPOT p50 {measured} against {predicted} predicted by this host's calibration ({engine} {version}, "
+        "{threads} thread(s), {weights}), {error:+.0%}. Causes: {causes}.",
+        len(check.causes),
+        measured=ms(check.measured_ms), predicted=ms(check.predicted_ms), engine=check.engine, version=check.engine_version,
+        threads=check.threads, weights=check.weight_type, error=check.error, causes="; ".join(check.causes),
+    )  # fmt: skip
     evidence = {
         "predicted_ms": round(check.predicted_ms, 4),
         "measured_ms": round(check.measured_ms, 4),

@@ -86,19 +86,19 @@ def compiled(language: str = CHINESE) -> bool:
     return type(catalog(language)) is not _gettext.NullTranslations
 
 
-def _(message: str, **values: object) -> str:
+def _(message: str, /, **values: object) -> str:
     """message translated, then its {named} placeholders filled from values."""
     text = catalog(_current).gettext(message) if _current != ENGLISH else message
     return text.format(**values) if values else text
 
 
-def ngettext(singular: str, plural: str, count: int, **values: object) -> str:
+def ngettext(singular: str, plural: str, count: int, /, **values: object) -> str:
     """The singular or plural form for count (Chinese has one form), formatted with count and values."""
     text = catalog(_current).ngettext(singular, plural, count) if _current != ENGLISH else (singular if count == 1 else plural)
     return text.format(count=count, **values)
 
 
-def pgettext(context: str, message: str, **values: object) -> str:
+def pgettext(context: str, message: str, /, **values: object) -> str:
     """message translated in context (the same English that needs two translations)."""
     text = catalog(_current).pgettext(context, message) if _current != ENGLISH else message
     return text.format(**values) if values else text
