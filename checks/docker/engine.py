@@ -10,6 +10,7 @@ from typing import Any
 
 from decode_doctor.engine import Check, Context, EnvRow, Facts, Finding, FixRef, Metric, Sample
 from decode_doctor.engine.units import human_bytes
+from decode_doctor.i18n import _
 
 from .codes import CODES_ENGINE, DKR003, DKR004, DKR005, DKR010, DKR020, MIN_API, RETIRED, ClassicStoreParams
 from .daemon_json import read_daemon_json
@@ -190,13 +191,14 @@ class DockerEngine(Check):
             kind = classify_connection_error(str(exc))
             evidence["error"] = str(exc)[:400]
             if kind == "permission":
-                message = f"Permission denied on {socket_path or url}: this user is not allowed to use the Docker Engine."
+                message = _("Permission denied on {socket}: this user is not allowed to use the Docker Engine.", socket=socket_path or url)
                 return [self.finding(DKR004, message, evidence=evidence)]
             if kind == "api":
-                return [self.finding(DKR005, f"The Engine at {url} refuses this client's API version: {str(exc)[:160]}", evidence=evidence)]
+                refused = _("The Engine at {url} refuses this client's API version: {error}", url=url, error=str(exc)[:160])
+                return [self.finding(DKR005, refused, evidence=evidence)]
             state = "no socket" if socket_path and not os.path.exists(socket_path) else "connection refused"
             where = f"{socket_path}: {state}" if socket_path else url
-            return [self.finding(DKR003, f"The Docker daemon is not running ({where}).", evidence=evidence)]
+            return [self.finding(DKR003, _("The Docker daemon is not running ({where}).", where=where), evidence=evidence)]
         facts = self._facts(ctx, base, *engine_answers(version, info))
         ctx.publish(facts)
         return self._judge(facts, version, evidence)
@@ -233,21 +235,26 @@ class DockerEngine(Check):
         findings = []
         api = facts.api_version
         if api and version_tuple(api) < version_tuple(MIN_API):
-            message = f"Engine {facts.version} speaks API {api}, older than {MIN_API}."
+            message = _("Engine {version} speaks API {api}, older than {minimum}.", version=facts.version, api=api, minimum=MIN_API)
             findings.append(self.finding(DKR005, message, evidence=evidence))
         free = facts.docker_root_free_bytes
         if free is not None and free < LOW_DISK_BYTES:
-            message = f"{facts.docker_root_dir} has {human_bytes(free)} free; inference images need 10–25 GB each, twice while pulling."
+            message = _(
+                "{root} has {free} free; inference images need 10–25 GB each, twice while pulling.",
+                root=facts.docker_root_dir,
+                free=human_bytes(free),
+            )
             findings.append(self.finding(DKR010, message, evidence={"docker_root_dir": facts.docker_root_dir, "free_bytes": free}))
         if facts.image_store == "containerd":
-            fix = FixRef("switch dockerd to the classic image store", ClassicStoreParams())
+            fix = FixRef(_("switch dockerd to the classic image store"), ClassicStoreParams())
             if facts.referrers_exposed:
-                note = "this Engine queries the referrers API on pulls"
+                note = _("this Engine queries the referrers API on pulls")
             else:
-                note = f"Engine {facts.version} does not query it yet; 29.1 and later do"
-            message = (
-                f"containerd image store: {note}; a mirror or proxy that answers it with HTML or an empty 200 "
-                'breaks pulls ("failed to decode referrers index").'
+                note = _("Engine {version} does not query it yet; 29.1 and later do", version=facts.version)
+            message = _(
+                'containerd image store: {note}; a mirror or proxy that answers it with HTML or an empty 200 breaks pulls ("failed to '
+                'decode referrers index").',
+                note=note,
             )
             findings.append(self.finding(DKR020, message, evidence=evidence, fix=fix if facts.referrers_exposed else None))
         return findings

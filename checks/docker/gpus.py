@@ -6,6 +6,7 @@ import re
 
 from decode_doctor.checks.gpu.contract import GpuFacts
 from decode_doctor.engine import Check, CommandsParams, Context, Finding, FixRef, Needs, Reads, SkipCheck
+from decode_doctor.i18n import N_, _
 
 from .codes import CODES_GPUS, CONFIGURE, CTK001, CTK002, CTK003, GENERATE_CDI, INSTALL
 from .daemon_json import read_daemon_json
@@ -14,6 +15,8 @@ from .engine import DockerFacts
 BIN_DIRS = ("/usr/bin", "/usr/local/bin", "/usr/sbin", "/bin")
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 APT_INSTALL = "sudo apt-get install -y nvidia-container-toolkit"
+# codes.py's INSTALL, marked here for the catalog (codes.py is read by the explanations' extractor only)
+assert N_("install the NVIDIA Container Toolkit (apt-get install nvidia-container-toolkit, from NVIDIA's repository)") == INSTALL
 
 
 def _installed(ctx: Context, name: str) -> str | None:
@@ -86,20 +89,25 @@ class NvidiaContainer(Check):
         }
         findings = []
         if not tools["nvidia-container-runtime-hook"] and not tools["nvidia-cdi-hook"]:
-            message = (
+            message = _(
                 "Neither nvidia-container-runtime-hook nor nvidia-cdi-hook is installed: `docker run --gpus all` fails with "
-                f'could not select device driver "" with capabilities: [[gpu]]; {INSTALL}.'
+                'could not select device driver "" with capabilities: [[gpu]]; {install}.',
+                install=_(INSTALL),
             )
-            fix = _commands("install the NVIDIA Container Toolkit and register it with dockerd", APT_INSTALL, CONFIGURE)
+            fix = _commands(_("install the NVIDIA Container Toolkit and register it with dockerd"), APT_INSTALL, CONFIGURE)
             findings.append(self.finding(CTK001, message, evidence=evidence, fix=fix))
         if not specs:
-            message = f"No CDI spec names nvidia.com/gpu devices in {' or '.join(CDI_DIRS)}."
+            message = _("No CDI spec names nvidia.com/gpu devices in {dirs}.", dirs=_(" or ").join(CDI_DIRS))
             commands = (GENERATE_CDI,) if tools["nvidia-ctk"] else (APT_INSTALL, GENERATE_CDI)
-            findings.append(self.finding(CTK002, message, evidence=evidence, fix=_commands("generate the CDI spec", *commands)))
+            findings.append(self.finding(CTK002, message, evidence=evidence, fix=_commands(_("generate the CDI spec"), *commands)))
         if "nvidia" not in runtimes:
-            state = f"it is unreadable: {config_error}" if config_error else f"runtimes: {', '.join(runtimes) or 'none'}"
-            message = f"daemon.json defines no nvidia runtime ({state}); only --runtime=nvidia needs it."
-            findings.append(self.finding(CTK003, message, evidence=evidence, fix=_commands("register the nvidia runtime", CONFIGURE)))
+            state = (
+                _("it is unreadable: {error}", error=config_error)
+                if config_error
+                else _("runtimes: {runtimes}", runtimes=", ".join(runtimes) or _("none"))
+            )
+            message = _("daemon.json defines no nvidia runtime ({state}); only --runtime=nvidia needs it.", state=state)
+            findings.append(self.finding(CTK003, message, evidence=evidence, fix=_commands(_("register the nvidia runtime"), CONFIGURE)))
         return findings
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from decode_doctor.engine import Check, Context, Facts, Finding, FixRef, Needs, Option
 from decode_doctor.engine.units import amount, whole
 from decode_doctor.engine.workers import usable_cpus
+from decode_doctor.i18n import _, ngettext
 
 from .codes import (
     BROKEN,
@@ -64,10 +65,12 @@ class ImagesFacts(Facts):
 
     def summary(self) -> list[str]:
         return [
-            f"{scan.images:,} images checked under {scan.dataset} in {scan.seconds:.1f} s "
-            f"(peak {scan.peak_worker_rss_mib:,.0f} MiB per worker)"
+            _(
+                "{images:,} images checked under {dataset} in {seconds:.1f} s (peak {rss:,.0f} MiB per worker)",
+                images=scan.images, dataset=scan.dataset, seconds=scan.seconds, rss=scan.peak_worker_rss_mib,
+            )
             for scan in self.datasets
-        ]
+        ]  # fmt: skip
 
 
 def default_quarantine(dataset: Path) -> Path:
@@ -95,9 +98,12 @@ class _Progress:
         if self.total:
             left = max(self.total - self.done, 0)
             eta = left / max(rate, 1e-6)
-            text = f"{self.done:,} of {self.total:,} images, {rate:,.0f}/s, ETA {eta:,.0f} s, {problems} problems"
+            text = _(
+                "{done:,} of {total:,} images, {rate:,.0f}/s, ETA {eta:,.0f} s, {problems} problems",
+                done=self.done, total=self.total, rate=rate, eta=eta, problems=problems,
+            )  # fmt: skip
         else:
-            text = f"{self.done:,} images, {rate:,.0f}/s, {problems} problems"
+            text = _("{done:,} images, {rate:,.0f}/s, {problems} problems", done=self.done, rate=rate, problems=problems)
         self.ctx.progress(text)
 
 
@@ -236,29 +242,39 @@ class Images(Check):
             return findings
         if scan.images == 0:
             findings.append(
-                self.finding(IMG015, f"{dataset}: 0 images under it: nothing was checked.", evidence=summary, path=str(dataset))
+                self.finding(
+                    IMG015, _("{dataset}: 0 images under it: nothing was checked.", dataset=dataset), evidence=summary, path=str(dataset)
+                )
             )
             if not unlisted:
-                ctx.not_judged(f"the dataset {dataset}", "no image file under it", cause=IMG015.code)
+                ctx.not_judged(_("the dataset {dataset}", dataset=dataset), _("no image file under it"), cause=IMG015.code)
         if modes:
             parts = ", ".join(f"{label} {count}" for label, count in modes.most_common())
-            message = (
-                f"{dataset}: {sum(modes.values())} images in modes preprocessing may not expect ({parts}); "
-                "convert with Image.open(p).convert('RGB')."
-            )
+            message = _(
+                "{dataset}: {count} images in modes preprocessing may not expect ({parts}); convert with Image.open(p).convert('RGB').",
+                dataset=dataset, count=sum(modes.values()), parts=parts,
+            )  # fmt: skip
             evidence = {**summary, "modes": dict(modes), "examples": {k: v[:20] for k, v in mode_files.items()}}
             findings.append(self.finding(IMG006, message, evidence=evidence))
         if unchecked:
             reasons = Counter(reason.split(";")[0].split(":")[0] for reason in unchecked.values())
             parts = ", ".join(f"{why} ({count})" for why, count in reasons.most_common(3))
-            message = f"{dataset}: {len(unchecked)} images not checked: {parts}."
+            message = _("{dataset}: {count} images not checked: {parts}.", dataset=dataset, count=len(unchecked), parts=parts)
             examples = dict(list(unchecked.items())[:100])
             findings.append(self.finding(IMG008, message, evidence={**summary, "files": examples}))
         if links:
-            message = f"{dataset}: {len(links)} symbolic link{'s' if len(links) != 1 else ''} not followed."
+            message = ngettext(
+                "{dataset}: {count} symbolic link not followed.",
+                "{dataset}: {count} symbolic links not followed.",
+                len(links),
+                dataset=dataset,
+            )
             findings.append(self.finding(IMG009, message, evidence={**summary, "links": links[:100]}))
         if appledouble:
-            message = f"{dataset}: {len(appledouble)} AppleDouble ._* file{'s' if len(appledouble) != 1 else ''} (not images)."
+            message = ngettext(
+                "{dataset}: {count} AppleDouble ._* file (not images).", "{dataset}: {count} AppleDouble ._* files (not images).",
+                len(appledouble), dataset=dataset,
+            )  # fmt: skip
             findings.append(self.finding(IMG010, message, evidence={**summary, "files": appledouble[:100]}))
         return findings
 
@@ -268,15 +284,19 @@ class Images(Check):
     ) -> None:
         """What under the dataset was given and not judged: files that could not be read or decoded here,
         directories that could not be listed."""
-        for files, why, cause in ((unreadable, "cannot be read", IMG012), (unchecked, "not decoded here", IMG008)):
+        for files, why, cause in ((unreadable, _("cannot be read"), IMG012), (unchecked, _("not decoded here"), IMG008)):
             if files:
                 first, reason = next(iter(files.items()))
-                count = f"{len(files):,} image{'s' if len(files) != 1 else ''}"
-                ctx.not_judged(f"{count} under {dataset}", f"{why} (first: {first}: {reason})", cause=cause.code)
+                what = ngettext("{count:,} image under {dataset}", "{count:,} images under {dataset}", len(files), dataset=dataset)
+                ctx.not_judged(what, _("{why} (first: {first}: {reason})", why=why, first=first, reason=reason), cause=cause.code)
         for directory, reason in unlisted[:20]:
-            ctx.not_judged(f"the images under {directory}", f"the directory cannot be listed: {reason}")
+            ctx.not_judged(
+                _("the images under {directory}", directory=directory), _("the directory cannot be listed: {reason}", reason=reason)
+            )
         if len(unlisted) > 20:
-            ctx.not_judged(f"{len(unlisted) - 20:,} more directories under {dataset}", "they cannot be listed")
+            ctx.not_judged(
+                _("{count:,} more directories under {dataset}", count=len(unlisted) - 20, dataset=dataset), _("they cannot be listed")
+            )
 
     def _file_finding(self, result: dict[str, Any], dataset: Path, quarantine: Path, quarantine_damaged: bool) -> Finding:
         """One finding per file: its most severe reason decides the code, and the fix goes with that
@@ -294,7 +314,7 @@ class Images(Check):
             "reasons": [{k: p.get(k) for k in ("code", "damage", "message", "loader")} for p in problems],
         }
         others = [p["message"] for p in problems[1:] if p["message"] != primary["message"]]
-        message = f"{path}: {primary['message']}" + (f" (also: {'; '.join(others[:3])})" if others else "")
+        message = f"{path}: {primary['message']}" + (_(" (also: {others})", others="; ".join(others[:3])) if others else "")
         quarantined = BROKEN.get(spec.code) or (DAMAGED.get(spec.code) if quarantine_damaged else None)
         if quarantined is not None:
             params = QuarantineParams(
@@ -303,12 +323,12 @@ class Images(Check):
                 reason=f"{primary['damage']}: {primary['message']}",
                 sha256=result.get("sha256"),
             )
-            fix = FixRef(f"quarantine {Path(path).name}", params)
+            fix = FixRef(_("quarantine {name}", name=Path(path).name), params)
             return self.finding(quarantined, message, evidence=evidence, path=path, fix=fix)
         if spec is IMG005:
             suffix = FORMAT_SUFFIXES.get(primary.get("format") or "")
             rename = None
             if suffix:
-                rename = FixRef(f"rename to {suffix}", RenameParams(str(Path(path).with_suffix(suffix)), result.get("sha256")))
+                rename = FixRef(_("rename to {name}", name=suffix), RenameParams(str(Path(path).with_suffix(suffix)), result.get("sha256")))
             return self.finding(IMG005, message, evidence=evidence, path=path, fix=rename)
         return self.finding(spec, message, evidence=evidence, path=path)
