@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from decode_doctor.engine import Analysis, Check, Context, EnvRow, Facts, Finding, Needs, Severity, SkipCheck
+from decode_doctor.i18n import _
 
 from .amd import AmdGpu
 from .codes import ACC001, ACC010, ACC011, ACC020, CODES
@@ -115,7 +116,11 @@ class Accelerators(Check):
         tool, source = _tool_amd(ctx) if sysfs or ctx.which("amd-smi") or ctx.which("rocm-smi") else ([], None)
         amd = tool or sysfs
         if sysfs and not ctx.host_path("/dev/kfd").exists():
-            message = f"{len(sysfs)} AMD GPU(s) ({', '.join(g.name for g in sysfs)}) but no /dev/kfd: ROCm cannot use them."
+            message = _(
+                "{count} AMD GPU(s) ({names}) but no /dev/kfd: ROCm cannot use them.",
+                count=len(sysfs),
+                names=", ".join(g.name for g in sysfs),
+            )
             findings.append(self.finding(ACC001, message, evidence={"gpus": [g.name for g in sysfs]}))
         jetson = None
         failed: list[str] = []  # the Jetson tools that hung or failed, for the skip reason
@@ -177,19 +182,26 @@ def jetson_findings(check: Check, jetson: JetsonPower, source: str) -> list[Find
     if jetson.mode_line:
         cite["line"] = jetson.mode_line
     if jetson.mode and not jetson.maximum_mode:
-        gpu = f"; the GPU is capped at {jetson.gpu.maximum / 1e6:.0f} MHz" if jetson.gpu else ""
-        cpus = f", CPUs online {jetson.online_cpus}" if jetson.online_cpus else ""
-        machine = f" on {jetson.machine}" if jetson.machine else ""
-        where = f" ({source}, line {jetson.mode_line})" if jetson.mode_line and "/" not in source else ""
-        message = f"Power mode {jetson.mode}{machine}{cpus}{gpu}: switch to MAXN (or MAXN_SUPER) for full decode speed.{where}"
+        gpu = _("; the GPU is capped at {mhz:.0f} MHz", mhz=jetson.gpu.maximum / 1e6) if jetson.gpu else ""
+        cpus = _(", CPUs online {cpus}", cpus=jetson.online_cpus) if jetson.online_cpus else ""
+        machine = _(" on {machine}", machine=jetson.machine) if jetson.machine else ""
+        where = _(" ({source}, line {line})", source=source, line=jetson.mode_line) if jetson.mode_line and "/" not in source else ""
+        message = _(
+            "Power mode {mode}{machine}{cpus}{gpu}: switch to MAXN (or MAXN_SUPER) for full decode speed.{where}",
+            mode=jetson.mode, machine=machine, cpus=cpus, gpu=gpu, where=where,
+        )  # fmt: skip
         findings.append(check.finding(ACC010, message, evidence=cite))
     unlocked = []
     if jetson.emc and jetson.emc.current < jetson.emc.maximum and not jetson.emc_locked:
-        unlocked.append(f"EMC (memory) at {jetson.emc.current / 1e6:.0f} of {jetson.emc.maximum / 1e6:.0f} MHz")
+        unlocked.append(
+            _("EMC (memory) at {current:.0f} of {maximum:.0f} MHz", current=jetson.emc.current / 1e6, maximum=jetson.emc.maximum / 1e6)
+        )
     if jetson.gpu and jetson.gpu.minimum < jetson.gpu.maximum and jetson.gpu.current < jetson.gpu.maximum:
-        unlocked.append(f"GPU at {jetson.gpu.current / 1e6:.0f} of {jetson.gpu.maximum / 1e6:.0f} MHz")
+        unlocked.append(_("GPU at {current:.0f} of {maximum:.0f} MHz", current=jetson.gpu.current / 1e6, maximum=jetson.gpu.maximum / 1e6))
     if unlocked:
-        message = "Clocks scale with load (" + "; ".join(unlocked) + "): sudo jetson_clocks pins them for serving and benchmarks."
+        message = _(
+            "Clocks scale with load ({clocks}): sudo jetson_clocks pins them for serving and benchmarks.", clocks=_("; ").join(unlocked)
+        )
         findings.append(check.finding(ACC011, message, evidence={**cite, "emc": str(jetson.emc), "gpu": str(jetson.gpu)}))
     return findings
 
@@ -199,10 +211,16 @@ def rknpu_findings(check: Check, version: str, cite: dict[str, Any]) -> list[Fin
 
     key = version_key(version)
     if key < RKLLM_MINIMUM:
-        where = f" ({cite['source']}, line {cite['line']})" if "line" in cite else ""
-        message = f"RKNPU driver {version} is older than 0.9.7, the oldest RKLLM accepts; current RKLLM ships driver 0.9.8.{where}"
+        where = _(" ({source}, line {line})", source=cite["source"], line=cite["line"]) if "line" in cite else ""
+        message = _(
+            "RKNPU driver {version} is older than 0.9.7, the oldest RKLLM accepts; current RKLLM ships driver 0.9.8.{where}",
+            version=version,
+            where=where,
+        )
         return [check.finding(ACC020, message, evidence={**cite, "version": version})]
     if key < RKLLM_CURRENT:
-        message = f"RKNPU driver {version}: RKLLM runs, but models converted with current RKLLM releases expect driver 0.9.8."
+        message = _(
+            "RKNPU driver {version}: RKLLM runs, but models converted with current RKLLM releases expect driver 0.9.8.", version=version
+        )
         return [check.finding(ACC020, message, evidence={**cite, "version": version}, severity=Severity.INFO)]
     return []
