@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from decode_doctor.engine import Analysis, Check, Code, Context, Finding, FixRef, Needs, Option, Reads, Severity, SkipCheck
+from decode_doctor.i18n import N_, _
 
 from .codes import (
     BREAKS_PULLS,
@@ -54,6 +55,16 @@ class Answer:
     error: str | None = None
     url: str = ""
     challenge: str | None = None  # WWW-Authenticate of a 401
+
+
+# codes.py's FIX, marked here for the catalog (codes.py is read by the explanations' extractor only)
+assert (
+    N_(
+        'fix or remove the mirror (it must answer 404, or a valid index with "manifests": []), or set '
+        '"features": {"containerd-snapshotter": false} in daemon.json; upgrading Docker does not help'
+    )
+    == FIX
+)
 
 
 def _is_local(host: str) -> bool:
@@ -285,9 +296,13 @@ class Referrers(Check):
                 answer = session.get(f"{base}/v2/{repo}/manifests/{ref}{ns}", MANIFEST_TYPES, scope)
                 evidence["manifest_status"] = answer.status
                 if answer.status != 200:
-                    return self.finding(
-                        REF009, f"{base}: cannot resolve {repo}:{ref} (HTTP {answer.status or answer.error}).", evidence=evidence
+                    unresolved = _(
+                        "{base}: cannot resolve {image} (HTTP {status}).",
+                        base=base,
+                        image=repo + ":" + ref,
+                        status=answer.status or answer.error,
                     )
+                    return self.finding(REF009, unresolved, evidence=evidence)
                 digest = "sha256:" + hashlib.sha256(answer.body).hexdigest()
         evidence["digest"] = digest
         url = f"{base}/v2/{repo}/referrers/{digest}{ns}"
@@ -304,19 +319,25 @@ class Referrers(Check):
             fallback = session.get(f"{base}/v2/{repo}/manifests/sha256-{digest.split(':', 1)[1]}{ns}", f"{INDEX_TYPE}, */*", scope)
             evidence.update(fallback_status=fallback.status, fallback_content_type=fallback.content_type)
             if fallback.status == 404:
-                return self.finding(REF008, f"{base}: referrers 404, tag fallback 404: no referrers, pulls are safe.", evidence=evidence)
+                return self.finding(
+                    REF008, _("{base}: referrers 404, tag fallback 404: no referrers, pulls are safe.", base=base), evidence=evidence
+                )
             code, what = judge_referrers(fallback)
             url = fallback.url
             if code in (OK_INDEX, OK_404):
-                return self.finding(REF008, f"{base}: referrers 404, tag fallback {what}.", evidence=evidence)
+                return self.finding(REF008, _("{base}: referrers 404, tag fallback {what}.", base=base, what=what), evidence=evidence)
         if not isinstance(code, Code):  # OK_INDEX
             return self.finding(REF008, f"{base}: {what}.", evidence=evidence)
         if code is REF009:
-            return self.finding(REF009, f"{base}: the referrers probe got {what}.", evidence=evidence)
-        message = f"{url} → {what}. Fix: {FIX}."
+            return self.finding(REF009, _("{base}: the referrers probe got {what}.", base=base, what=what), evidence=evidence)
+        message = _("{url} → {what}. Fix: {fix}.", url=url, what=what, fix=_(FIX))
         breaking = BREAKS_PULLS.get(code.code)
         if breaking is None:  # REF006: a valid index with the wrong media type
             return self.finding(code, message, evidence=evidence)
         in_config = [m for m in configured if m.rstrip("/") == base.rstrip("/")]
-        fix = FixRef(f"remove the mirror {base} from registry-mirrors", RemoveMirrorParams(in_config[0])) if in_config else None
+        fix = (
+            FixRef(_("remove the mirror {mirror} from registry-mirrors", mirror=base), RemoveMirrorParams(in_config[0]))
+            if in_config
+            else None
+        )
         return self.finding(breaking, message, evidence=evidence, fix=fix, severity=severity)
