@@ -11,6 +11,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from decode_doctor.i18n import _
+
 from .contract import DriverInfo, GpuDevice
 
 PYTORCH_CUDA_BUILDS = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0")
@@ -313,26 +315,37 @@ class Compat:
 
 def judge(cuda: str, driver: str, what: str) -> Compat:
     if not CUDA_VERSION.fullmatch(cuda) or not vkey(driver):  # "rocm", "", a build tag: nothing to judge by
-        return Compat("unknown", None, None, f"{what}: CUDA version {cuda[:40]!r} is not a version number")
+        return Compat("unknown", None, None, _("{what}: CUDA version {cuda!r} is not a version number", what=what, cuda=cuda[:40]))
     row = min_driver(cuda)
     floor = minor_floor(cuda)
     if row is None:
-        return Compat("unknown", None, floor, f"{what}: CUDA {cuda} is older than the compatibility table")
+        return Compat("unknown", None, floor, _("{what}: CUDA {cuda} is older than the compatibility table", what=what, cuda=cuda))
     full = row[1]
     if vkey(driver) >= vkey(full):
-        return Compat("ok", full, floor, f"{what} needs driver >= {full}; found {driver}")
+        return Compat("ok", full, floor, _("{what} needs driver >= {full}; found {driver}", what=what, full=full, driver=driver))
     if floor and vkey(driver) >= vkey(floor):
         return Compat(
             "minor-compat",
             full,
             floor,
-            f"{what} runs on driver {driver} only through minor-version compatibility (full support from {full})",
+            _(
+                "{what} runs on driver {driver} only through minor-version compatibility (full support from {full})",
+                what=what,
+                driver=driver,
+                full=full,
+            ),
         )
     return Compat(
         "incompatible",
         full,
         floor,
-        f"{what} needs driver >= {floor or full}" + (" (minor-version compatibility)" if floor else "") + f" — found {driver}",
+        _(
+            "{what} needs driver >= {needs}{minor} — found {driver}",
+            what=what,
+            needs=floor or full,
+            minor=_(" (minor-version compatibility)") if floor else "",
+            driver=driver,
+        ),
     )
 
 

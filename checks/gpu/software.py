@@ -4,10 +4,17 @@ CUDA build and cuDNN. The live check and `analyze` (collect_env) judge with the 
 from __future__ import annotations
 
 from decode_doctor.engine import Check, Finding, Severity
+from decode_doctor.i18n import N_, _
 
 from .codes import GPU020, GPU021, GPU022, GPU023
 from .contract import GpuFacts, Toolkit, TorchBuild
 from .nvidia import build_for_driver, compat_table, judge, vkey
+
+# the compatibility table's note on PTX (data/cuda-drivers.json "ptx_effect"), marked for the catalog
+PTX_EFFECT = N_(
+    "PTX produced by the newer toolkit cannot be JIT-compiled by the older driver (cudaErrorUnsupportedPtxVersion): kernels "
+    "shipped only as PTX, or for an architecture without SASS in the binary, fail."
+)
 
 
 def judge_software(check: Check, facts: GpuFacts, gpu_host: bool) -> list[Finding]:
@@ -30,13 +37,13 @@ def judge_software(check: Check, facts: GpuFacts, gpu_host: bool) -> list[Findin
             behind.append(f"{label} built for CUDA {torch.cuda} < {baseline['cuda']}")
         findings.extend(_torch_against_driver(check, torch, facts.driver, gpu_host))
     if behind:
-        message = "Below the LLM-inference baseline: " + "; ".join(behind) + "."
+        message = _("Below the LLM-inference baseline: {below}.", below="; ".join(behind))
         findings.append(check.finding(GPU023, message, evidence={"below": behind, "baseline": baseline}))
     return findings
 
 
 def _toolkit_against_driver(check: Check, toolkit: Toolkit, driver: str) -> list[Finding]:
-    verdict = judge(toolkit.judged, driver, f"CUDA toolkit {toolkit.version} ({toolkit.source})")
+    verdict = judge(toolkit.judged, driver, _("CUDA toolkit {version} ({source})", version=toolkit.version, source=toolkit.source))
     evidence = {
         "toolkit": toolkit.version,
         "source": toolkit.source,
@@ -45,10 +52,10 @@ def _toolkit_against_driver(check: Check, toolkit: Toolkit, driver: str) -> list
         "minor_floor": verdict.floor,
     }
     if verdict.level == "incompatible":
-        message = verdict.message + f": upgrade the driver to >= {verdict.needs_full}."
+        message = verdict.message + _(": upgrade the driver to >= {needs}.", needs=verdict.needs_full)
         return [check.finding(GPU020, message, evidence=evidence)]
     if verdict.level == "minor-compat":
-        message = verdict.message + ": limited features, and " + compat_table()["ptx_effect"]
+        message = verdict.message + _(": limited features, and {effect}", effect=_(compat_table()["ptx_effect"]))
         return [check.finding(GPU020, message, evidence=evidence, severity=Severity.WARNING)]
     return []
 
@@ -65,19 +72,19 @@ def _torch_against_driver(check: Check, torch: TorchBuild, driver: str | None, g
     }
     if not torch.cuda:
         if not torch.hip and gpu_host:
-            message = f"{label} (in {torch.python}) is a CPU-only build on a host with an NVIDIA GPU."
+            message = _("{label} (in {python}) is a CPU-only build on a host with an NVIDIA GPU.", label=label, python=torch.python)
             return [check.finding(GPU022, message, evidence=evidence)]
         return []
     if not driver:
         return []
-    verdict = judge(torch.cuda, driver, f"{label} built for CUDA {torch.cuda}")
+    verdict = judge(torch.cuda, driver, _("PyTorch {version} built for CUDA {cuda}", version=torch.version, cuda=torch.cuda))
     if verdict.level == "incompatible":
         alternative = build_for_driver(driver)
-        advice = f": upgrade the driver to >= {(verdict.needs_full or '').split('.')[0]}"
+        advice = _(": upgrade the driver to >= {needs}", needs=(verdict.needs_full or "").split(".")[0])
         if alternative:
-            advice += f" or install a cu{alternative.replace('.', '')} build"
+            advice += _(" or install a {build} build", build="cu" + alternative.replace(".", ""))
         evidence.update(needs_full=verdict.needs_full, minor_floor=verdict.floor)
-        return [check.finding(GPU021, verdict.message + advice + ".", evidence=evidence)]
+        return [check.finding(GPU021, verdict.message + advice + _("."), evidence=evidence)]
     if verdict.level == "minor-compat":
-        return [check.finding(GPU021, verdict.message + ".", evidence=evidence, severity=Severity.INFO)]
+        return [check.finding(GPU021, verdict.message + _("."), evidence=evidence, severity=Severity.INFO)]
     return []
