@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from . import CHINESE, LANGUAGES, N_, N_plural, UnknownLanguage, catalog, chinese, current, normalise, use
+from . import LANGUAGES, N_, N_plural, UnknownLanguage, catalog, chinese, current, use
 
 F = TypeVar("F", bound=Callable[..., Any])
 CONTEXT = "cli"
@@ -88,15 +88,17 @@ def _chosen(ctx: click.Context, param: click.Parameter, value: str | None) -> No
 LANG_HELP = "The language of what decode-doctor prints: zh-CN or en [default: DECODE_DOCTOR_LANG, else the locale]."
 
 
+def _lang_attributes() -> dict[str, Any]:
+    return {"metavar": "|".join(LANGUAGES), "expose_value": False, "is_eager": True, "callback": _chosen, "help": LANG_HELP}
+
+
 def _lang_parameter() -> click.Option:
-    return click.Option(["--lang"], metavar="|".join(LANGUAGES), expose_value=False, is_eager=True, callback=_chosen, help=LANG_HELP)
+    return click.Option(["--lang"], **_lang_attributes())
 
 
 def lang_option(function: F) -> F:
     """--lang on a command or group (decorator)."""
-    return click.option("--lang", metavar="|".join(LANGUAGES), expose_value=False, is_eager=True, callback=_chosen, help=LANG_HELP)(
-        function
-    )
+    return click.option("--lang", **_lang_attributes())(function)
 
 
 def help_text(english: str | None) -> str:
@@ -179,6 +181,3 @@ def _point_click_here() -> None:
             module._ = click_gettext  # type: ignore[attr-defined]
         if hasattr(module, "ngettext"):
             module.ngettext = click_ngettext  # type: ignore[attr-defined]
-
-
-__all__ = ["CHINESE", "lang_in", "lang_option", "normalise", "prepared"]

@@ -62,10 +62,6 @@ def not_judged_text(view: ReportView, shown: int = 3) -> str:
     return named + (_("; and {count:,} more", count=len(items) - shown) if len(items) > shown else "")
 
 
-def plural(count: int, noun: str) -> str:
-    return f"{count:,} {noun}" + ("" if count == 1 else "s")
-
-
 # What a hint leaves out of the user's command line: the flags it replaces, and the output flags with
 # their values (a hint prints to the terminal).
 HINT_DROPS = {"--fix", "--dry-run", "--yes", "-y"}
