@@ -374,3 +374,11 @@ def test_bench_judgement_reads_in_chinese_and_keeps_its_evidence():
     i18n.use("en")
     assert chinese["LIV001"].message == "并发 1 时的解码只达到本机上限的 25 %：50.0 / 200.0 tok/s（TPOT p50 20.0 ms，上限对应 5.00 ms）。"
     assert chinese["LIV001"].evidence == english["LIV001"].evidence and "25 % of this host's ceiling" in english["LIV001"].message
+
+
+def test_chinese_without_a_compiled_catalog_says_so_and_prints_english(monkeypatch):
+    monkeypatch.setattr(i18n, "compiled", lambda language=i18n.CHINESE: False)
+    monkeypatch.setattr(i18n, "catalog", lambda language: __import__("gettext").NullTranslations())
+    result = cli("explain", "SWAP001", "--lang", "zh-CN")
+    assert "the zh-CN catalog is not compiled (python -m decode_doctor.i18n.compile); printing in English" in result.stderr
+    assert result.stdout.startswith("SWAP001 (warning, check: swappiness)") and result.exit_code == 0

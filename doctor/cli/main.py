@@ -56,6 +56,11 @@ class LazyGroup(click.Group):
                 i18n.use(given)
             except i18n.UnknownLanguage:
                 pass  # the --lang option's own check refuses it, in the usage error's words
+        if i18n.chinese() and not i18n.compiled():
+            # a source checkout never built: say so once rather than fall back to English unannounced
+            click.echo(
+                "decode-doctor: the zh-CN catalog is not compiled (python -m decode_doctor.i18n.compile); printing in English", err=True
+            )
         clihelp.point_click_here()
         return super().parse_args(ctx, args)
 
