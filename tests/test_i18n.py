@@ -5,6 +5,7 @@ both languages."""
 
 from __future__ import annotations
 
+import ast
 import io
 import os
 import re
@@ -139,6 +140,36 @@ def test_no_message_is_marked_inside_an_f_string():
                 and re.search(r"\b(_|ngettext|pgettext)\(\s*['\"]", token.string)
             ):
                 offenders.append(f"{path.relative_to(REPOSITORY)}:{token.start[0]}")
+    assert offenders == []
+
+
+def _assigns_and_calls_underscore(function: ast.AST) -> bool:
+    """Whether a function both binds the name _ in its own scope (a throwaway `for _, x in …`) and
+    calls _(): the binding makes _ local to the whole function, and the call then fails."""
+    binds = calls = False
+    stack = list(ast.iter_child_nodes(function))
+    while stack:
+        node = stack.pop()
+        if isinstance(
+            node,
+            (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp),
+        ):
+            continue  # their own scope
+        if isinstance(node, ast.Name) and node.id == "_" and isinstance(node.ctx, ast.Store):
+            binds = True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_":
+            calls = True
+        stack.extend(ast.iter_child_nodes(node))
+    return binds and calls
+
+
+def test_no_function_shadows_the_translation_function():
+    offenders = []
+    for folder in ("doctor", "checks", "fixers"):
+        for path in REPOSITORY.joinpath(folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _assigns_and_calls_underscore(node):
+                    offenders.append(f"{path.relative_to(REPOSITORY)}:{node.lineno} {node.name}")
     assert offenders == []
 
 

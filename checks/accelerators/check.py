@@ -29,16 +29,16 @@ class AcceleratorFacts(Facts):
     def summary(self) -> list[str]:
         lines = []
         for gpu in self.amd:
-            memory = f"{gpu.memory_mib / 1024:.0f} GiB" if gpu.memory_mib else "memory unknown"
+            memory = f"{gpu.memory_mib / 1024:.0f} GiB" if gpu.memory_mib else _("memory unknown")
             details = ", ".join(x for x in (gpu.gfx, f"amdgpu {gpu.driver}" if gpu.driver else None) if x)
             lines.append(f"AMD GPU {gpu.index}: {gpu.name} ({memory}, {gpu.bandwidth_class}{', ' + details if details else ''})")
         if self.rocm:
             lines.append(f"ROCm {self.rocm}")
         if self.jetson:
             emc = f", EMC {self.jetson.emc.current // 1_000_000}/{self.jetson.emc.maximum // 1_000_000} MHz" if self.jetson.emc else ""
-            lines.append(f"Jetson power mode {self.jetson.mode or '?'}{emc}")
+            lines.append(_("Jetson power mode {mode}{emc}", mode=self.jetson.mode or "?", emc=emc))
         if self.rknpu:
-            lines.append(f"Rockchip NPU driver {self.rknpu}" + (f" on {self.soc}" if self.soc else ""))
+            lines.append(_("Rockchip NPU driver {version}", version=self.rknpu) + (_(" on {soc}", soc=self.soc) if self.soc else ""))
         return lines
 
     def environment(self) -> list[EnvRow]:
@@ -46,9 +46,9 @@ class AcceleratorFacts(Facts):
         if self.rocm:
             rows.append(EnvRow("ROCm", self.rocm, (ACC001,)))
         if self.jetson:
-            rows.append(EnvRow("Jetson power mode", self.jetson.mode or "unknown", (ACC010, ACC011)))
+            rows.append(EnvRow(_("Jetson power mode"), self.jetson.mode or _("unknown"), (ACC010, ACC011)))
         if self.rknpu:
-            rows.append(EnvRow("RKNPU driver", self.rknpu, (ACC020,)))
+            rows.append(EnvRow(_("RKNPU driver"), self.rknpu, (ACC020,)))
         return rows
 
 
@@ -145,8 +145,9 @@ class Accelerators(Check):
         compatible = (ctx.read_text("/proc/device-tree/compatible", limit=4096) or "").split("\x00")
         soc = next((c.split(",", 1)[1] for c in compatible if c.startswith("rockchip,rk")), None)
         if not amd and jetson is None and rknpu is None:
-            tools = f" (Jetson: {'; '.join(failed)})" if failed else ""
-            raise SkipCheck(f"no AMD GPU, Jetson power tools or Rockchip NPU driver{tools}")
+            if failed:
+                raise SkipCheck(_("no AMD GPU, Jetson power tools or Rockchip NPU driver (Jetson: {failed})", failed="; ".join(failed)))
+            raise SkipCheck(_("no AMD GPU, Jetson power tools or Rockchip NPU driver"))
         rocm = rocm_version(ctx.read_text("/opt/rocm/.info/version", limit=256))
         ctx.publish(AcceleratorFacts(amd, source or ("sysfs" if amd else None), rocm, jetson, rknpu, soc))
         return findings

@@ -107,7 +107,7 @@ class Bandwidth(Check):
                 peak = peaks.get(gpu.index)
                 gpus.append(replace(gpu, theoretical_gbps=round(peak, 1) if peak else None))
             if not gpus:
-                ctx.not_judged("the GPUs' memory bandwidth", "neither torch nor cupy can run CUDA copies in this Python")
+                ctx.not_judged(_("the GPUs' memory bandwidth"), _("neither torch nor cupy can run CUDA copies in this Python"))
         facts = BandwidthFacts(cpu, gpus)
         ctx.publish(facts)
         evidence = facts.to_dict()

@@ -105,22 +105,36 @@ class BandwidthFacts(Facts):
 
     def summary(self) -> list[str]:
         measured = self.cpu.measured
-        line = (
-            f"Memory read {measured.read_gbps:.1f} GB/s, copy {measured.copy_gbps:.1f} GB/s "
-            f"({measured.threads} threads over {measured.buffer_bytes >> 20} MiB, spread {measured.read_spread:.0%})"
+        line = _(
+            "Memory read {read:.1f} GB/s, copy {copy:.1f} GB/s ({threads} threads over {mib} MiB, spread {spread:.0%})",
+            read=measured.read_gbps,
+            copy=measured.copy_gbps,
+            threads=measured.threads,
+            mib=measured.buffer_bytes >> 20,
+            spread=measured.read_spread,
         )
         if self.cpu.spec_gbps:
-            line += f"; spec {self.cpu.spec_gbps:.0f} GB/s ({self.cpu.reached:.0%} reached)"
+            line += _("; spec {spec:.0f} GB/s ({reached:.0%} reached)", spec=self.cpu.spec_gbps, reached=self.cpu.reached)
         else:
-            line += f"; spec unknown: {self.cpu.spec_unavailable}"
+            line += _("; spec unknown: {why}", why=self.cpu.spec_unavailable)
         if self.cpu.caveat:
-            line += f"; {self.cpu.caveat}"
-        return [line] + [f"GPU {g.index} ({g.name}): copy {g.copy_gbps:.0f} GB/s{of_peak(g)}" for g in self.gpus]
+            line += _("; ") + self.cpu.caveat
+        gpus = [
+            _("GPU {index} ({name}): copy {copy:.0f} GB/s{of_peak}", index=g.index, name=g.name, copy=g.copy_gbps, of_peak=of_peak(g))
+            for g in self.gpus
+        ]
+        return [line, *gpus]
 
     def environment(self) -> list[EnvRow]:
         measured = self.cpu.measured
-        rows = [EnvRow("memory bandwidth", f"read {measured.read_gbps} GB/s, copy {measured.copy_gbps} GB/s (measured)", (BW002, BW003))]
-        rows += [EnvRow(f"GPU {g.index} bandwidth", f"copy {g.copy_gbps} GB/s{of_peak(g)}", (BW005,)) for g in self.gpus]
+        value = _("read {read} GB/s, copy {copy} GB/s (measured)", read=measured.read_gbps, copy=measured.copy_gbps)
+        rows = [EnvRow(_("memory bandwidth"), value, (BW002, BW003))]
+        rows += [
+            EnvRow(
+                _("GPU {index} bandwidth", index=g.index), _("copy {copy} GB/s{of_peak}", copy=g.copy_gbps, of_peak=of_peak(g)), (BW005,)
+            )
+            for g in self.gpus
+        ]
         return rows
 
     def metrics(self) -> list[Metric]:

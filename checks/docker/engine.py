@@ -42,24 +42,33 @@ class DockerFacts(Facts):
 
     def summary(self) -> list[str]:
         if not self.installed:
-            return ["Docker is not installed"]
+            return [_("Docker is not installed")]
         if not self.reachable:
-            return [f"Docker Engine not reachable at {self.endpoint}"]
+            return [_("Docker Engine not reachable at {endpoint}", endpoint=self.endpoint)]
         return [
-            f"Docker {self.version} (API {self.api_version}, {self.platform}) via {self.endpoint_from}: "
-            f"storage {self.storage_driver}, {self.image_store} image store, mirrors: {', '.join(self.mirrors) or 'none'}, "
-            f"runtimes: {', '.join(self.runtimes) or 'none'}"
+            _(
+                "Docker {version} (API {api}, {platform}) via {endpoint_from}: storage {storage}, {store} image store, "
+                "mirrors: {mirrors}, runtimes: {runtimes}",
+                version=self.version,
+                api=self.api_version,
+                platform=self.platform,
+                endpoint_from=self.endpoint_from,
+                storage=self.storage_driver,
+                store=self.image_store,
+                mirrors=", ".join(self.mirrors) or _("none"),
+                runtimes=", ".join(self.runtimes) or _("none"),
+            )
         ]
 
     def environment(self) -> list[EnvRow]:
         if not self.installed:
-            return [EnvRow("Docker Engine", "not installed")]
+            return [EnvRow("Docker Engine", _("not installed"))]
         if not self.reachable:
-            return [EnvRow("Docker Engine", f"not reachable at {self.endpoint}", ("DKR",))]
-        value = f"{self.version} (API {self.api_version}, {self.image_store} store)"
+            return [EnvRow("Docker Engine", _("not reachable at {endpoint}", endpoint=self.endpoint), ("DKR",))]
+        value = _("{version} (API {api}, {store} store)", version=self.version, api=self.api_version, store=self.image_store)
         rows = [EnvRow("Docker Engine", value, ("DKR", "REF", "CTK"))]
         if self.mirrors:
-            rows.append(EnvRow("registry mirrors", ", ".join(self.mirrors), ("REF",)))
+            rows.append(EnvRow(_("registry mirrors"), ", ".join(self.mirrors), ("REF",)))
         return rows
 
     def metrics(self) -> list[Metric]:
@@ -196,7 +205,7 @@ class DockerEngine(Check):
             if kind == "api":
                 refused = _("The Engine at {url} refuses this client's API version: {error}", url=url, error=str(exc)[:160])
                 return [self.finding(DKR005, refused, evidence=evidence)]
-            state = "no socket" if socket_path and not os.path.exists(socket_path) else "connection refused"
+            state = _("no socket") if socket_path and not os.path.exists(socket_path) else _("connection refused")
             where = f"{socket_path}: {state}" if socket_path else url
             return [self.finding(DKR003, _("The Docker daemon is not running ({where}).", where=where), evidence=evidence)]
         facts = self._facts(ctx, base, *engine_answers(version, info))

@@ -59,10 +59,10 @@ class NvidiaContainer(Check):
     def run(self, ctx: Context) -> list[Finding]:
         gpu = ctx.facts.get(GpuFacts)
         if gpu is None or not (gpu.devices or gpu.unified_memory):
-            raise SkipCheck("no NVIDIA GPU")
+            raise SkipCheck(_("no NVIDIA GPU"))
         docker = _installed(ctx, "dockerd") or _installed(ctx, "docker") or (ctx.host_path("/etc/docker").is_dir() and "/etc/docker")
         if not docker:
-            raise SkipCheck("Docker is not installed")
+            raise SkipCheck(_("Docker is not installed"))
         tools = {
             name: _installed(ctx, name)
             for name in (

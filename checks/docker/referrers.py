@@ -260,7 +260,7 @@ class Referrers(Check):
         registries = list(ctx.options.get("registry") or []) + [m for m in configured if m not in (ctx.options.get("registry") or [])]
         images = list(ctx.options.get("image") or [])
         if not registries and not images:
-            raise SkipCheck("no registry to probe (no mirrors configured; pass --registry URL or --image REF)")
+            raise SkipCheck(_("no registry to probe (no mirrors configured; pass --registry URL or --image REF)"))
         # a broken mirror is an error where pulls go through the referrers client, or where that is unknown
         exposed = engine.referrers_exposed if engine is not None and engine.reachable else None
         severity = None if exposed in (True, None) else Severity.WARNING
@@ -272,7 +272,7 @@ class Referrers(Check):
                 if image is None:
                     targets.append((base_url(registry), "library/alpine", None, True))
                 else:
-                    _, repo, ref = parse_reference(image)
+                    _registry, repo, ref = parse_reference(image)
                     targets.append((base_url(registry), repo, ref, True))
         if not registries:
             for image in images:

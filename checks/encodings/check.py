@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from decode_doctor.engine import Check, Context, Facts, Finding, FixRef, Needs, Option, Severity
 from decode_doctor.engine.files import open_regular
 from decode_doctor.engine.hfcache import link_boundary
-from decode_doctor.i18n import _
+from decode_doctor.i18n import N_, _
 
 from .codes import (
     CODES,
@@ -155,21 +155,28 @@ class EncodingsFacts(Facts):
     kept_boms: list[KeptBom] = field(default_factory=list)
 
     def summary(self) -> list[str]:
-        lines = [f"{tree.files:,} text files ({tree.bytes:,} bytes) checked under {tree.path}" for tree in self.trees]
-        lines += [f"{kept.file}: UTF-8 with a byte-order mark, left alone ({kept.why})" for kept in self.kept_boms[:KEPT_SHOWN]]
+        lines = [
+            _("{files:,} text files ({size:,} bytes) checked under {path}", files=tree.files, size=tree.bytes, path=tree.path)
+            for tree in self.trees
+        ]
+        lines += [
+            _("{file}: UTF-8 with a byte-order mark, left alone ({why})", file=kept.file, why=kept.why)
+            for kept in self.kept_boms[:KEPT_SHOWN]
+        ]
         if len(self.kept_boms) > KEPT_SHOWN:
-            lines.append(f"and {len(self.kept_boms) - KEPT_SHOWN} more UTF-8 files with a byte-order mark their readers accept")
+            more = len(self.kept_boms) - KEPT_SHOWN
+            lines.append(_("and {count} more UTF-8 files with a byte-order mark their readers accept", count=more))
         return lines
 
 
 # why a UTF-8 byte-order mark is left alone, by suffix (BOM_CHOKES are the ones whose loaders fail on it)
 BOM_READERS = {
-    ".md": "Markdown renderers (CommonMark, GitHub) skip it",
-    ".yaml": "PyYAML reads it as a byte-order mark",
-    ".yml": "PyYAML reads it as a byte-order mark",
-    ".py": "Python takes it as the file's UTF-8 declaration",
-    ".html": "browsers take it as the page's encoding",
-    ".xml": "XML parsers take it as the document's encoding",
+    ".md": N_("Markdown renderers (CommonMark, GitHub) skip it"),
+    ".yaml": N_("PyYAML reads it as a byte-order mark"),
+    ".yml": N_("PyYAML reads it as a byte-order mark"),
+    ".py": N_("Python takes it as the file's UTF-8 declaration"),
+    ".html": N_("browsers take it as the page's encoding"),
+    ".xml": N_("XML parsers take it as the document's encoding"),
 }
 
 
@@ -496,7 +503,12 @@ class Encodings(Check):
                     )
                 ]
             if verdict.bom == "utf-8-sig":
-                why = BOM_READERS.get(suffix, f"no {suffix or 'extension-less'} loader decode-doctor knows fails on it")
+                if suffix in BOM_READERS:
+                    why = _(BOM_READERS[suffix])
+                elif suffix:
+                    why = _("no {suffix} loader decode-doctor knows fails on it", suffix=suffix)
+                else:
+                    why = _("no loader of extension-less files decode-doctor knows fails on it")
                 self._kept.append(KeptBom(path, why))
                 evidence["bom_kept"] = why
             return []

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 from decode_doctor.engine import Analysis, Check, Code, Finding
+from decode_doctor.i18n import _
 
 from .codes import GPU021, GPU022, GPU023, GPU025, GPU026
 from .collect_env import looks_like_collect_env, parse_collect_env, torch_errors
@@ -63,6 +64,11 @@ def line_events(lines: list[str]) -> list[tuple[int, str, str]]:
     return found
 
 
+def cited_at(source: str, line: int) -> str:
+    """Where a pasted text said it, to follow a message: " (nvidia-smi.txt, line 12)"."""
+    return _(" ({source}, line {line})", source=source, line=line)
+
+
 def evidence(source: str, number: int, text: str) -> dict[str, Any]:
     return {"source": source, "line": number, "text": text[:300]}
 
@@ -84,7 +90,7 @@ def analyze(check: Check, text: str, source: str) -> Analysis | None:
     seen: set[str] = {f.code for f in findings}
     lines = text.splitlines()[:MAX_LINES]
     for number, kind, line in line_events(lines):
-        family, _, name = kind.partition(":")
+        family, _colon, name = kind.partition(":")
         if family == "kernel" and name == "xid":
             if (parse_xid(line) or ("", 0, 0))[1] != XID_OFF_BUS:
                 continue  # the other Xids are read below, one finding for all of them
@@ -97,9 +103,9 @@ def analyze(check: Check, text: str, source: str) -> Analysis | None:
         if code is None or code.code in seen:  # one finding per code, citing its first line
             continue
         seen.add(code.code)
-        suffix = f" ({source}, line {number})"
+        suffix = cited_at(source, number)
         if family == "smi":
-            findings.append(check.finding(code, message + suffix, evidence=evidence(source, number, line)))
+            findings.append(check.finding(code, _(message) + suffix, evidence=evidence(source, number, line)))
         else:
             cited = event_finding(check, name, line, suffix, evidence(source, number, line))
             findings.extend([cited] if cited else [])
@@ -107,7 +113,7 @@ def analyze(check: Check, text: str, source: str) -> Analysis | None:
     first = next((event for event in xids if event.number != 79), None)
     if first:
         cite = evidence(source, first.line, first.text)
-        finding = xid_finding(check, xids, f"{source} (first Xid at line {first.line})", cite)
+        finding = xid_finding(check, xids, _("{source} (first Xid at line {line})", source=source, line=first.line), cite)
         findings.extend([finding] if finding else [])
     if facts is None:
         torch_findings = torch_error_findings(check, lines, source, None)
@@ -137,18 +143,18 @@ def collect_env_findings(check: Check, text: str, source: str) -> tuple[GpuFacts
         field = "torch" if finding.code in (GPU021.code, GPU022.code, GPU023.code) else "cuda_runtime"
         number = env.lines.get(field) or env.lines.get("torch") or 1
         line = lines[number - 1] if number <= len(lines) else ""
-        message = f"{finding.message} ({source}, line {number})"
+        message = finding.message + cited_at(source, number)
         cited.append(dataclasses.replace(finding, message=message, evidence={**finding.evidence, **evidence(source, number, line)}))
     cited.extend(torch_error_findings(check, lines, source, cuda_build))
     if env.cuda_available is False and not env.rocm_build:
         number = env.lines["cuda_available"]
         if not env.driver:
-            why = "no NVIDIA driver answered (Nvidia driver version: none)"
+            why = _("no NVIDIA driver answered (Nvidia driver version: none)")
         elif torch and not torch.cuda:
-            why = f"this PyTorch ({torch.version}) is a CPU-only build"
+            why = _("this PyTorch ({version}) is a CPU-only build", version=torch.version)
         else:
-            why = "the driver is there, so look at CUDA_VISIBLE_DEVICES, the container's GPU access and the kernel log"
-        message = f"PyTorch reports CUDA unavailable: {why}. ({source}, line {number})"
+            why = _("the driver is there, so look at CUDA_VISIBLE_DEVICES, the container's GPU access and the kernel log")
+        message = _("PyTorch reports CUDA unavailable: {why}.", why=why) + cited_at(source, number)
         cited.append(check.finding(GPU026, message, evidence=evidence(source, number, lines[number - 1])))
     return facts, cited
 
@@ -163,19 +169,35 @@ def torch_error_findings(check: Check, lines: list[str], source: str, cuda_build
         cite = evidence(source, error.line, error.text)
         if error.kind == "driver-too-old":
             needs = min_driver(cuda_build) if cuda_build else None
-            built = f" built for CUDA {cuda_build}" if cuda_build else ""
-            advice = f"upgrade the driver to ≥ {needs[1]}" if needs else "upgrade the driver"
-            message = (
-                f"PyTorch{built} says the NVIDIA driver is too old: the driver supports CUDA ≤ {error.driver_cuda or '?'}; "
-                f"{advice}, or install a PyTorch built for CUDA ≤ {error.driver_cuda or 'what the driver supports'}. "
-                f"({source}, line {error.line})"
+            torch_name = _("PyTorch built for CUDA {cuda}", cuda=cuda_build) if cuda_build else "PyTorch"
+            advice = _("upgrade the driver to ≥ {driver}", driver=needs[1]) if needs else _("upgrade the driver")
+            driver_cuda = error.driver_cuda or "?"
+            if error.driver_cuda:
+                instead = _("or install a PyTorch built for CUDA ≤ {cuda}", cuda=error.driver_cuda)
+            else:
+                instead = _("or install a PyTorch built for the CUDA the driver supports")
+            message = _(
+                "{torch} says the NVIDIA driver is too old: the driver supports CUDA ≤ {driver_cuda}; {advice}, {instead}.",
+                torch=torch_name,
+                driver_cuda=driver_cuda,
+                advice=advice,
+                instead=instead,
             )
+            message += cited_at(source, error.line)
             findings.append(check.finding(GPU021, message, evidence={**cite, "driver_cuda": error.driver_cuda}))
         elif error.kind == "arch-missing":
-            supported = f" (it has {' '.join(error.supported)})" if error.supported else ""
-            message = (
-                f"This PyTorch has no kernels for the GPU's CUDA capability {error.capability}{supported}: "
-                f"install a build for a newer CUDA. ({source}, line {error.line})"
-            )
+            if error.supported:
+                message = _(
+                    "This PyTorch has no kernels for the GPU's CUDA capability {capability} (it has {supported}): "
+                    "install a build for a newer CUDA.",
+                    capability=error.capability,
+                    supported=" ".join(error.supported),
+                )
+            else:
+                message = _(
+                    "This PyTorch has no kernels for the GPU's CUDA capability {capability}: install a build for a newer CUDA.",
+                    capability=error.capability,
+                )
+            message += cited_at(source, error.line)
             findings.append(check.finding(GPU025, message, evidence={**cite, "capability": error.capability}))
     return findings

@@ -73,14 +73,14 @@ class GpuStack(Check):
         if info is None and board is None and not pci and not driver_dir and not findings:
             return self._without_gpu(ctx)
         if board is not None:
-            message = f"{board.text}. CPU and GPU share the system RAM."
+            message = _("{board}. CPU and GPU share the system RAM.", board=board.text)
             findings.append(self.finding(GPU030, message, evidence={"model": board.model, "release": board.release}))
         elif info is None and pci and not smi_failed and not ctx.which("nvidia-smi"):
-            message = f"NVIDIA GPU(s) at {', '.join(pci)} but no nvidia-smi: the driver is not installed."
+            message = _("NVIDIA GPU(s) at {addresses} but no nvidia-smi: the driver is not installed.", addresses=", ".join(pci))
             findings.append(self.finding(GPU015, message, evidence={"pci_devices": pci}))
         torch = probe_torch(ctx)
         if isinstance(torch, str):
-            ctx.not_judged("PyTorch's CUDA build", torch)
+            ctx.not_judged(_("PyTorch's CUDA build"), torch)
         facts = GpuFacts(
             driver=info.driver_version if info else None,
             cuda=info.cuda_version if info else None,
@@ -111,9 +111,9 @@ class GpuStack(Check):
         probed = probe_torch(ctx) if ctx.options.get("python") or importlib.util.find_spec("torch") else None
         torch = probed if isinstance(probed, TorchBuild) else None
         if isinstance(probed, str):
-            ctx.not_judged("PyTorch's CUDA build", probed)
+            ctx.not_judged(_("PyTorch's CUDA build"), probed)
         if not found and not (torch and torch.cuda):
-            raise SkipCheck("no NVIDIA GPU (no NVML, nvidia-smi, /proc/driver/nvidia or NVIDIA PCI device)")
+            raise SkipCheck(_("no NVIDIA GPU (no NVML, nvidia-smi, /proc/driver/nvidia or NVIDIA PCI device)"))
         facts = GpuFacts(source="no GPU", toolkits=found, torch=torch)
         ctx.publish(facts)
         needs, said = [], []  # the evidence in English (machine-read), the message in the user's language

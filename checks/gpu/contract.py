@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from decode_doctor.engine import EnvRow, Facts, Metric, Sample
+from decode_doctor.i18n import _
 
 from .codes import GPU020, GPU021, GPU022, GPU023, GPU030
 
@@ -74,31 +75,43 @@ class GpuFacts(Facts):
     def summary(self) -> list[str]:
         lines = []
         if self.driver or self.devices:
-            parts = [_device_text(d) for d in self.devices] or ["no GPU listed"]
-            cuda = f"CUDA ≤ {self.cuda}, " if self.cuda else ""
-            head = f"Driver {self.driver or '?'} ({cuda}via {self.source})"
-            notes = f" ({'; '.join(self.notes)})" if self.notes else ""
-            lines.append(f"{head}: " + "; ".join(parts) + notes)
+            parts = [_device_text(d) for d in self.devices] or [_("no GPU listed")]
+            if self.cuda:
+                head = _("Driver {driver} (CUDA ≤ {cuda}, via {source})", driver=self.driver or "?", cuda=self.cuda, source=self.source)
+            else:
+                head = _("Driver {driver} (via {source})", driver=self.driver or "?", source=self.source)
+            notes = _(" ({notes})", notes="; ".join(self.notes)) if self.notes else ""
+            lines.append(_("{driver}: {devices}{notes}", driver=head, devices=_("; ").join(parts), notes=notes))
         if self.board:
             lines.append(self.board)
-        lines += [f"CUDA toolkit {t.version} ({t.source})" for t in self.toolkits]
+        lines += [_("CUDA toolkit {version} ({source})", version=t.version, source=t.source) for t in self.toolkits]
         if self.torch:
-            build = f"CUDA {self.torch.cuda}" if self.torch.cuda else f"ROCm {self.torch.hip}" if self.torch.hip else "CPU-only"
-            lines.append(f"PyTorch {self.torch.version} ({build}, cuDNN {self.torch.cudnn or '?'}) in {self.torch.python}")
+            build = f"CUDA {self.torch.cuda}" if self.torch.cuda else f"ROCm {self.torch.hip}" if self.torch.hip else _("CPU-only")
+            lines.append(
+                _(
+                    "PyTorch {version} ({build}, cuDNN {cudnn}) in {python}",
+                    version=self.torch.version,
+                    build=build,
+                    cudnn=self.torch.cudnn or "?",
+                    python=self.torch.python,
+                )
+            )
         return lines
 
     def environment(self) -> list[EnvRow]:
         rows = []
         if self.driver or self.devices:
-            rows.append(EnvRow("NVIDIA driver", self.driver or "unknown", ("GPU01", GPU020, GPU021)))
-            rows.append(EnvRow("CUDA (driver)", self.cuda or "unknown", ("GPU02",)))
+            rows.append(EnvRow(_("NVIDIA driver"), self.driver or _("unknown"), ("GPU01", GPU020, GPU021)))
+            rows.append(EnvRow(_("CUDA (driver)"), self.cuda or _("unknown"), ("GPU02",)))
         if self.board:
-            rows.append(EnvRow("board", self.board, (GPU030,)))
+            rows.append(EnvRow(_("board"), self.board, (GPU030,)))
         rows += [EnvRow(f"GPU {d.index}", f"{d.name} ({d.memory_mib} MiB)") for d in self.devices]
         if self.toolkits:
-            rows.append(EnvRow("CUDA toolkit", ", ".join(f"{t.version} ({t.source})" for t in self.toolkits), (GPU020, GPU023)))
+            rows.append(EnvRow("CUDA Toolkit", ", ".join(f"{t.version} ({t.source})" for t in self.toolkits), (GPU020, GPU023)))
         if self.torch:
-            rows.append(EnvRow("PyTorch (serving)", f"{self.torch.version}, CUDA {self.torch.cuda or 'none'}", (GPU021, GPU022, GPU023)))
+            none = _("none")
+            value = f"{self.torch.version}, CUDA {self.torch.cuda or none}"
+            rows.append(EnvRow(_("PyTorch (serving)"), value, (GPU021, GPU022, GPU023)))
         return rows
 
     def metrics(self) -> list[Metric]:
@@ -119,8 +132,11 @@ class GpuFacts(Facts):
 
 
 def _device_text(device: GpuDevice) -> str:
-    memory = f"{device.memory_mib / 1024:.0f} GiB" if device.memory_mib else "memory unknown"
-    bandwidth = f"{device.theoretical_gbps:.0f} GB/s theoretical" if device.theoretical_gbps else "bandwidth unknown (no bus width)"
-    mig = ", MIG enabled" if (device.mig_mode or "").lower() == "enabled" else ""
-    arch = f", {device.architecture}" if device.architecture else ""
-    return f"GPU {device.index}: {device.name} ({memory}{arch}{mig}, {bandwidth})"
+    memory = f"{device.memory_mib / 1024:.0f} GiB" if device.memory_mib else _("memory unknown")
+    if device.theoretical_gbps:
+        bandwidth = _("{gbps:.0f} GB/s theoretical", gbps=device.theoretical_gbps)
+    else:
+        bandwidth = _("bandwidth unknown (no bus width)")
+    details = [memory] + ([device.architecture] if device.architecture else [])
+    details += [_("MIG enabled")] if (device.mig_mode or "").lower() == "enabled" else []
+    return _("GPU {index}: {name} ({details})", index=device.index, name=device.name, details=_(", ").join([*details, bandwidth]))

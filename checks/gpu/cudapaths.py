@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from decode_doctor.engine import Check, Context, Finding, Severity
+from decode_doctor.i18n import _
 
 from .codes import GPU027, GPU028, GPU029, GPU031
 
@@ -206,26 +207,48 @@ def path_findings(check: Check, ctx: Context, torch_cuda: str | None) -> list[Fi
     toolkits = installed(ctx)
     chosen = picks(ctx, toolkits)
     versions = {t.root: t.version for t in toolkits}
-    label = lambda root: f"{root} ({versions.get(root) or 'version unknown'})"  # noqa: E731
+    label = lambda root: _("{root} ({version})", root=root, version=versions.get(root) or _("version unknown"))  # noqa: E731
     findings = []
     named = {"build (" + chosen.build_from + ")": chosen.build, "nvcc on PATH": chosen.nvcc, "libcudart on LD_LIBRARY_PATH": chosen.runtime}
+    said = {  # the evidence keeps named's English keys
+        "build (" + chosen.build_from + ")": _("build ({source})", source=chosen.build_from),
+        "nvcc on PATH": _("nvcc on PATH"),
+        "libcudart on LD_LIBRARY_PATH": _("libcudart on LD_LIBRARY_PATH"),
+    }
     distinct = {root for root in named.values() if root}
     if len(distinct) > 1 or chosen.missing_home:
-        parts = [f"{what}: {label(root)}" for what, root in named.items() if root]
-        missing = f"{chosen.missing_home} names a directory that is not there. " if chosen.missing_home else ""
-        message = f"{missing}Installed: {', '.join(label(t.root) for t in toolkits) or 'none'}; " + "; ".join(parts) + "."
+        parts = [_("{what}: {toolkit}", what=said[what], toolkit=label(root)) for what, root in named.items() if root]
+        missing = _("{variable} names a directory that is not there. ", variable=chosen.missing_home) if chosen.missing_home else ""
+        listed = _(", ").join(label(t.root) for t in toolkits) or _("none")
+        message = missing + _("Installed: {installed}; {picks}.", installed=listed, picks=_("; ").join(parts))
         evidence = {"installed": {t.root: t.version for t in toolkits}, **{k: v for k, v in named.items() if v}}
         findings.append(check.finding(GPU027, message, evidence=evidence))
     for where, directory, shadows in stub_dirs(ctx):
-        what = "libcuda.so.1 there shadows the driver's" if shadows else "its libcuda.so can be picked up instead of the driver's"
-        message = f"{directory} (a toolkit's link-time stubs) is on the loader path via {where}: {what}."
+        if shadows:
+            message = _(
+                "{directory} (a toolkit's link-time stubs) is on the loader path via {where}: libcuda.so.1 there shadows the driver's.",
+                directory=directory,
+                where=where,
+            )
+        else:
+            message = _(
+                "{directory} (a toolkit's link-time stubs) is on the loader path via {where}: its libcuda.so can be picked up instead "
+                "of the driver's.",
+                directory=directory,
+                where=where,
+            )
         severity = None if shadows else Severity.WARNING
         findings.append(check.finding(GPU028, message, evidence={"where": where, "directory": directory}, severity=severity))
     build = next((t for t in toolkits if t.root == chosen.build), None)
     if build and build.gnu_max is not None and (compiler := compiler_major(ctx)) and compiler[1] > build.gnu_max:
-        message = (
-            f"{compiler[0]} is GCC {compiler[1]}, but nvcc {build.version or ''} in {build.root} accepts GCC ≤ {build.gnu_max} "
-            f'(its include/crt/host_config.h): every CUDA extension build stops with "unsupported GNU version".'
+        message = _(
+            "{compiler} is GCC {gcc}, but nvcc {version} in {toolkit} accepts GCC ≤ {gnu_max} (its include/crt/host_config.h): "
+            'every CUDA extension build stops with "unsupported GNU version".',
+            compiler=compiler[0],
+            gcc=compiler[1],
+            version=build.version or "",
+            toolkit=build.root,
+            gnu_max=build.gnu_max,
         )
         cited: dict[str, object] = {"compiler": compiler[0], "gcc_major": compiler[1], "toolkit": build.root, "gnu_max": build.gnu_max}
         findings.append(check.finding(GPU029, message, evidence=cited))
@@ -233,14 +256,16 @@ def path_findings(check: Check, ctx: Context, torch_cuda: str | None) -> list[Fi
         built, have = torch_cuda.split(".")[:2], build.version.split(".")[:2]
         if built != have:
             major = built[0] != have[0]
-            message = (
-                f"PyTorch was built with CUDA {torch_cuda}, but an extension build would use {label(build.root)} "
-                f"({chosen.build_from}): "
-                + (
-                    "torch.utils.cpp_extension refuses a different major version."
-                    if major
-                    else "a minor mismatch builds with a warning, and its kernels need the newer runtime."
-                )
+            if major:
+                consequence = _("torch.utils.cpp_extension refuses a different major version.")
+            else:
+                consequence = _("a minor mismatch builds with a warning, and its kernels need the newer runtime.")
+            message = _(
+                "PyTorch was built with CUDA {torch_cuda}, but an extension build would use {toolkit} ({source}): {consequence}",
+                torch_cuda=torch_cuda,
+                toolkit=label(build.root),
+                source=chosen.build_from,
+                consequence=consequence,
             )
             evidence = {"torch_cuda": torch_cuda, "toolkit": build.root, "toolkit_version": build.version, "from": chosen.build_from}
             findings.append(check.finding(GPU031, message, evidence=evidence, severity=None if major else Severity.INFO))

@@ -4,6 +4,7 @@ events to codes that both the live check and `analyze` use."""
 from __future__ import annotations
 
 from decode_doctor.engine import Check, Code, Context, Finding
+from decode_doctor.i18n import N_, _
 
 from .codes import GPU010, GPU011, GPU012, GPU014
 from .nvidia import scan_kernel_log
@@ -13,11 +14,11 @@ from .xid import finding as xid_finding
 # event kind (nvidia.KERNEL_PATTERNS) → the code that reports it and how it is worded; Xid 79 is an
 # off-bus event too, and the other Xids are GPU018 (xid.finding)
 KERNEL_EVENTS: dict[str, tuple[Code, str]] = {
-    "off-bus": (GPU014, "The kernel log says: {text}."),
-    "api-mismatch": (GPU011, "The kernel log says: {text} Reboot or reload the module."),
+    "off-bus": (GPU014, N_("The kernel log says: {text}.")),
+    "api-mismatch": (GPU011, N_("The kernel log says: {text} Reboot or reload the module.")),
     "no-adapter": (
         GPU012,
-        "The kernel log says: {text} (another driver such as nouveau holds the GPU, or it is unsupported).",
+        N_("The kernel log says: {text} (another driver such as nouveau holds the GPU, or it is unsupported)."),
     ),
 }
 XID_OFF_BUS = 79
@@ -28,7 +29,7 @@ def event_finding(check: Check, kind: str, text: str, suffix: str = "", evidence
     if kind not in KERNEL_EVENTS:
         return None
     code, wording = KERNEL_EVENTS[kind]
-    message = wording.format(text=text.rstrip(".")) + suffix
+    message = _(wording, text=text.rstrip(".")) + suffix
     return check.finding(code, message, evidence=dict(evidence or {}))
 
 
@@ -54,7 +55,7 @@ def kernel_texts(ctx: Context) -> list[tuple[str, str]]:
 
 def kernel_events(texts: list[tuple[str, str]]) -> list[tuple[str, str]]:
     events: list[tuple[str, str]] = []
-    for _, text in texts:
+    for _source, text in texts:
         for event in scan_kernel_log(text):
             if event not in events:
                 events.append(event)
@@ -85,7 +86,7 @@ def kernel_findings(check: Check, texts: list[tuple[str, str]], earlier: list[Fi
     off_bus = by_kind.get("off-bus", []) + [e.text for e in xids if e.number == XID_OFF_BUS]
     if off_bus:
         found.append(_event(check, "off-bus", off_bus))
-    xid = xid_finding(check, xids, f"The kernel log ({source})", {"source": source})
+    xid = xid_finding(check, xids, _("The kernel log ({source})", source=source), {"source": source})
     if xid:
         found.append(xid)
     earlier_codes = {f.code for f in earlier}
@@ -98,7 +99,9 @@ def kernel_findings(check: Check, texts: list[tuple[str, str]], earlier: list[Fi
         for i, finding in enumerate(earlier):
             if finding.code == GPU011.code:
                 earlier[i] = check.finding(
-                    GPU011, finding.message + f" Kernel log: {mismatch[-1]}", evidence={**finding.evidence, "kernel_log": mismatch[-5:]}
+                    GPU011,
+                    finding.message + _(" Kernel log: {line}", line=mismatch[-1]),
+                    evidence={**finding.evidence, "kernel_log": mismatch[-5:]},
                 )
     return found
 

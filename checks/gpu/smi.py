@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from decode_doctor.engine import Check, Code, CommandRecord, Context, Finding
+from decode_doctor.i18n import N_, _
 
 from .codes import GPU010, GPU011, GPU012, GPU013, GPU014, GPU015, GPU016, GPU017
 from .contract import DriverInfo
@@ -15,15 +16,15 @@ SMI_TIMEOUT_S = 15.0
 
 # nvidia-smi failure kind (nvidia.classify_smi_failure) → (code, message), live and pasted alike
 SMI_FAILURE_CODES: dict[str, tuple[Code, str]] = {
-    "no-driver": (GPU010, "nvidia-smi cannot communicate with the NVIDIA driver: the kernel module is not loaded."),
+    "no-driver": (GPU010, N_("nvidia-smi cannot communicate with the NVIDIA driver: the kernel module is not loaded.")),
     "version-mismatch": (
         GPU011,
-        "Driver/library version mismatch: the driver was upgraded but the old kernel module is still loaded; reboot or reload it.",
+        N_("Driver/library version mismatch: the driver was upgraded but the old kernel module is still loaded; reboot or reload it."),
     ),
-    "no-devices": (GPU012, "The NVIDIA driver is loaded but finds no GPU."),
-    "unknown-error": (GPU013, "nvidia-smi cannot get a handle for a GPU (Unknown Error): the driver lost it."),
-    "fallen-off": (GPU014, "nvidia-smi says a GPU is lost (fallen off the bus): it is gone until a reset or reboot."),
-    "missing": (GPU015, "nvidia-smi is not installed: the NVIDIA driver is missing."),
+    "no-devices": (GPU012, N_("The NVIDIA driver is loaded but finds no GPU.")),
+    "unknown-error": (GPU013, N_("nvidia-smi cannot get a handle for a GPU (Unknown Error): the driver lost it.")),
+    "fallen-off": (GPU014, N_("nvidia-smi says a GPU is lost (fallen off the bus): it is gone until a reset or reboot.")),
+    "missing": (GPU015, N_("nvidia-smi is not installed: the NVIDIA driver is missing.")),
 }
 
 
@@ -39,9 +40,8 @@ def read_nvidia_smi(check: Check, ctx: Context, findings: list[Finding]) -> tupl
     record = ctx.run(["nvidia-smi", "-q", "-x"], timeout_s=limit)
     evidence = record_evidence(record)
     if record.timed_out:
-        findings.append(
-            check.finding(GPU016, f"nvidia-smi -q -x did not answer within {limit:g} s: the driver is stuck.", evidence=evidence)
-        )
+        stuck = _("nvidia-smi -q -x did not answer within {seconds} s: the driver is stuck.", seconds=format(limit, "g"))
+        findings.append(check.finding(GPU016, stuck, evidence=evidence))
         return None, True
     output = record.stdout + record.stderr
     if record.exit_code == 0:
@@ -55,6 +55,10 @@ def read_nvidia_smi(check: Check, ctx: Context, findings: list[Finding]) -> tupl
                 findings.append(check.finding(GPU017, f"{exc}.", evidence=evidence))
                 return None, True
     kind = classify_smi_failure(output, record.exit_code)
-    code, message = SMI_FAILURE_CODES.get(kind or "", (GPU017, f"nvidia-smi failed with exit code {record.exit_code}."))
-    findings.append(check.finding(code, message + f" Output: {output.strip()[:200]}", evidence=evidence))
+    if kind in SMI_FAILURE_CODES:
+        code, wording = SMI_FAILURE_CODES[kind]
+        message = _(wording)
+    else:
+        code, message = GPU017, _("nvidia-smi failed with exit code {exit_code}.", exit_code=record.exit_code)
+    findings.append(check.finding(code, message + _(" Output: {output}", output=output.strip()[:200]), evidence=evidence))
     return None, True

@@ -19,11 +19,20 @@ PTX_EFFECT = N_(
 
 def judge_software(check: Check, facts: GpuFacts, gpu_host: bool) -> list[Finding]:
     baseline = compat_table()["baseline"]
-    behind = []
+    behind: list[str] = []  # the evidence, in English
+    said: list[str] = []  # the same, in the user's language
     findings = []
     for toolkit in facts.toolkits:
         if vkey(toolkit.version) < vkey(baseline["cuda"]):
             behind.append(f"CUDA toolkit {toolkit.version} ({toolkit.source}) < {baseline['cuda']}")
+            said.append(
+                _(
+                    "CUDA toolkit {version} ({source}) < {baseline}",
+                    version=toolkit.version,
+                    source=toolkit.source,
+                    baseline=baseline["cuda"],
+                )
+            )
         if facts.driver:
             findings.extend(_toolkit_against_driver(check, toolkit, facts.driver))
     torch = facts.torch
@@ -31,13 +40,16 @@ def judge_software(check: Check, facts: GpuFacts, gpu_host: bool) -> list[Findin
         label = f"PyTorch {torch.version}"
         if torch.version and vkey(torch.version) < vkey(baseline["torch"]):
             behind.append(f"{label} < {baseline['torch']}")
+            said.append(f"{label} < {baseline['torch']}")
         if torch.cudnn and vkey(torch.cudnn) < vkey(baseline["cudnn"]):
             behind.append(f"cuDNN {torch.cudnn} < {baseline['cudnn']}")
+            said.append(f"cuDNN {torch.cudnn} < {baseline['cudnn']}")
         if torch.cuda and vkey(torch.cuda) < vkey(baseline["cuda"]):
             behind.append(f"{label} built for CUDA {torch.cuda} < {baseline['cuda']}")
+            said.append(_("{torch} built for CUDA {cuda} < {baseline}", torch=label, cuda=torch.cuda, baseline=baseline["cuda"]))
         findings.extend(_torch_against_driver(check, torch, facts.driver, gpu_host))
     if behind:
-        message = _("Below the LLM-inference baseline: {below}.", below="; ".join(behind))
+        message = _("Below the LLM-inference baseline: {below}.", below=_("; ").join(said))
         findings.append(check.finding(GPU023, message, evidence={"below": behind, "baseline": baseline}))
     return findings
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from decode_doctor.engine import Context
+from decode_doctor.i18n import _
 
 from .contract import TorchBuild
 from .nvidia import parse_torch_version_py
@@ -55,22 +56,28 @@ def probe_torch(ctx: Context) -> TorchBuild | str | None:
     python = ctx.options.get("python") or sys.executable
     record = ctx.run([python, "-c", TORCH_PROBE], timeout_s=20)
     if not record.ok:
-        return record.error or record.stderr.strip()[-200:] or "the probe failed"
+        return record.error or record.stderr.strip()[-200:] or _("the probe failed")
     data = _last_json_object(record.stdout)
     if data is None:
-        return f"the probe printed no JSON object: {record.stdout.strip()[-120:]!r}"
+        return _("the probe printed no JSON object: {output}", output=repr(record.stdout.strip()[-120:]))
     if not isinstance(data.get("torch_dir"), str) or not data["torch_dir"]:
         return None
     torch_dir = Path(data["torch_dir"])
+    version_py = f"{torch_dir}/version.py"
     try:
         with open(torch_dir / "version.py", "rb") as handle:
             version = parse_torch_version_py(handle.read(1 << 16).decode("utf-8", errors="replace"))
     except OSError:
-        return f"{torch_dir}/version.py is unreadable"
+        return _("{path} is unreadable", path=version_py)
     for key, shape in (("version", TORCH_VERSION), ("cuda", CUDA_BUILD), ("hip", CUDA_BUILD)):
         value = version[key]
         if value is not None and not shape.fullmatch(value):
-            return f"{torch_dir}/version.py says {key} = {value[:40]!r}, not a version: this torch install is damaged or not PyTorch"
+            return _(
+                "{path} says {key} = {value}, not a version: this torch install is damaged or not PyTorch",
+                path=version_py,
+                key=key,
+                value=repr(value[:40]),
+            )
     cudnn = data.get("cudnn")
     if not cudnn:
         libs = sorted((torch_dir / "lib").glob("libcudnn.so.*")) if (torch_dir / "lib").is_dir() else []

@@ -12,6 +12,7 @@ from importlib import resources
 from typing import Any
 
 from decode_doctor.engine import Check, Finding, Severity
+from decode_doctor.i18n import _, sentences
 
 from .codes import GPU018
 
@@ -33,6 +34,7 @@ class CatalogEntry:
     action: str  # what to do now
     follow_up: str  # what to do when it recurs ("" when nothing more)
     urgency: str  # gpu, report, application, info
+    action_parts: tuple[str, ...] = ()  # action's sentences as the catalog file has them, each a message (extract.json_texts)
 
     @property
     def next_step(self) -> str:
@@ -81,14 +83,15 @@ def catalog() -> dict[int, CatalogEntry]:
     for number, mnemonic, meaning, immediate, investigatory in data["xids"]:
         cause, extra = notes.get(str(number), ["", ""])
         action, follow_up = buckets[immediate][1], ""
+        parts: tuple[str, ...] = (action,)
         step = buckets[investigatory][1]
         if investigatory and investigatory != immediate and not investigatory.startswith(("IGNORE", "N/A")):
             follow_up = step if step.startswith("When") else "If it recurs: " + step[0].lower() + step[1:]
         # a note's next step replaces the buckets' words, or with a leading "+" comes after them
         if extra.startswith("+"):
-            action = f"{action} {extra[1:]}"
+            action, parts = f"{action} {extra[1:]}", (action, extra[1:])
         elif extra:
-            action, follow_up = extra, ""
+            action, follow_up, parts = extra, "", (extra,)
         meaning = " ".join(meaning.split())
         entries[number] = CatalogEntry(
             number,
@@ -100,6 +103,7 @@ def catalog() -> dict[int, CatalogEntry]:
             action,
             follow_up,
             buckets[immediate][0],
+            parts,
         )
     return entries
 
@@ -221,9 +225,9 @@ def finding(check: Check, events: list[XidEvent], where: str, cite: dict[str, An
     severity = {"gpu": Severity.ERROR, "report": Severity.WARNING, "application": Severity.WARNING}.get(urgency(groups), Severity.INFO)
     ranked = sorted(groups, key=lambda item: (-URGENCY[level(item)], item.number))
     causes = caused_by(event for event in events if event.number == 45)
-    shown = " ".join(summary(item, causes if item.number == 45 else None) for item in ranked[:6])
-    more = f" And {len(ranked) - 6} more Xid numbers (in the evidence)." if len(ranked) > 6 else ""
-    message = f"{where} holds NVIDIA Xid errors. {shown}{more}"
+    shown = [summary(item, causes if item.number == 45 else None) for item in ranked[:6]]
+    more = _("And {count} more Xid numbers (in the evidence).", count=len(ranked) - 6) if len(ranked) > 6 else ""
+    message = sentences(_("{where} holds NVIDIA Xid errors.", where=where), *shown, more)
     evidence = {**cite, "xids": [describe(item) for item in ranked[:32]]}
     return check.finding(GPU018, message, evidence=evidence, severity=severity)
 
@@ -270,19 +274,20 @@ def caused_by(events: Iterable[XidEvent]) -> list[int]:
 def summary(item: XidGroup, causes: list[int] | None = None) -> str:
     """ "Xid 48 ×2 on 0000:01:00 (Double Bit ECC Error), May 10 22:25:01 → May 10 22:30:00: what to do." """
     entry = catalog().get(item.number)
-    gpus = ", ".join(item.devices[:4]) + (f" and {len(item.devices) - 4} more" if len(item.devices) > 4 else "")
-    head = f"Xid {item.number} ×{item.count} on {gpus}"
+    gpus = ", ".join(item.devices[:4]) + (_(" and {count} more", count=len(item.devices) - 4) if len(item.devices) > 4 else "")
+    head = _("Xid {number} ×{count} on {gpus}", number=item.number, count=item.count, gpus=gpus)
     if entry is None:
-        meaning = " (not in NVIDIA's catalog as decode-doctor carries it)"
+        meaning = _(" (not in NVIDIA's catalog as decode-doctor carries it)")
     else:
-        meaning = " (unused in NVIDIA's catalog)" if entry.unused else f" ({entry.meaning.split(' -- ')[0]})"
+        meaning = _(" (unused in NVIDIA's catalog)") if entry.unused else _(" ({meaning})", meaning=entry.meaning.split(" -- ")[0])
     if causes:
-        meaning += f", caused by Xid {', '.join(map(str, causes))}"
+        meaning += _(", caused by Xid {numbers}", numbers=", ".join(map(str, causes)))
     times = ""
     if item.first and item.first.time:
         last_time = item.last.time if item.last else None
-        times = f", {item.first.time}" + (f" → {last_time}" if last_time and item.count > 1 and last_time != item.first.time else "")
-    step = entry.action if entry else "Look it up in NVIDIA's Xid catalog."
+        span = f"{item.first.time} → {last_time}" if last_time and item.count > 1 and last_time != item.first.time else item.first.time
+        times = _(", {time}", time=span)
+    step = sentences(*(_(part) for part in entry.action_parts)) if entry else _("Look it up in NVIDIA's Xid catalog.")
     if item.number == 154 and item.last and (action := recovery_action(item.last.text)):
-        step = f"The driver now asks for: {action}."
-    return f"{head}{meaning}{times}: {step}"
+        step = _("The driver now asks for: {action}.", action=action)
+    return _("{head}{meaning}{times}: {step}", head=head, meaning=meaning, times=times, step=step)

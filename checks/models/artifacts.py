@@ -12,6 +12,7 @@ from typing import Any
 
 from decode_doctor.engine import Check, Code, CommandsParams, Context, EnvRow, Facts, Finding, FixableCode, FixRef, Needs, Option
 from decode_doctor.engine.units import human_bytes
+from decode_doctor.i18n import _
 
 from .codes import (
     ARTIFACT_CODES,
@@ -76,23 +77,26 @@ class ArtifactSummary:
     hash_mbps: float | None = None
     notes: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # what could not be read, and why
+    template_unknown: str | None = None  # why the chat template is unknown, when it is
 
     def line(self) -> str:
         where = f"{self.repo}@{(self.revision or '?')[:12]}" if self.repo else self.path
-        parts = [f"{self.weight_files} weight file(s), {human_bytes(self.weight_bytes)}"]
+        parts = [_("{count} weight file(s), {size}", count=self.weight_files, size=human_bytes(self.weight_bytes))]
         if self.trained_context:
-            stretched = f" ({self.context_limit:,} with rope_scaling)" if (self.context_limit or 0) > self.trained_context else ""
-            parts.append(f"trained context {self.trained_context:,}{stretched}")
+            if (self.context_limit or 0) > self.trained_context:
+                stretched = _(" ({limit:,} with rope_scaling)", limit=self.context_limit)
+            else:
+                stretched = ""
+            parts.append(_("trained context {context:,}{stretched}", context=self.trained_context, stretched=stretched))
         if self.eos_ids:
-            parts.append(f"stops at {', '.join(map(str, self.eos_ids))}")
+            parts.append(_("stops at {ids}", ids=", ".join(map(str, self.eos_ids))))
         if self.chat_template is None:
-            why = next((u for u in self.unknown if u.startswith("chat template")), "chat template unknown")
-            parts.append(why)
+            parts.append(self.template_unknown or _("chat template unknown"))
         else:
-            parts.append("chat template" if self.chat_template else "no chat template")
+            parts.append(_("chat template") if self.chat_template else _("no chat template"))
         if self.verified:
-            parts.append(f"{self.verified} file(s) verified at {self.hash_mbps:,.0f} MB/s")
-        return f"{where}: " + "; ".join(parts) + "".join(f"; {note}" for note in self.notes)
+            parts.append(_("{count} file(s) verified at {mbps:,.0f} MB/s", count=self.verified, mbps=self.hash_mbps))
+        return _("{where}: {parts}", where=where, parts=_("; ").join(parts + self.notes))
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,7 @@ class ArtifactsFacts(Facts):
         return [model.line() for model in self.models]
 
     def environment(self) -> list[EnvRow]:
-        return [EnvRow(f"model {Path(m.path).name}", m.line(), ("MDL",)) for m in self.models]
+        return [EnvRow(_("model {name}", name=Path(m.path).name), m.line(), ("MDL",)) for m in self.models]
 
 
 def _text_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -157,6 +161,7 @@ class _Review:
         self.config: dict[str, Any] = {}
         self.damaged: list[str] = []
         self.unknown: list[str] = []
+        self.template_unknown: str | None = None  # why the chat template could not be read, said in the user's language
 
     def add(self, code: Code, message: str, path: Path | None = None, fix: FixRef[CommandsParams] | None = None, **evidence: Any) -> None:
         where = str(path) if path else str(self.place.given)
@@ -180,23 +185,37 @@ class _Review:
                 pass
         if place.revision:
             command += f" --revision {place.revision}"
-        return FixRef(f"download it again: {command}", CommandsParams("download it again", (command,)))
+        return FixRef(_("download it again: {command}", command=command), CommandsParams(_("download it again"), (command,)))
 
     # --- the checks, in order ---
 
     def paths(self) -> None:
         text = str(self.place.given)
         if any(ch.isspace() for ch in text) or not text.isascii():
-            self.add(MDL040, f"{text}: the path has spaces or non-ASCII characters; unquoted scripts and some loaders break on it.")
+            self.add(
+                MDL040, _("{path}: the path has spaces or non-ASCII characters; unquoted scripts and some loaders break on it.", path=text)
+            )
 
     def integrity(self) -> None:
         place = self.place
         for path in incomplete_files(place):
             size = path.stat().st_size if path.exists() else 0
-            self.add(MDL005, f"{path}: an unfinished download ({size:,} bytes so far).", path, self.redownload(None), size=size)
-        dangling = {link for link, _ in dangling_links(place)}
+            self.add(
+                MDL005,
+                _("{path}: an unfinished download ({size:,} bytes so far).", path=path, size=size),
+                path,
+                self.redownload(None),
+                size=size,
+            )
+        dangling = {link for link, _target in dangling_links(place)}
         for link, target in dangling_links(place):
-            self.add(MDL006, f"{link} links to {target}, which is missing.", link, self.redownload(link), target=target)
+            self.add(
+                MDL006,
+                _("{link} links to {target}, which is missing.", link=link, target=target),
+                link,
+                self.redownload(link),
+                target=target,
+            )
         for shard in self._shards(dangling):
             self._safetensors(shard)
         for gguf in self._ggufs():
@@ -233,7 +252,8 @@ class _Review:
             if shard in dangling:
                 continue
             if not shard.exists():
-                self.add(MDL001, f"{index.name} names {name}, which is missing.", shard, self.redownload(shard), shard=name)
+                missing = _("{index} names {shard}, which is missing.", index=index.name, shard=name)
+                self.add(MDL001, missing, shard, self.redownload(shard), shard=name)
                 continue
             shards.append(shard)
         return shards
@@ -273,22 +293,45 @@ class _Review:
         self._rope_scaling(text)
         served = self.ctx.options.get("context")
         if served and limit and served > limit:
-            source = "max_position_embeddings" if text.get("max_position_embeddings") else "the GGUF's context_length"
-            stretched = f" (rope_scaling stretches it to {limit:,})" if limit > (trained or 0) else " and no rope_scaling stretches it"
-            message = (
-                f"{self.place.given.name}: --context {served:,} is beyond the {trained:,} tokens of its {source}{stretched}; "
-                f"serve at most {limit:,}."
+            source = "max_position_embeddings" if text.get("max_position_embeddings") else _("the GGUF's context_length")
+            if limit > (trained or 0):
+                stretched = _(" (rope_scaling stretches it to {limit:,})", limit=limit)
+            else:
+                stretched = _(" and no rope_scaling stretches it")
+            message = _(
+                "{model}: --context {served:,} is beyond the {trained:,} tokens of its {source}{stretched}; serve at most {limit:,}.",
+                model=self.place.given.name,
+                served=served,
+                trained=trained,
+                source=source,
+                stretched=stretched,
+                limit=limit,
             )
             self.add(MDL010, message, served=served, trained=trained, limit=limit)
         theta = _number(text.get("rope_theta"))
-        gguf_theta = _number(meta.get(f"{arch}.rope.freq_base"))
+        freq_key = f"{arch}.rope.freq_base"
+        gguf_theta = _number(meta.get(freq_key))
         if text and gguf_theta is not None and (theta or DEFAULT_ROPE_THETA) != gguf_theta:
-            said = f"rope_theta {theta:g}" if theta else f"no rope_theta (transformers' default {DEFAULT_ROPE_THETA:g})"
-            message = f"{self.place.given.name}: config.json has {said}, the GGUF's {arch}.rope.freq_base is {gguf_theta:g}."
+            if theta:
+                said = "rope_theta " + format(theta, "g")
+            else:
+                said = _("no rope_theta (transformers' default {theta})", theta=format(DEFAULT_ROPE_THETA, "g"))
+            message = _(
+                "{model}: config.json has {said}, the GGUF's {key} is {value}.",
+                model=self.place.given.name,
+                said=said,
+                key=freq_key,
+                value=format(gguf_theta, "g"),
+            )
             self.add(MDL012, message, config_rope_theta=theta, gguf_freq_base=gguf_theta)
         window = _count(text.get("sliding_window"))
         if window and trained and window > trained and text.get("use_sliding_window") is not False:
-            message = f"{self.place.given.name}: sliding_window {window:,} is larger than max_position_embeddings {trained:,}."
+            message = _(
+                "{model}: sliding_window {window:,} is larger than max_position_embeddings {trained:,}.",
+                model=self.place.given.name,
+                window=window,
+                trained=trained,
+            )
             self.add(MDL013, message, sliding_window=window, max_position_embeddings=trained)
         return trained, limit
 
@@ -298,38 +341,42 @@ class _Review:
             return
         name = self.place.given.name
         if not isinstance(scaling, dict):
-            self.add(MDL011, f"{name}: rope_scaling is {type(scaling).__name__}, not an object.", rope_scaling=str(scaling)[:200])
+            wrong = _("{model}: rope_scaling is {kind}, not an object.", model=name, kind=type(scaling).__name__)
+            self.add(MDL011, wrong, rope_scaling=str(scaling)[:200])
             return
         named = [k for k in (scaling.get("rope_type"), scaling.get("type")) if k is not None]
-        problems = [f"its type is {json.dumps(k)[:40]}, not a name" for k in named if not isinstance(k, str)]
+        problems = [_("its type is {value}, not a name", value=json.dumps(k)[:40]) for k in named if not isinstance(k, str)]
         kinds = {k for k in named if isinstance(k, str)}
         if problems:
             pass
         elif not kinds:
-            problems.append("it names no type")
+            problems.append(_("it names no type"))
         elif len(kinds) > 1:
-            problems.append(f"rope_type and type disagree ({', '.join(sorted(map(str, kinds)))})")
+            problems.append(_("rope_type and type disagree ({kinds})", kinds=", ".join(sorted(map(str, kinds)))))
         elif not kinds <= ROPE_TYPES:
-            problems.append(f"type {next(iter(kinds))!r} is not one engines know")
+            problems.append(_("type {kind} is not one engines know", kind=repr(next(iter(kinds)))))
         kind = next(iter(kinds), None)
         factor = scaling.get("factor")
         number = _number(factor)
         if kind in ("linear", "dynamic", "yarn", "llama3") and not (number is not None and number >= 1):
-            problems.append(f"factor is {factor!r}, not a number of at least 1")
+            problems.append(_("factor is {value}, not a number of at least 1", value=repr(factor)))
         for key in ("factor", "original_max_position_embeddings"):
             value = scaling.get(key)
             if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 1 << 40:
-                problems.append(f"{key} is a {len(str(abs(value)))}-digit number")
-        for key in ("factor", "original_max_position_embeddings"):
-            value = scaling.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 1 << 40:
-                problems.append(f"{key} is a {len(str(abs(value)))}-digit number")
+                problems.append(_("{key} is a {digits}-digit number", key=key, digits=len(str(abs(value)))))
         original = _count(scaling.get("original_max_position_embeddings"))
         trained = _count(text.get("max_position_embeddings"))
         if original and trained and original > trained:
-            problems.append(f"original_max_position_embeddings {original:,} is above max_position_embeddings {trained:,}")
+            problems.append(
+                _(
+                    "original_max_position_embeddings {original:,} is above max_position_embeddings {trained:,}",
+                    original=original,
+                    trained=trained,
+                )
+            )
         if problems:
-            self.add(MDL011, f"{name}: rope_scaling is inconsistent: {'; '.join(problems)}.", rope_scaling=scaling)
+            inconsistent = _("{model}: rope_scaling is inconsistent: {problems}.", model=name, problems=_("; ").join(problems))
+            self.add(MDL011, inconsistent, rope_scaling=scaling)
 
     def precision(self) -> None:
         name = self.place.given.name
@@ -337,11 +384,16 @@ class _Review:
             self._quantization(name)
         kv = self.ctx.options.get("kv_dtype")
         if self.gguf is not None and not self.headers and kv == "fp8":
-            self.add(MDL021, f"{name}: a GGUF model is served by llama.cpp, which has no fp8 KV cache; budget q8_0 with --kv-dtype int8.")
+            self.add(
+                MDL021,
+                _("{model}: a GGUF model is served by llama.cpp, which has no fp8 KV cache; budget q8_0 with --kv-dtype int8.", model=name),
+            )
         elif self.headers and kv in ("int8", "int4"):
-            message = (
-                f"{name}: safetensors models are served by vLLM or TGI, whose KV caches are fp16/bf16 or fp8; "
-                f"--kv-dtype {kv} budgets a cache they do not have."
+            message = _(
+                "{model}: safetensors models are served by vLLM or TGI, whose KV caches are fp16/bf16 or fp8; "
+                "--kv-dtype {kv} budgets a cache they do not have.",
+                model=name,
+                kv=kv,
             )
             self.add(MDL021, message, kv_dtype=kv)
 
@@ -360,24 +412,39 @@ class _Review:
             "compressed-tensors": lambda: packed or "I8" in dtypes,
         }
         if method in expects and not expects[method]():
-            stored = "/".join(sorted(dtypes & set(FLOAT_DTYPES))) or "unquantized"
-            message = f"{name}: quantization_config says {method}, but the weights are stored {stored}, with none of its tensors."
+            stored = "/".join(sorted(dtypes & set(FLOAT_DTYPES))) or _("unquantized")
+            message = _(
+                "{model}: quantization_config says {method}, but the weights are stored {stored}, with none of its tensors.",
+                model=name,
+                method=method,
+                stored=stored,
+            )
             self.add(MDL020, message, quant_method=method, stored=sorted(dtypes))
         elif packed and not method:
-            self.add(MDL020, f"{name}: the weights hold quantized tensors, but config.json has no quantization_config.")
+            self.add(MDL020, _("{model}: the weights hold quantized tensors, but config.json has no quantization_config.", model=name))
         if packed or method:
             return
         dominant = {shard: _dominant(header) for shard, header in self.headers.items()}
         kinds = {d for d in dominant.values() if d}
         if len(kinds) > 1:
             listing = ", ".join(f"{shard.name} {kind}" for shard, kind in sorted(dominant.items()) if kind)
-            self.add(MDL022, f"{name}: the shards store different dtypes: {listing}.", dtypes={s.name: d for s, d in dominant.items()})
+            mixed = _("{model}: the shards store different dtypes: {listing}.", model=name, listing=listing)
+            self.add(MDL022, mixed, dtypes={s.name: d for s, d in dominant.items()})
             return
         stored_as = next(iter(kinds), None)
         declared = self.config.get("torch_dtype") or self.config.get("dtype")
         if (declared, stored_as) in (("float16", "BF16"), ("bfloat16", "F16")):
-            risk = "can overflow to inf (8 exponent bits down to 5)" if stored_as == "BF16" else "lose mantissa bits (10 down to 7)"
-            message = f"{name}: torch_dtype is {declared}, but the weights are stored {stored_as}: cast at load, they {risk}."
+            if stored_as == "BF16":
+                risk = _("cast at load, they can overflow to inf (8 exponent bits down to 5)")
+            else:
+                risk = _("cast at load, they lose mantissa bits (10 down to 7)")
+            message = _(
+                "{model}: torch_dtype is {declared}, but the weights are stored {stored}: {risk}.",
+                model=name,
+                declared=declared,
+                stored=stored_as,
+                risk=risk,
+            )
             self.add(MDL020, message, torch_dtype=declared, stored=stored_as)
 
     def tokens(self) -> tuple[Tokenizer, Generation]:
@@ -387,8 +454,11 @@ class _Review:
             if error.kind != "encoding":
                 self.add(MDL034 if path.name == "tokenizer.json" else MDL003, str(error), path)
             else:  # the encodings check's to judge; what it holds is unknown here until it is UTF-8
-                held = "its chat template and special tokens" if path.name == "tokenizer_config.json" else "what it holds"
-                self.ctx.not_judged(f"{self.place.given.name}: {held}", f"{error}; the encodings check judges its encoding")
+                held = _("its chat template and special tokens") if path.name == "tokenizer_config.json" else _("what it holds")
+                self.ctx.not_judged(
+                    _("{model}: {what}", model=self.place.given.name, what=held),
+                    _("{error}; the encodings check judges its encoding", error=error),
+                )
         generation = read_generation(root, self.config) if self.place.layout != "file" else Generation([], [], None)
         name = self.place.given.name
         if self.gguf is not None and not self.config:
@@ -398,34 +468,56 @@ class _Review:
             return tokenizer, generation
         for file, why in tokenizer.unreadable.items():
             self.unknown.append(f"{'chat template' if file == 'tokenizer_config.json' else file} unknown ({why})")
+            if file == "tokenizer_config.json":
+                self.template_unknown = _("chat template unknown ({why})", why=why)
         if not generation.eos_ids and tokenizer.eos is None and not tokenizer.unreadable:
-            self.add(MDL030, f"{name}: neither generation_config.json, config.json nor the tokenizer names an end-of-sequence token.")
+            self.add(
+                MDL030,
+                _("{model}: neither generation_config.json, config.json nor the tokenizer names an end-of-sequence token.", model=name),
+            )
         undefined = [i for i in generation.eos_ids if not tokenizer.defines(i)]
         if undefined and tokenizer.has_json:
-            message = (
-                f"{name}: {generation.source} stops at {', '.join(map(str, undefined))}, which the tokenizer "
-                f"({tokenizer.size:,} ids) does not define."
+            message = _(
+                "{model}: {source} stops at {ids}, which the tokenizer ({size:,} ids) does not define.",
+                model=name,
+                source=generation.source,
+                ids=", ".join(map(str, undefined)),
+                size=tokenizer.size,
             )
             self.add(MDL030, message, eos_token_id=generation.eos_ids, tokenizer_size=tokenizer.size)
         for what, ids in (("bos_token_id", generation.bos_ids), ("pad_token_id", generation.pad_ids)):
             unknown = [i for i in ids if not tokenizer.defines(i)]
             if unknown and tokenizer.has_json:
-                message = f"{name}: {what} {', '.join(map(str, unknown))} is not a token of the tokenizer ({tokenizer.size:,} ids)."
+                message = _(
+                    "{model}: {key} {ids} is not a token of the tokenizer ({size:,} ids).",
+                    model=name,
+                    key=what,
+                    ids=", ".join(map(str, unknown)),
+                    size=tokenizer.size,
+                )
                 if what == "bos_token_id":
                     self.add(MDL031, message, bos_token_id=ids)
                 else:
                     self.add(MDL031, message, pad_token_id=ids)
         turn = tokenizer.id_of(tokenizer.eos)
         if turn is not None and generation.eos_ids and turn not in generation.eos_ids:
-            message = (
-                f"{name}: the tokenizer's eos_token {tokenizer.eos} ({turn}) is not among {generation.source}'s eos_token_id "
-                f"{generation.eos_ids}: generation runs past the end of a turn."
+            message = _(
+                "{model}: the tokenizer's eos_token {eos} ({id}) is not among {source}'s eos_token_id {ids}: "
+                "generation runs past the end of a turn.",
+                model=name,
+                eos=tokenizer.eos,
+                id=turn,
+                source=generation.source,
+                ids=generation.eos_ids,
             )
             self.add(MDL035, message, eos_token=tokenizer.eos, eos_token_id=generation.eos_ids)
         if set(generation.pad_ids) & set(generation.eos_ids):
-            self.notes.append("pad_token_id is an eos id (fine for serving; batched training must mask it)")
+            self.notes.append(_("pad_token_id is an eos id (fine for serving; batched training must mask it)"))
         if looks_like_chat(name, tokenizer, generation) and tokenizer.chat_template is False:
-            self.add(MDL032, f"{name}: an instruction-tuned model, but no chat template in tokenizer_config.json or chat_template.jinja.")
+            self.add(
+                MDL032,
+                _("{model}: an instruction-tuned model, but no chat template in tokenizer_config.json or chat_template.jinja.", model=name),
+            )
         self._vocab(name, tokenizer)
         return tokenizer, generation
 
@@ -434,18 +526,19 @@ class _Review:
         count = _count(meta.get("tokenizer.ggml.tokens"))
         eos = meta.get("tokenizer.ggml.eos_token_id")
         if eos is None:
-            self.add(MDL030, f"{name}: the GGUF names no tokenizer.ggml.eos_token_id.")
+            self.add(MDL030, _("{model}: the GGUF names no tokenizer.ggml.eos_token_id.", model=name))
         elif count and isinstance(eos, int) and eos >= count:
-            self.add(MDL030, f"{name}: tokenizer.ggml.eos_token_id {eos} is beyond its {count:,} tokens.", eos_token_id=eos)
+            beyond = _("{model}: tokenizer.ggml.eos_token_id {eos} is beyond its {count:,} tokens.", model=name, eos=eos, count=count)
+            self.add(MDL030, beyond, eos_token_id=eos)
         chat = "instruct" in name.lower() or "chat" in name.lower()
         if chat and not meta.get("tokenizer.chat_template"):
-            self.add(MDL032, f"{name}: an instruction-tuned model, but the GGUF has no tokenizer.chat_template.")
+            self.add(MDL032, _("{model}: an instruction-tuned model, but the GGUF has no tokenizer.chat_template.", model=name))
 
     def _vocab(self, name: str, tokenizer: Tokenizer) -> None:
         vocab = _count(self.config.get("vocab_size"))
         if vocab is None:
             return
-        for pattern, what in ((EMBEDDING, "embedding"), (OUTPUT_HEAD, "output head")):
+        for pattern, what in ((EMBEDDING, _("embedding")), (OUTPUT_HEAD, _("output head"))):
             rows = next(
                 (
                     e["shape"][0]
@@ -456,23 +549,41 @@ class _Review:
                 None,
             )
             if rows is not None and rows != vocab:
-                message = f"{name}: config.json's vocab_size is {vocab:,}, the {what} matrix has {rows:,} rows."
+                message = _(
+                    "{model}: config.json's vocab_size is {vocab:,}, the {matrix} matrix has {rows:,} rows.",
+                    model=name,
+                    vocab=vocab,
+                    matrix=what,
+                    rows=rows,
+                )
                 self.add(MDL033, message, vocab_size=vocab, rows=rows)
                 return
         if tokenizer.size and tokenizer.size > vocab:
-            message = f"{name}: the tokenizer defines ids up to {tokenizer.size - 1:,}, beyond config.json's vocab_size {vocab:,}."
+            message = _(
+                "{model}: the tokenizer defines ids up to {last:,}, beyond config.json's vocab_size {vocab:,}.",
+                model=name,
+                last=tokenizer.size - 1,
+                vocab=vocab,
+            )
             self.add(MDL033, message, vocab_size=vocab, tokenizer_size=tokenizer.size)
 
     def verify(self) -> tuple[int, float | None]:
         known = [k for k in known_hashes(self.place) if k.path.exists()]
         if not known:
-            self.notes.append("no hashes known to verify (not a Hugging Face cache or --local-dir download)")
+            self.notes.append(_("no hashes known to verify (not a Hugging Face cache or --local-dir download)"))
             return 0, None
         progress = HashProgress(sum(k.path.stat().st_size for k in known), self.ctx.progress)
         for item in known:
             actual = digest(item.path, item.algorithm, progress)
             if actual != item.expected:
-                message = f"{item.path}: {item.algorithm} is {actual}, but {item.source} says {item.expected}."
+                message = _(
+                    "{path}: {algorithm} is {actual}, but {source} says {expected}.",
+                    path=item.path,
+                    algorithm=item.algorithm,
+                    actual=actual,
+                    source=item.source,
+                    expected=item.expected,
+                )
                 self.add(MDL007, message, item.path, self.redownload(item.path), expected=item.expected, actual=actual)
         return len(known), round(progress.mbps, 1)
 
@@ -486,17 +597,20 @@ class _Review:
         if not self.config and self.gguf is None:
             cause = None
             if config.is_symlink() and not config.exists():
-                why, cause = f"config.json is a link to a missing file ({MDL006.code})", MDL006.code
+                why, cause = _("config.json is a link to a missing file ({code})", code=MDL006.code), MDL006.code
             elif not config.exists():
-                why = "there is no config.json"
+                why = _("there is no config.json")
             else:
                 said = next((f for f in self.findings if f.path == str(config)), None)
-                why = f"{said.code}: {said.message}" if said else "config.json could not be read"
+                why = f"{said.code}: {said.message}" if said else _("config.json could not be read")
                 cause = said.code if said else None
-            self.ctx.not_judged(f"{name}: context, precision and tokenizer agreement", why, cause=cause)
+            self.ctx.not_judged(_("{model}: context, precision and tokenizer agreement", model=name), why, cause=cause)
         broken = [p.name for p in (*place.root.glob("*.safetensors"), *place.root.glob("*.gguf")) if p.is_symlink() and not p.exists()]
         if broken and not self.headers and self.gguf is None:
-            self.ctx.not_judged(f"{name}: its weights", f"no weight file could be read ({', '.join(broken[:3])}: links to missing files)")
+            self.ctx.not_judged(
+                _("{model}: its weights", model=name),
+                _("no weight file could be read ({files}: links to missing files)", files=", ".join(broken[:3])),
+            )
 
     def summary(
         self, trained: int | None, limit: int | None, tokenizer: Tokenizer, generation: Generation, hashed: tuple[int, float | None]
@@ -525,6 +639,7 @@ class _Review:
             hash_mbps=hashed[1],
             notes=self.notes,
             unknown=self.unknown,
+            template_unknown=self.template_unknown,
         )
 
 

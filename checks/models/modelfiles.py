@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 
 from decode_doctor.engine.files import NotRegular, open_regular
 from decode_doctor.engine.hfcache import locate
+from decode_doctor.i18n import _
 
 from .contract import ModelInfo
 
@@ -115,11 +116,11 @@ def _open(path: Path) -> BinaryIO:
     try:
         return open_regular(path)
     except NotRegular as exc:
-        raise ModelFormatError(f"{path.name} is {exc.strerror}", path) from None
+        raise ModelFormatError(_("{file} is {strerror}", file=path.name, strerror=exc.strerror), path) from None
     except FileNotFoundError:
-        raise ModelFormatError(f"{path.name} is missing (a dangling link?)", path, "missing") from None
+        raise ModelFormatError(_("{file} is missing (a dangling link?)", file=path.name), path, "missing") from None
     except OSError as exc:  # permission denied, I/O error: a finding, never a crash of the check
-        raise ModelFormatError(f"{path.name}: cannot read it ({exc.strerror or exc})", path) from None
+        raise ModelFormatError(_("{file}: cannot read it ({value})", file=path.name, value=exc.strerror or exc), path) from None
 
 
 def read_regular(path: Path, limit: int) -> bytes:
@@ -128,7 +129,7 @@ def read_regular(path: Path, limit: int) -> bytes:
     with _open(path) as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
-        raise ModelFormatError(f"{path.name} is larger than {limit >> 20} MiB; not read", path)
+        raise ModelFormatError(_("{file} is larger than {amount} MiB; not read", file=path.name, amount=limit >> 20), path)
     return data
 
 
@@ -167,30 +168,83 @@ def check_sizes(config: dict[str, Any], path: Path) -> None:
         for key, value in [*scope.items(), *((f"rope_scaling.{k}", v) for k, v in _items(scope.get("rope_scaling")))]:
             if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 1 << 63:
                 digits = len(str(abs(value))) if abs(value) < 1 << 4096 else "over 1,000"
-                raise ModelFormatError(f"{path.name}: {prefix}{key} is a {digits}-digit integer: no loader computes with it", path)
+                raise ModelFormatError(
+                    _(
+                        "{file}: {prefix}{key} is a {digits}-digit integer: no loader computes with it",
+                        file=path.name,
+                        prefix=prefix,
+                        key=key,
+                        digits=digits,
+                    ),
+                    path,
+                )
         for key in SIZE_KEYS:
             value = scope.get(key)
             if value is None or (key == "sliding_window" and value is False):
                 continue
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ModelFormatError(f"{path.name}: {prefix}{key} is {json.dumps(value)[:40]}, not a whole number above 0", path)
+                raise ModelFormatError(
+                    _(
+                        "{file}: {prefix}{key} is {value}, not a whole number above 0",
+                        file=path.name,
+                        prefix=prefix,
+                        key=key,
+                        value=json.dumps(value)[:40],
+                    ),
+                    path,
+                )
             limit = SIZE_LIMITS.get(key, 1 << 32)
             if value > limit:  # no model has that many: a typo or a hostile file, never sized
-                raise ModelFormatError(f"{path.name}: {prefix}{key} is {value:,}, more than any model has (≤ {limit:,})", path)
+                raise ModelFormatError(
+                    _(
+                        "{file}: {prefix}{key} is {value:,}, more than any model has (≤ {limit:,})",
+                        file=path.name,
+                        prefix=prefix,
+                        key=key,
+                        value=value,
+                        limit=limit,
+                    ),
+                    path,
+                )
         heads = next((scope[k] for k in ("num_attention_heads", "n_head", "num_heads", "n_heads") if isinstance(scope.get(k), int)), None)
         kv = next((scope[k] for k in ("num_key_value_heads", "n_head_kv", "num_kv_heads") if isinstance(scope.get(k), int)), None)
         if heads and kv and (kv > heads or heads % kv):
-            message = f"{path.name}: {prefix}num_key_value_heads {kv} does not divide the {heads} attention heads, as grouped queries need"
+            message = _(
+                "{file}: {prefix}num_key_value_heads {kv} does not divide the {heads} attention heads, as grouped queries need",
+                file=path.name,
+                prefix=prefix,
+                kv=kv,
+                heads=heads,
+            )
             raise ModelFormatError(message, path)
         for key in COUNT_KEYS:
             value = scope.get(key)
             if value is None or (key == "mamba_dt_rank" and value == "auto"):
                 continue
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ModelFormatError(f"{path.name}: {prefix}{key} is {json.dumps(value)[:40]}, not a whole number", path)
+                raise ModelFormatError(
+                    _(
+                        "{file}: {prefix}{key} is {value}, not a whole number",
+                        file=path.name,
+                        prefix=prefix,
+                        key=key,
+                        value=json.dumps(value)[:40],
+                    ),
+                    path,
+                )
             limit = 1 << 20
             if value > limit:  # no model has that many: a typo or a hostile file, never sized
-                raise ModelFormatError(f"{path.name}: {prefix}{key} is {value:,}, more than any model has (≤ {limit:,})", path)
+                raise ModelFormatError(
+                    _(
+                        "{file}: {prefix}{key} is {value:,}, more than any model has (≤ {limit:,})",
+                        file=path.name,
+                        prefix=prefix,
+                        key=key,
+                        value=value,
+                        limit=limit,
+                    ),
+                    path,
+                )
 
 
 def read_config(path: Path, limit: int = JSON_LIMIT) -> dict[str, Any]:
@@ -199,16 +253,23 @@ def read_config(path: Path, limit: int = JSON_LIMIT) -> dict[str, Any]:
         # (Nemotron-H's time_step_limit); a size that is one is refused by check_sizes
         data = json.loads(read_regular(path, limit).decode("utf-8"))
     except UnicodeDecodeError as exc:
-        message = f"{path.name} is not UTF-8 ({exc.reason} at byte {exc.start}); loaders will fail on it too"
+        message = _(
+            "{file} is not UTF-8 ({reason} at byte {start}); loaders will fail on it too",
+            file=path.name,
+            reason=exc.reason,
+            start=exc.start,
+        )
         raise ModelFormatError(message, path, "encoding") from None
     except json.JSONDecodeError as exc:
-        raise ModelFormatError(f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno}", path) from None
+        raise ModelFormatError(
+            _("{file} is not valid JSON: {msg} at line {lineno}", file=path.name, msg=exc.msg, lineno=exc.lineno), path
+        ) from None
     except ValueError as exc:  # a number of more than 4,300 digits
-        raise ModelFormatError(f"{path.name} is not valid JSON: {exc}", path) from None
+        raise ModelFormatError(_("{file} is not valid JSON: {exc}", file=path.name, exc=exc), path) from None
     except RecursionError:
-        raise ModelFormatError(f"{path.name} nests too deeply to be a model's JSON", path) from None
+        raise ModelFormatError(_("{file} nests too deeply to be a model's JSON", file=path.name), path) from None
     if not isinstance(data, dict):
-        raise ModelFormatError(f"{path.name} holds a JSON {type(data).__name__}, not an object", path)
+        raise ModelFormatError(_("{file} holds a JSON {name}, not an object", file=path.name, name=type(data).__name__), path)
     return data
 
 
@@ -277,24 +338,37 @@ def read_safetensors_header(path: Path) -> dict[str, Any]:
     with _open(path) as handle:
         head = handle.read(8)
         if len(head) < 8:
-            raise ModelFormatError(f"{path.name}: truncated: {size} bytes, not even the 8-byte header length", path, "truncated")
+            raise ModelFormatError(
+                _("{file}: truncated: {size} bytes, not even the 8-byte header length", file=path.name, size=size), path, "truncated"
+            )
         length = int.from_bytes(head, "little")
         if length > SAFETENSORS_MAX_HEADER:
             raise ModelFormatError(
-                f"{path.name}: header length {length:,} exceeds the format's {SAFETENSORS_MAX_HEADER:,}-byte limit "
-                "(not safetensors, or corrupt)",
+                _(
+                    "{file}: header length {length:,} exceeds the format's {limit:,}-byte limit (not safetensors, or corrupt)",
+                    file=path.name,
+                    length=length,
+                    limit=SAFETENSORS_MAX_HEADER,
+                ),
                 path,
             )
         if 8 + length > size:
-            message = f"{path.name}: header length {length:,} is larger than the {size - 8:,} bytes after it: the file is truncated"
+            message = _(
+                "{file}: header length {length:,} is larger than the {amount:,} bytes after it: the file is truncated",
+                file=path.name,
+                length=length,
+                amount=size - 8,
+            )
             raise ModelFormatError(message, path, "truncated")
         raw = handle.read(length)
     try:
         header = json.loads(raw)
     except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, too deep, a number too long
-        raise ModelFormatError(f"{path.name}: the {length:,}-byte header is not valid JSON ({exc})", path) from None
+        raise ModelFormatError(
+            _("{file}: the {length:,}-byte header is not valid JSON ({exc})", file=path.name, length=length, exc=exc), path
+        ) from None
     if not isinstance(header, dict):
-        raise ModelFormatError(f"{path.name}: the header is not a JSON object", path)
+        raise ModelFormatError(_("{file}: the header is not a JSON object", file=path.name), path)
     spans = []
     for name, entry in header.items():
         if name == "__metadata__":
@@ -304,18 +378,35 @@ def read_safetensors_header(path: Path) -> dict[str, Any]:
     end = 0
     for begin, stop, name in spans:
         if begin != end:
-            where = "overlaps the tensor before it" if begin < end else f"leaves a gap of {begin - end:,} bytes before it"
-            raise ModelFormatError(f"{path.name}: tensor {name!r} starts at byte {begin:,} and {where}: corrupt header", path)
+            where = _("overlaps the tensor before it") if begin < end else _("leaves a gap of {size:,} bytes before it", size=begin - end)
+            raise ModelFormatError(
+                _(
+                    "{file}: tensor {name} starts at byte {begin:,} and {where}: corrupt header",
+                    file=path.name,
+                    name=repr(name),
+                    begin=begin,
+                    where=where,
+                ),
+                path,
+            )
         end = stop
     expected = 8 + length + end
     if expected > size:
         raise ModelFormatError(
-            f"{path.name}: tensors end at byte {expected:,} but the file has {size:,}: truncated (an interrupted download?)",
+            _(
+                "{file}: tensors end at byte {expected:,} but the file has {size:,}: truncated (an interrupted download?)",
+                file=path.name,
+                expected=expected,
+                size=size,
+            ),
             path,
             "truncated",
         )
     if expected < size:
-        raise ModelFormatError(f"{path.name}: {size - expected:,} bytes follow the last tensor: not a safetensors file as written", path)
+        raise ModelFormatError(
+            _("{file}: {amount:,} bytes follow the last tensor: not a safetensors file as written", file=path.name, amount=size - expected),
+            path,
+        )
     return header
 
 
@@ -328,11 +419,30 @@ def _tensor_span(path: Path, name: str, entry: Any) -> tuple[int, int]:
     except (KeyError, TypeError):
         ok = False
     if not ok:
-        raise ModelFormatError(f"{path.name}: tensor {name!r} has a malformed entry or an unknown dtype: {str(entry)[:120]}", path)
+        raise ModelFormatError(
+            _(
+                "{file}: tensor {name} has a malformed entry or an unknown dtype: {entry}",
+                file=path.name,
+                name=repr(name),
+                entry=str(entry)[:120],
+            ),
+            path,
+        )
     begin, stop = offsets
     expected = math.prod(shape) * bits // 8
     if stop - begin != expected:
-        raise ModelFormatError(f"{path.name}: tensor {name!r} spans {stop - begin:,} bytes but {dtype}{shape} needs {expected:,}", path)
+        raise ModelFormatError(
+            _(
+                "{file}: tensor {name} spans {amount:,} bytes but {dtype}{shape} needs {expected:,}",
+                file=path.name,
+                name=repr(name),
+                amount=stop - begin,
+                dtype=dtype,
+                shape=shape,
+                expected=expected,
+            ),
+            path,
+        )
     return begin, stop
 
 
@@ -353,13 +463,18 @@ def _safetensors_files(directory: Path) -> list[Path]:
         data = read_config(index)
         weight_map = data.get("weight_map")
         if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
-            raise ModelFormatError(f"{index.name} has no weight_map of tensor names to file names", index)
+            raise ModelFormatError(_("{file} has no weight_map of tensor names to file names", file=index.name), index)
         for name in weight_map.values():
             check_shard_name(index, name)
         files = sorted({directory / name for name in weight_map.values()})
         missing = [f.name for f in files if not f.is_file()]
         if missing:
-            message = f"{index.name} names {len(missing)} shard(s) that are missing: {', '.join(missing[:5])}"
+            message = _(
+                "{file} names {count} shard(s) that are missing: {missing}",
+                file=index.name,
+                count=len(missing),
+                missing=", ".join(missing[:5]),
+            )
             raise ModelFormatError(message, index, "missing")
         return files
     return sorted(p for p in directory.glob("*.safetensors") if p.is_file())
@@ -369,15 +484,18 @@ def check_shard_name(index: Path, name: str) -> None:
     """A weight_map names files beside the index: a plain name a filesystem can hold, never a path out."""
     if not name or "/" in name or "\\" in name or "\0" in name or name in (".", "..") or len(name.encode("utf-8", "surrogateescape")) > 255:
         shown = name[:60] + ("…" if len(name) > 60 else "")
-        raise ModelFormatError(f"{index.name} names {shown!r} ({len(name)} characters), not a file name beside it", index)
+        raise ModelFormatError(
+            _("{file} names {shown} ({count} characters), not a file name beside it", file=index.name, shown=repr(shown), count=len(name)),
+            index,
+        )
 
 
 def read_hf_directory(directory: Path) -> ModelInfo:
     info = ModelInfo(str(directory), "config-only")
     config_path = directory / "config.json"
     if config_path.is_symlink() and not config_path.exists():
-        why = "a link loop" if _loops(config_path) else "a link to a missing file"
-        raise ModelFormatError(f"{directory.name}/config.json is {why}: nothing to read", config_path, "missing")
+        why = _("a link loop") if _loops(config_path) else _("a link to a missing file")
+        raise ModelFormatError(_("{file}/config.json is {why}: nothing to read", file=directory.name, why=why), config_path, "missing")
     if config_path.is_file():
         apply_config(info, read_model_config(config_path))
     files = _safetensors_files(directory)
@@ -393,7 +511,7 @@ def read_hf_directory(directory: Path) -> ModelInfo:
             info.weight_bytes = sum(b.stat().st_size for b in bins)
             info.notes.append("pickle checkpoint: sizes from file sizes; the embedding table cannot be told apart")
     if info.format == "config-only" and not config_path.is_file():
-        raise ModelFormatError(f"{directory} holds no config.json, safetensors or GGUF file", directory)
+        raise ModelFormatError(_("{directory} holds no config.json, safetensors or GGUF file", directory=directory), directory)
     if info.format == "safetensors" and info.output_head_bytes == 0 and info.embedding_bytes:
         info.tied_embeddings = True  # no separate head: the embedding matrix is the head
     if info.format == "config-only":
@@ -418,10 +536,18 @@ class _Reader:
 
     def take(self, count: int) -> bytes:
         if count > self.size:
-            raise ModelFormatError(f"{self.path.name}: a field of {count:,} bytes in a {self.size:,}-byte file: corrupt header", self.path)
+            raise ModelFormatError(
+                _(
+                    "{file}: a field of {count:,} bytes in a {size:,}-byte file: corrupt header",
+                    file=self.path.name,
+                    count=count,
+                    size=self.size,
+                ),
+                self.path,
+            )
         data = self.handle.read(count)
         if len(data) < count:
-            raise ModelFormatError(f"{self.path.name}: truncated inside the GGUF header", self.path, "truncated")
+            raise ModelFormatError(_("{file}: truncated inside the GGUF header", file=self.path.name), self.path, "truncated")
         self.position += count
         return data
 
@@ -430,7 +556,7 @@ class _Reader:
 
     def skip(self, count: int) -> None:
         if self.position + count > self.size:
-            raise ModelFormatError(f"{self.path.name}: truncated inside the GGUF header", self.path, "truncated")
+            raise ModelFormatError(_("{file}: truncated inside the GGUF header", file=self.path.name), self.path, "truncated")
         self.handle.seek(count, 1)
         self.position += count
 
@@ -441,14 +567,14 @@ class _Reader:
         """Seeks past count strings; the hot loop of a 150k-token vocabulary, so kept lean."""
         read, seek, unpack = self.handle.read, self.handle.seek, LENGTH.unpack
         position, size = self.position, self.size
-        for _ in range(count):
+        for _index in range(count):
             raw = read(8)
             if len(raw) < 8:
-                raise ModelFormatError(f"{self.path.name}: truncated inside the GGUF header", self.path, "truncated")
+                raise ModelFormatError(_("{file}: truncated inside the GGUF header", file=self.path.name), self.path, "truncated")
             (length,) = unpack(raw)
             position += 8 + length
             if position > size:
-                raise ModelFormatError(f"{self.path.name}: truncated inside the GGUF header", self.path, "truncated")
+                raise ModelFormatError(_("{file}: truncated inside the GGUF header", file=self.path.name), self.path, "truncated")
             seek(length, 1)
         self.position = position
 
@@ -460,7 +586,10 @@ class _Reader:
         if vtype == GGUF_ARRAY:
             item_type, count = self.unpack("<I"), self.unpack("<Q")
             if count > self.size:
-                raise ModelFormatError(f"{self.path.name}: an array of {count:,} items in a {self.size:,}-byte file", self.path)
+                raise ModelFormatError(
+                    _("{file}: an array of {count:,} items in a {size:,}-byte file", file=self.path.name, count=count, size=self.size),
+                    self.path,
+                )
             if item_type in GGUF_SCALARS and not keep_array:
                 self.skip(count * struct.calcsize(GGUF_SCALARS[item_type]))
                 return count
@@ -468,10 +597,10 @@ class _Reader:
                 self._skip_strings(count)
                 return count
             if item_type == GGUF_ARRAY:
-                raise ModelFormatError(f"{self.path.name}: nested GGUF arrays are not supported", self.path)
-            items = [self.value(item_type, keep_array) for _ in range(count)]
+                raise ModelFormatError(_("{file}: nested GGUF arrays are not supported", file=self.path.name), self.path)
+            items = [self.value(item_type, keep_array) for _index in range(count)]
             return items if keep_array else count
-        raise ModelFormatError(f"{self.path.name}: unknown GGUF metadata value type {vtype}", self.path)
+        raise ModelFormatError(_("{file}: unknown GGUF metadata value type {vtype}", file=self.path.name, vtype=vtype), self.path)
 
 
 @dataclass
@@ -491,49 +620,96 @@ def read_gguf_header(path: Path) -> GgufHeader:
         reader = _Reader(handle, path, size)
         if magic != b"GGUF":
             raise ModelFormatError(
-                f"{path.name}: bad magic {magic!r}, expected b'GGUF' (not a GGUF file, or a GGML/GGJT one from before August 2023)", path
+                _(
+                    "{file}: bad magic {magic}, expected b'GGUF' (not a GGUF file, or a GGML/GGJT one from before August 2023)",
+                    file=path.name,
+                    magic=repr(magic),
+                ),
+                path,
             )
         version = reader.unpack("<I")
         if version not in (2, 3):
             raise ModelFormatError(
-                f"{path.name}: GGUF version {version} is not supported (2 and 3 are); re-convert it with a current llama.cpp", path
+                _(
+                    "{file}: GGUF version {version} is not supported (2 and 3 are); re-convert it with a current llama.cpp",
+                    file=path.name,
+                    version=version,
+                ),
+                path,
             )
         n_tensors, n_kv = reader.unpack("<Q"), reader.unpack("<Q")
         if n_tensors > 10_000_000 or n_kv > 1_000_000:
-            raise ModelFormatError(f"{path.name}: implausible counts ({n_tensors:,} tensors, {n_kv:,} keys): corrupt header", path)
+            raise ModelFormatError(
+                _(
+                    "{file}: implausible counts ({n_tensors:,} tensors, {n_kv:,} keys): corrupt header",
+                    file=path.name,
+                    n_tensors=n_tensors,
+                    n_kv=n_kv,
+                ),
+                path,
+            )
         meta: dict[str, Any] = {}
-        for _ in range(n_kv):
+        for _index in range(n_kv):
             key = reader.string()
             vtype = reader.unpack("<I")
             small = key.endswith(("head_count", "head_count_kv"))  # per-layer arrays on some models
             meta[key] = reader.value(vtype, keep_array=small)
         tensors, end = [], 0
-        for _ in range(n_tensors):
+        for _index in range(n_tensors):
             name = reader.string()
             n_dims = reader.unpack("<I")
             if n_dims > 8:
-                raise ModelFormatError(f"{path.name}: tensor {name!r} claims {n_dims} dimensions: corrupt header", path)
-            dims = [reader.unpack("<Q") for _ in range(n_dims)]
+                raise ModelFormatError(
+                    _("{file}: tensor {name} claims {n_dims} dimensions: corrupt header", file=path.name, name=repr(name), n_dims=n_dims),
+                    path,
+                )
+            dims = [reader.unpack("<Q") for _index in range(n_dims)]
             type_id, offset = reader.unpack("<I"), reader.unpack("<Q")
             if type_id not in GGML_TYPES:
                 raise ModelFormatError(
-                    f"{path.name}: tensor {name!r} has unknown ggml type {type_id} (a newer llama.cpp quantization?)", path
+                    _(
+                        "{file}: tensor {name} has unknown ggml type {type_id} (a newer llama.cpp quantization?)",
+                        file=path.name,
+                        name=repr(name),
+                        type_id=type_id,
+                    ),
+                    path,
                 )
             type_name, block, type_size = GGML_TYPES[type_id]
             elements = math.prod(dims)
             if elements % block:
                 raise ModelFormatError(
-                    f"{path.name}: tensor {name!r} has {elements} elements, not a multiple of {type_name}'s block of {block}", path
+                    _(
+                        "{file}: tensor {name} has {elements} elements, not a multiple of {type_name}'s block of {block}",
+                        file=path.name,
+                        name=repr(name),
+                        elements=elements,
+                        type_name=type_name,
+                        block=block,
+                    ),
+                    path,
                 )
             nbytes = elements // block * type_size
             tensors.append((name, type_name, nbytes, dims))
             end = max(end, offset + nbytes)
         alignment = meta.get("general.alignment", 32)
         if not _natural(alignment) or alignment == 0 or alignment & (alignment - 1) or alignment > 1 << 20:
-            raise ModelFormatError(f"{path.name}: general.alignment is {alignment!r}, not a power of two: corrupt header", path)
+            raise ModelFormatError(
+                _(
+                    "{file}: general.alignment is {alignment}, not a power of two: corrupt header",
+                    file=path.name,
+                    alignment=repr(alignment),
+                ),
+                path,
+            )
         data_start = -(-reader.position // alignment) * alignment
     if data_start + end > size:
-        message = f"{path.name}: tensor data ends at byte {data_start + end:,} but the file has {size:,}: truncated"
+        message = _(
+            "{file}: tensor data ends at byte {amount:,} but the file has {size:,}: truncated",
+            file=path.name,
+            amount=data_start + end,
+            size=size,
+        )
         raise ModelFormatError(message, path, "truncated")
     return GgufHeader(meta, tensors, data_start + end, size)
 
@@ -542,7 +718,7 @@ def read_gguf(path: Path) -> ModelInfo:
     header = read_gguf_header(path)
     check_gguf_sizes(header.meta, path)
     info = ModelInfo(str(path), "gguf", files=[path.name])
-    for name, type_name, nbytes, _ in header.tensors:
+    for name, type_name, nbytes, _offset in header.tensors:
         _account(info, name, type_name, nbytes)
     _apply_gguf_meta(info, header.meta)
     return info
@@ -577,11 +753,31 @@ def check_gguf_sizes(meta: dict[str, Any], path: Path) -> None:
         items = value if isinstance(value, list) else [value]
         zero_ok = isinstance(value, list)  # per-layer head counts are 0 on recurrent layers
         if isinstance(value, list) and isinstance(blocks, int) and len(value) != blocks:
-            raise ModelFormatError(f"{path.name}: {arch}.{key} lists {len(value):,} layers, block_count says {blocks:,}", path)
+            raise ModelFormatError(
+                _(
+                    "{file}: {arch}.{key} lists {count:,} layers, block_count says {blocks:,}",
+                    file=path.name,
+                    arch=arch,
+                    key=key,
+                    count=len(value),
+                    blocks=blocks,
+                ),
+                path,
+            )
         for item in items:
             if not _natural(item) or item > limit or (item == 0 and not zero_ok):
                 shown = json.dumps(item)[:40] if not isinstance(item, str) else repr(item[:40])
-                raise ModelFormatError(f"{path.name}: {arch}.{key} is {shown}, not a whole number from 1 to {limit:,}", path)
+                raise ModelFormatError(
+                    _(
+                        "{file}: {arch}.{key} is {shown}, not a whole number from 1 to {limit:,}",
+                        file=path.name,
+                        arch=arch,
+                        key=key,
+                        shown=shown,
+                        limit=limit,
+                    ),
+                    path,
+                )
 
 
 def _apply_gguf_meta(info: ModelInfo, meta: dict[str, Any]) -> None:
@@ -638,4 +834,4 @@ def _read_files(path: Path) -> ModelInfo:
         if config.is_file():
             apply_config(info, read_model_config(config))
         return info
-    raise ModelFormatError(f"{path.name}: not a model directory, .gguf or .safetensors file", path)
+    raise ModelFormatError(_("{file}: not a model directory, .gguf or .safetensors file", file=path.name), path)

@@ -9,6 +9,8 @@ import os
 import stat
 from pathlib import Path
 
+from ..i18n import N_, _
+
 
 class NotRegular(OSError):
     """The path is a FIFO, device, socket or directory: never read."""
@@ -16,14 +18,14 @@ class NotRegular(OSError):
 
 def kind_of(mode: int) -> str:
     if stat.S_ISFIFO(mode):
-        return "a FIFO"
+        return N_("a FIFO")
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
+        return N_("a device")
     if stat.S_ISSOCK(mode):
-        return "a socket"
+        return N_("a socket")
     if stat.S_ISDIR(mode):
-        return "a directory"
-    return "not a regular file"
+        return N_("a directory")
+    return N_("not a regular file")
 
 
 def open_regular(path: str | os.PathLike[str], *, follow: bool = True, buffering: int = -1) -> io.BufferedReader | io.FileIO:
@@ -34,7 +36,7 @@ def open_regular(path: str | os.PathLike[str], *, follow: bool = True, buffering
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise NotRegular(errno.EINVAL, f"{kind_of(mode)}, not a regular file; not read", str(path))
+            raise NotRegular(errno.EINVAL, _("{kind}, not a regular file; not read", kind=_(kind_of(mode))), str(path))
         os.set_blocking(fd, True)
         if buffering == 0:
             return io.FileIO(fd, "rb", closefd=True)

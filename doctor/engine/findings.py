@@ -220,7 +220,9 @@ class NotJudged:
         return {"what": self.what, "why": self.why, "cause": self.cause}
 
     def text(self) -> str:
-        return f"{self.what} ({self.why})"
+        from decode_doctor.i18n import _
+
+        return _("{what} ({why})", what=self.what, why=self.why)
 
 
 @dataclass

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
+from decode_doctor.i18n import _
+
 from .check import Check, SkipCheck
 from .context import Context
 from .findings import CheckResult, CommandRecord, State
@@ -32,11 +34,11 @@ INPUT_FLAGS = {"models": "--model DIR", "images": "--images DIR"}
 def unmet_need(cls: type[Check], ctx: Context) -> str | None:
     needs = cls.needs
     if needs.platforms and not any(sys.platform.startswith(p) for p in needs.platforms):
-        return f"needs {' or '.join(needs.platforms)} (this is {sys.platform})"
+        return _("needs {platforms} (this is {platform})", platforms=" or ".join(needs.platforms), platform=sys.platform)
     for name in needs.inputs:
         value = getattr(ctx, name, None) or ctx.options.get(name)
         if not value:
-            return f"needs {INPUT_FLAGS.get(name, '--' + name.replace('_', '-'))}"
+            return _("needs {flag}", flag=INPUT_FLAGS.get(name, "--" + name.replace("_", "-")))
     return None
 
 

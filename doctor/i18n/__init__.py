@@ -104,6 +104,11 @@ def pgettext(context: str, message: str, /, **values: object) -> str:
     return text.format(**values) if values else text
 
 
+def sentences(*parts: str) -> str:
+    """Sentences one after another: a space between them in English, none in Chinese (。 ends one)."""
+    return ("" if _current == CHINESE else " ").join(part for part in parts if part)
+
+
 def N_(message: str) -> str:
     """Marks message for the catalog where it is defined; _() translates it where it is shown."""
     return message

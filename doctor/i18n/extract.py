@@ -79,3 +79,20 @@ def cli_help(
         if text not in seen:
             seen.add(text)
             yield 1, "pgettext", ("cli", text), []
+
+
+def xid_catalog(
+    fileobj: IO[bytes], keywords: Mapping[str, Any], comment_tags: Collection[str], options: Mapping[str, Any]
+) -> Iterator[tuple[int, str, str, list[str]]]:
+    """Babel's extractor protocol, for checks/gpu/data/xid-catalog.json: the next steps decode-doctor
+    wrote for NVIDIA's catalog (its buckets' actions, and the notes' own steps), which the Xid
+    finding's message shows. NVIDIA's own words (mnemonic, meaning) are quoted as they are."""
+    import json
+
+    data = json.loads(fileobj.read())
+    seen = set()
+    texts = [action for _, action in data["buckets"].values()] + [step.lstrip("+") for _, step in data["notes"].values()]
+    for text in texts:
+        if text and text not in seen:
+            seen.add(text)
+            yield 1, "gettext", text, []

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..engine.context import Context
 from ..engine.facts import EnvRow
+from ..i18n import _
 
 # Python packages as this interpreter sees them; the serving interpreter's torch is the gpu feature's row.
 PACKAGES = ("torch", "transformers", "vllm", "tokenizers", "safetensors", "flash-attn", "nvidia-ml-py")
@@ -20,17 +21,20 @@ def _os_name(ctx: Context) -> str:
     for line in text.splitlines():
         if line.startswith("PRETTY_NAME="):
             return line.split("=", 1)[1].strip('"')
-    return platform.platform() if ctx.live_host else "unknown"
+    return platform.platform() if ctx.live_host else _("unknown")
 
 
 def host_rows(ctx: Context, cpu: dict[str, Any]) -> list[EnvRow]:
-    rows = [EnvRow("OS", _os_name(ctx))]
-    kernel = (ctx.read_text("/proc/sys/kernel/osrelease") or "").strip() or (platform.release() if ctx.live_host else "unknown")
-    rows.append(EnvRow("kernel", kernel))
+    rows = [EnvRow(_("OS"), _os_name(ctx))]
+    kernel = (ctx.read_text("/proc/sys/kernel/osrelease") or "").strip() or (platform.release() if ctx.live_host else _("unknown"))
+    rows.append(EnvRow(_("kernel"), kernel))
     cpuinfo = (ctx.read_text("/proc/cpuinfo") or "").splitlines()
     model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "unknown")
     cpu_name = cpu.get("brand_raw") or model
-    rows.append(EnvRow("CPU", f"{cpu_name} ({cpu.get('count', '?')} logical CPUs, {cpu.get('arch', platform.machine())})"))
+    described = _(
+        "{name} ({count} logical CPUs, {arch})", name=cpu_name, count=cpu.get("count", "?"), arch=cpu.get("arch", platform.machine())
+    )
+    rows.append(EnvRow("CPU", described))
     try:
         total = ctx.meminfo_bytes("MemTotal")
     except ValueError:  # a garbled line: unknown, not a crash of the whole report
@@ -39,15 +43,15 @@ def host_rows(ctx: Context, cpu: dict[str, Any]) -> list[EnvRow]:
         import psutil
 
         total = psutil.virtual_memory().total
-    rows.append(EnvRow("memory", f"{total / 2**30:.1f} GiB" if total else "unknown"))
+    rows.append(EnvRow(_("memory"), f"{total / 2**30:.1f} GiB" if total else _("unknown")))
     rows.append(EnvRow("Python", sys.version.split()[0]))
     for package in PACKAGES:
         try:
-            rows.append(EnvRow(f"{package} (this Python)", metadata.version(package)))
+            rows.append(EnvRow(_("{package} (this Python)", package=package), metadata.version(package)))
         except metadata.PackageNotFoundError:
             continue
     try:
-        rows.append(EnvRow("docker SDK (this Python)", metadata.version("docker")))
+        rows.append(EnvRow(_("{package} (this Python)", package="docker SDK"), metadata.version("docker")))
     except metadata.PackageNotFoundError:
         pass
     return rows
