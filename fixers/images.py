@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from decode_doctor.checks.images.codes import BROKEN, DAMAGED, IMG005, QuarantineParams, RenameParams
 from decode_doctor.engine import Applicability, Context, Finding, FixableCode, Fixer
 from decode_doctor.fixes.actions import FixPlan, MoveFile
-from decode_doctor.i18n import _
+from decode_doctor.i18n import N_, _
 
 
 class ImagesFixer(Fixer):
@@ -31,7 +31,7 @@ class ImagesFixer(Fixer):
             move = MoveFile(
                 source,
                 destination,
-                reason="the extension did not match the image format",
+                reason=N_("the extension did not match the image format"),
                 expected_sha256=params.sha256,
                 within=within,
             )
@@ -46,5 +46,6 @@ class ImagesFixer(Fixer):
             manifest=Path(quarantine.manifest),
             expected_sha256=quarantine.sha256,
             within=within,
+            shown_reason=quarantine.shown_reason,
         )
         return FixPlan(finding, _("quarantine"), [move])

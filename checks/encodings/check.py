@@ -409,7 +409,7 @@ class Encodings(Check):
                 message = _(
                     "{path}: reads as {encoding} ({language}) by only {margin:.0f} bits, against {voice}; not converted. "
                     "Decide with: {command}",
-                    path=item.path, encoding=encoding, language=language, margin=margin, voice=voice,
+                    path=item.path, encoding=encoding, language=_(language), margin=margin, voice=voice,
                     command=decide_command(given, item.path, [encoding, family]),
                 )  # fmt: skip
                 evidence = {**finding.evidence, "siblings": family, "decided_alone": encoding}
@@ -424,12 +424,12 @@ class Encodings(Check):
                 replaced[id(refusal)] = self._findings(item, given, None, data, judged.verdict)
                 continue
             message = _(
-                "{refusal}. The {voice} do not decide it: {why}.", refusal=refusal.message.rstrip(".。"), voice=voice, why=judged.why
+                "{refusal}. The {voice} do not decide it: {why}.", refusal=refusal.message.rstrip(".。"), voice=voice, why=str(judged.why)
             )
             undecided = _undecided_bytes(data)
             if undecided:
                 message += _(" Undecided bytes: {undecided}.", undecided=undecided)
-            evidence = {**refusal.evidence, "siblings": family, "siblings_why_not": judged.why}
+            evidence = {**refusal.evidence, "siblings": family, "siblings_why_not": judged.why.english()}
             replaced[id(refusal)] = [dataclasses.replace(refusal, message=message, evidence=evidence)]
         return [new for finding in findings for new in replaced.get(id(finding), [finding])]
 
@@ -438,7 +438,7 @@ class Encodings(Check):
         found = self._judge(item, given, stated, counted)
         for finding in found:
             if finding.code == ENC008.code:
-                ctx.not_judged(str(item.path), finding.message.split(": ", 1)[-1], cause=ENC008.code)
+                ctx.not_judged(str(item.path), _("cannot read it: {why}", why=finding.evidence["why"]), cause=ENC008.code)
         return found
 
     def _judge(self, item: TextFile, given: Path, stated: str | None, counted: list[int]) -> list[Finding]:
@@ -450,7 +450,10 @@ class Encodings(Check):
         except OSError as exc:
             return [
                 self.finding(
-                    ENC008, _("{path}: cannot read it: {why}", path=path, why=exc.strerror or exc), evidence={"errno": exc.errno}, path=path
+                    ENC008,
+                    _("{path}: cannot read it: {why}", path=path, why=exc.strerror or exc),
+                    evidence={"errno": exc.errno, "why": str(exc.strerror or exc)},
+                    path=path,
                 )
             ]
         counted[0] += 1
@@ -569,7 +572,11 @@ class Encodings(Check):
                     ENC005, _("{path}: not UTF-8 and {why}; left as it is.", path=path, why=verdict.reason), evidence=evidence, path=path
                 )
             ]
-        side_by_side = " | ".join(f"{r.encoding} ({r.language}): {' · '.join(r.words)}" for r in verdict.readings if r.words)
+        side_by_side = " | ".join(
+            _("{encoding} ({language}): {words}", encoding=r.encoding, language=_(r.language), words=" · ".join(r.words))
+            for r in verdict.readings
+            if r.words
+        )
         if verdict.status == "contradicted" or verdict.stated:
             message = _(
                 "{path}: {why}{readings}; left as it is.",
@@ -580,7 +587,7 @@ class Encodings(Check):
             return [self.finding(ENC010, message, evidence=evidence, path=path)]
         command = decide_command(given, item.path, verdict.candidates)
         evidence["decide_with"] = command
-        shown = f": {side_by_side}" if side_by_side else ""
+        shown = _(": {readings}", readings=side_by_side) if side_by_side else ""
         message = _(
             "{path}: not UTF-8{where}, and {why}{shown}. Decide with: {command}",
             path=path,
@@ -623,7 +630,7 @@ class _Tree:
             if len(self.voices.setdefault(family, [])) < SIBLINGS_READ:
                 self.voices[family].append((item, verdict.encoding))
         elif found:
-            self.narrow.append((item, verdict.encoding, verdict.language or "no known language", verdict.margin, found[0]))
+            self.narrow.append((item, verdict.encoding, verdict.language or N_("no known language"), verdict.margin, found[0]))
 
 
 KEEP_FILE_BYTES = 1 << 20  # an undecided file this small keeps its readings for the second look
@@ -650,5 +657,5 @@ def decide_command(given: Path, path: Path, candidates: list[str]) -> str:
     from shlex import quote
 
     first = candidates[0] if candidates else "ENCODING"
-    others = "".join(f" (or ={c})" for c in candidates[1:3])
+    others = "".join(_(" (or ={encoding})", encoding=c) for c in candidates[1:3])
     return f"decode-doctor check --model {quote(str(given))} --from-encoding {quote(f'{path}={first}')} --fix{others}"

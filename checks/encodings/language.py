@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from decode_doctor.i18n import N_
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -32,15 +34,15 @@ MODEL_ENCODING = {
 }
 # fmt: off
 LANGUAGE_NAMES = {
-    "ar": "Arabic", "be": "Belarusian", "bg": "Bulgarian", "br": "Breton", "cs": "Czech", "cy": "Welsh",
-    "da": "Danish", "de": "German", "el": "Greek", "en": "English", "eo": "Esperanto", "es": "Spanish",
-    "et": "Estonian", "fa": "Persian", "fi": "Finnish", "fr": "French", "ga": "Irish", "gd": "Scottish Gaelic",
-    "he": "Hebrew", "hr": "Croatian", "hu": "Hungarian", "id": "Indonesian", "is": "Icelandic", "it": "Italian",
-    "ja": "Japanese", "kk": "Kazakh", "ko": "Korean", "lt": "Lithuanian", "lv": "Latvian", "mk": "Macedonian",
-    "ms": "Malay", "mt": "Maltese", "nl": "Dutch", "no": "Norwegian", "pl": "Polish", "pt": "Portuguese",
-    "ro": "Romanian", "ru": "Russian", "sk": "Slovak", "sl": "Slovenian", "sr": "Serbian", "sv": "Swedish",
-    "tg": "Tajik", "th": "Thai", "tr": "Turkish", "uk": "Ukrainian", "ur": "Urdu", "vi": "Vietnamese",
-    "zh": "Chinese", "zxx": "no particular language",
+    "ar": N_("Arabic"), "be": N_("Belarusian"), "bg": N_("Bulgarian"), "br": N_("Breton"), "cs": N_("Czech"), "cy": N_("Welsh"),
+    "da": N_("Danish"), "de": N_("German"), "el": N_("Greek"), "en": N_("English"), "eo": N_("Esperanto"), "es": N_("Spanish"),
+    "et": N_("Estonian"), "fa": N_("Persian"), "fi": N_("Finnish"), "fr": N_("French"), "ga": N_("Irish"), "gd": N_("Scottish Gaelic"),
+    "he": N_("Hebrew"), "hr": N_("Croatian"), "hu": N_("Hungarian"), "id": N_("Indonesian"), "is": N_("Icelandic"), "it": N_("Italian"),
+    "ja": N_("Japanese"), "kk": N_("Kazakh"), "ko": N_("Korean"), "lt": N_("Lithuanian"), "lv": N_("Latvian"), "mk": N_("Macedonian"),
+    "ms": N_("Malay"), "mt": N_("Maltese"), "nl": N_("Dutch"), "no": N_("Norwegian"), "pl": N_("Polish"), "pt": N_("Portuguese"),
+    "ro": N_("Romanian"), "ru": N_("Russian"), "sk": N_("Slovak"), "sl": N_("Slovenian"), "sr": N_("Serbian"), "sv": N_("Swedish"),
+    "tg": N_("Tajik"), "th": N_("Thai"), "tr": N_("Turkish"), "uk": N_("Ukrainian"), "ur": N_("Urdu"), "vi": N_("Vietnamese"),
+    "zh": N_("Chinese"), "zxx": N_("no particular language"),
 }
 # fmt: on
 

@@ -21,6 +21,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from decode_doctor.i18n import _
+
 from .language import Model, Words, best_model
 
 if TYPE_CHECKING:
@@ -133,12 +135,12 @@ def forbidden(text: str) -> str | None:
     bad = _FORBIDDEN.search(text)
     if bad:
         code = ord(bad.group())
-        kind = "control character" if code < 0x80 else "C1 control" if code <= 0x9F else "private-use or replacement character"
-        return f"{kind} U+{code:04X}"
+        kind = _("control character") if code < 0x80 else _("C1 control") if code <= 0x9F else _("private-use or replacement character")
+        return _("{kind} U+{code:04X}", kind=kind, code=code)
     if not text.isascii():
         for char in set(text):
             if ord(char) > 0x7F and _unassigned(char):
-                return f"unassigned U+{ord(char):04X}"
+                return _("unassigned U+{char:04X}", char=ord(char))
     return None
 
 
@@ -363,11 +365,18 @@ def choose(candidates: list[Reading], found: Words) -> Choice:
     """The one reading that beats every other, or none, with the readings that could not be told apart."""
     ranked = sorted(candidates, key=lambda r: -r.rate)
     if not ranked:
-        return Choice(None, "no legacy encoding decodes it into clean text")
+        return Choice(None, _("no legacy encoding decodes it into clean text"))
     textual = [r for r in ranked if r.inner_rate >= TEXT_RATE]
     if not textual:
         best = ranked[0]
-        return Choice(None, f"no encoding reads it as text of a known language (closest: {best.encoding} as {best.language})")
+        return Choice(
+            None,
+            _(
+                "no encoding reads it as text of a known language (closest: {encoding} as {language})",
+                encoding=best.encoding,
+                language=_(best.language),
+            ),
+        )
     first: Choice | None = None
     for reading in textual[:3]:
         if _misshapen(reading, found):
@@ -383,8 +392,8 @@ def choose(candidates: list[Reading], found: Words) -> Choice:
                 nearest = (other, comparison)
         if not rivals:
             return Choice(reading, _why(reading, nearest), margin=nearest[1].score if nearest else float("inf"))
-        first = first or Choice(None, "the readings cannot be told apart", [(reading, Comparison()), *rivals])
-    return first or Choice(None, "the readings cannot be told apart", [(r, Comparison()) for r in textual[:3]])
+        first = first or Choice(None, _("the readings cannot be told apart"), [(reading, Comparison()), *rivals])
+    return first or Choice(None, _("the readings cannot be told apart"), [(r, Comparison()) for r in textual[:3]])
 
 
 def _misshapen(reading: Reading, found: Words) -> bool:
@@ -408,10 +417,16 @@ def _misshapen(reading: Reading, found: Words) -> bool:
 
 def _why(reading: Reading, nearest: tuple[Reading, Comparison] | None) -> str:
     if nearest is None:
-        return f"reads as {reading.language}; no other encoding decodes it cleanly"
+        return _("reads as {language}; no other encoding decodes it cleanly", language=_(reading.language))
     other, comparison = nearest
-    shown = ", ".join(f"{_short(a)} not {_short(b)}" for a, b in comparison.examples[:2])
-    return f"reads as {reading.language}; the nearest other reading, {other.encoding}, loses by {comparison.score:.0f} bits ({shown})"
+    shown = _(", ").join(_("{a} not {b}", a=_short(a), b=_short(b)) for a, b in comparison.examples[:2])
+    return _(
+        "reads as {language}; the nearest other reading, {encoding}, loses by {score:.0f} bits ({shown})",
+        language=_(reading.language),
+        encoding=other.encoding,
+        score=comparison.score,
+        shown=shown,
+    )
 
 
 def _short(word: str, limit: int = 16) -> str:

@@ -32,6 +32,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from decode_doctor.i18n import Said, _, said
+
 from .readings import CJK_SCRIPTS
 from .textenc import STRUCTURED, Readings, Verdict, Where, _line_at, _mixed, _position, _truncated, parses
 
@@ -123,12 +125,15 @@ class Sibling:
         return len(raw) == 1 and float(reading.model.prior[raw[0]]) / SMOOTHING >= ALPHABET_SHARE
 
 
+NO_REASON = Said("")
+
+
 @dataclass
 class Judgement:
     """What the siblings made of a file: a conversion, or why they could not decide it."""
 
     verdict: Verdict | None
-    why: str = ""
+    why: Said = NO_REASON  # why it could not decide: english() in the evidence, str() in the message
 
 
 def decide_with_siblings(data: bytes, suffix: str, siblings: list[Sibling], known: Readings | None = None) -> Judgement:
@@ -138,7 +143,7 @@ def decide_with_siblings(data: bytes, suffix: str, siblings: list[Sibling], know
 
     families = {s.family for s in siblings}
     if len(families) != 1:
-        return Judgement(None, "the sibling files do not read as one encoding")
+        return Judgement(None, said("the sibling files do not read as one encoding"))
     family = families.pop()
     spans = list(hot_spans(data))
     if known is not None:  # its first look found it neither mixed nor cut off
@@ -146,57 +151,89 @@ def decide_with_siblings(data: bytes, suffix: str, siblings: list[Sibling], know
     else:
         lines = [data[start:end] for start, end in spans]
         if not lines or _mixed(data, spans) or _truncated(data, lines):
-            return Judgement(None, "its own lines are mixed or cut off")
+            return Judgement(None, said("its own lines are mixed or cut off"))
         found, words = readings(data, lines)
     codecs = set(FAMILIES[family])
     ours = next((r for r in found if codecs & set(r.codecs)), None)
     if ours is None:
-        return Judgement(None, f"no {family} codec reads it as clean text")
+        return Judgement(None, said("no {family} codec reads it as clean text", family=family))
     weighed = siblings[:SIBLINGS_READ]
     codec = next((c for c in ours.codecs if c in {s.encoding for s in weighed}), None)
     if codec is None:
-        return Judgement(None, f"it needs {ours.encoding}, a wider codec than the siblings' {_names(s.encoding for s in weighed)}")
+        wider = said(
+            "it needs {encoding}, a wider codec than the siblings' {codecs}",
+            encoding=ours.encoding,
+            codecs=_names(s.encoding for s in weighed),
+        )
+        return Judgement(None, wider)
     odd = _odd(ours, codec, weighed)
     if odd:
-        return Judgement(None, f"read as {codec} it {odd}")
+        return Judgement(None, said("read as {codec} it {odd}", codec=codec, odd=odd))
     nearest: tuple[Reading, Comparison] | None = None
-    beaten: list[tuple[Reading, str]] = []  # every other reading, with how it is shown
+    beaten: list[tuple[Reading, Said]] = []  # every other reading, with how it is shown
     our_script = _script(ours)
     for other in found:
         if other is ours:
             continue
         own = compare(ours, other, words)
-        shown = f"{codec} «{_first_word(ours, other)}» against {other.encoding} «{_first_word(other, ours)}»"
+        shown = said(
+            "{codec} «{word}» against {other} «{other_word}»",
+            codec=codec,
+            word=_first_word(ours, other),
+            other=other.encoding,
+            other_word=_first_word(other, ours),
+        )
         if our_script == _script(other) and own.score < SAME_SCRIPT_LEAD_BITS and not _has_rare(other):
             # two readings in one script (cp1252/cp1250, GBK/Big5): the file's own bytes must choose
-            return Judgement(None, f"{shown} are letters of one script, and its own bytes lean to {codec} by {own.score:.1f} bits only")
+            one_script = said(
+                "{shown} are letters of one script, and its own bytes lean to {codec} by {bits} bits only",
+                shown=shown,
+                codec=codec,
+                bits=format(own.score, ".1f"),
+            )
+            return Judgement(None, one_script)
         if own.score < -min(OWN_DEFICIT_BITS, OWN_DEFICIT_RATE * own.size) or _reversed(own).decisive:
-            return Judgement(None, f"its own bytes lean to {other.encoding} by {-own.score:.1f} bits ({shown})")
+            leans = said(
+                "its own bytes lean to {other} by {bits} bits ({shown})", other=other.encoding, bits=format(-own.score, ".1f"), shown=shown
+            )
+            return Judgement(None, leans)
         combined = Comparison(own.bits, own.size, own.words_for_a, own.words_for_b, own.examples)
         for sibling in weighed:
             evidence = sibling.against(other)
             if evidence is None:
-                return Judgement(None, f"{sibling.name} has no {family} reading")
+                return Judgement(None, said("{sibling} has no {family} reading", sibling=sibling.name, family=family))
             combined.bits += evidence[0]
             combined.size += evidence[1]
         if not combined.decisive:
-            return Judgement(None, f"with the siblings, {codec} leads {other.encoding} by {combined.score:.1f} bits only ({shown})")
+            leads = said(
+                "with the siblings, {codec} leads {other} by {bits} bits only ({shown})",
+                codec=codec,
+                other=other.encoding,
+                bits=format(combined.score, ".1f"),
+                shown=shown,
+            )
+            return Judgement(None, leads)
         beaten.append((other, shown))
         if nearest is None or combined.score < nearest[1].score:
             nearest = (other, combined)
     if suffix in STRUCTURED:  # parsed only now, for a file the evidence would convert
         our_fields = _key_fields(ours.text) if suffix == ".json" else None
         if our_fields is None if suffix == ".json" else not parses(ours.text, suffix):
-            return Judgement(None, f"read as {codec} it does not parse as {suffix[1:].upper()}")
+            return Judgement(None, said("read as {codec} it does not parse as {format}", codec=codec, format=suffix[1:].upper()))
         differing = next((shown for other, shown in beaten if _fields_differ(our_fields, other)), None)
         if differing is not None:
-            return Judgement(None, f"its readings differ in a key or an id ({differing})")
+            return Judgement(None, said("its readings differ in a key or an id ({differing})", differing=differing))
     own_bytes = sum(len(data[start:end].translate(None, bytes(range(0x80)))) for start, end in spans)
-    against = f"; against {nearest[0].encoding} by {nearest[1].score:.0f} bits together" if nearest else ""
+    against = _("; against {other} by {bits:.0f} bits together", other=nearest[0].encoding, bits=nearest[1].score) if nearest else ""
     where = Where(bad_offset=spans[0][0], bad_line=_position(data, spans[0][0]))
-    reason = (
-        f"its own {own_bytes} non-ASCII byte(s) are too few to decide alone; decided with the evidence of {len(weighed)} sibling "
-        f"file(s) ({_names(s.name for s in weighed)}), all {family}{against}"
+    reason = _(
+        "its own {count} non-ASCII byte(s) are too few to decide alone; decided with the evidence of {siblings} sibling "
+        "file(s) ({names}), all {family}{against}",
+        count=own_bytes,
+        siblings=len(weighed),
+        names=_names(s.name for s in weighed),
+        family=family,
+        against=against,
     )
     preview = _line_at(data, where["bad_offset"], codec)
     return Judgement(Verdict("convert", codec, text=ours.text, reason=reason, language=ours.language, preview=preview, **where))
@@ -211,7 +248,7 @@ def _reversed(comparison: Comparison) -> Comparison:
 
 def _names(names: Iterable[str], shown: int = 3) -> str:
     unique = list(dict.fromkeys(names))
-    return ", ".join(unique[:shown]) + (f" and {len(unique) - shown} more" if len(unique) > shown else "")
+    return ", ".join(unique[:shown]) + (_(" and {count} more", count=len(unique) - shown) if len(unique) > shown else "")
 
 
 def _first_word(reading: Reading, other: Reading) -> str:
@@ -225,23 +262,23 @@ def _first_word(reading: Reading, other: Reading) -> str:
 # --- the file's own veto ----------------------------------------------------------------------
 
 
-def _odd(ours: Reading, codec: str, siblings: list[Sibling]) -> str | None:
+def _odd(ours: Reading, codec: str, siblings: list[Sibling]) -> Said | None:
     """What in the siblings' reading of the file shows, on its own bytes, that it is not this text."""
     from .readings import word_looks_real
 
     odd = next((w for w in ours.words if w is not None and (word_looks_real(w) is False or _odd_word(w))), None)
     if odd is not None:
-        return f"has «{odd}», a shape no word has"
+        return said("has «{word}», a shape no word has", word=odd)
     hot = [c for c in set(ours.hot) if ord(c) > 0x7F]
     rare = next((c for c in hot if _rare(c, codec)), None)
     if rare is not None:
-        return f"holds «{rare}», outside the common characters of {codec}"
+        return said("holds «{char}», outside the common characters of {codec}", char=rare, codec=codec)
     letters = [c for c in hot if c.isalpha() and _letter_script(c) not in CJK_SCRIPTS]
     if letters:
         known = set().union(*(s.letters for s in siblings))
         unknown = next((c for c in letters if c.casefold() not in known and not any(s.uses(c) for s in siblings)), None)
         if unknown is not None:
-            return f"holds «{unknown}», a letter the sibling files' language does not use"
+            return said("holds «{char}», a letter the sibling files' language does not use", char=unknown)
     return None
 
 

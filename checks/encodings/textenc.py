@@ -19,6 +19,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
+from decode_doctor.i18n import _
+
 if TYPE_CHECKING:
     from .language import Words
     from .readings import Reading
@@ -266,11 +268,11 @@ def _before_utf8(data: bytes) -> Verdict | None:
             try:
                 text = data.decode(codec)
             except UnicodeDecodeError as exc:
-                reason = f"starts with a {codec} BOM but byte {exc.start} does not decode"
+                reason = _("starts with a {codec} BOM but byte {start} does not decode", codec=codec, start=exc.start)
                 return Verdict("undecodable", codec, reason=reason, bad_offset=exc.start)
             if codec == "utf-8-sig":
                 return Verdict("utf-8", "utf-8", text=text, bom=codec)
-            return Verdict("convert", codec, text=text, reason=f"{codec.upper()} with a byte-order mark", bom=codec)
+            return Verdict("convert", codec, text=text, reason=_("{value} with a byte-order mark", value=codec.upper()), bom=codec)
     wide = _wide_without_bom(data)
     if wide:
         try:
@@ -279,8 +281,10 @@ def _before_utf8(data: bytes) -> Verdict | None:
             decoded = None
         if decoded is not None and not forbidden(decoded):
             text = decoded
-            zeros = "three bytes in four" if wide.startswith("utf-32") else "every other byte"
-            return Verdict("convert", wide, text=text, reason=f"{wide.upper()} without a byte-order mark ({zeros} zero)")
+            zeros = _("three bytes in four") if wide.startswith("utf-32") else _("every other byte")
+            return Verdict(
+                "convert", wide, text=text, reason=_("{value} without a byte-order mark ({zeros} zero)", value=wide.upper(), zeros=zeros)
+            )
     if data.isascii() and any(escape in data for escape in _ESCAPES):
         for codec in ISO2022:
             try:
@@ -288,8 +292,10 @@ def _before_utf8(data: bytes) -> Verdict | None:
             except UnicodeDecodeError:
                 continue
             if not text.isascii() and not forbidden(text):
-                return Verdict("convert", codec, text=text, reason=f"{codec.upper()}: its escape sequences name the character sets")
-    binary = sniff_binary(data[:4096]) or (b"\x00" in data and "NUL bytes") or None
+                return Verdict(
+                    "convert", codec, text=text, reason=_("{value}: its escape sequences name the character sets", value=codec.upper())
+                )
+    binary = sniff_binary(data[:4096]) or (b"\x00" in data and _("NUL bytes")) or None
     if binary:
         return Verdict("binary", reason=binary)
     return None
@@ -312,12 +318,12 @@ def decide(data: bytes, suffix: str = "", stated: str | None = None) -> Verdict:
         cookie = CODING_COOKIE.search(b"\n".join(data.split(b"\n")[:2]))
         if cookie:
             named = cookie.group(1).decode(errors="replace")
-            return Verdict("cookie", named, reason=f"declares coding: {named}", **where)
+            return Verdict("cookie", named, reason=_("declares coding: {named}", named=named), **where)
     if utf8_cut:
-        return Verdict("truncated", "utf-8", reason="UTF-8 text cut off inside its last character", **where)
+        return Verdict("truncated", "utf-8", reason=_("UTF-8 text cut off inside its last character"), **where)
     control = _control_byte(data)
     if control is not None:  # never a byte of a character in these encodings: a real control character
-        return Verdict("undecodable", reason=f"control byte 0x{control:02x} in the text", **where)
+        return Verdict("undecodable", reason=_("control byte 0x{control:02x} in the text", control=control), **where)
     return _legacy(data, suffix, stated, where)
 
 
@@ -328,10 +334,10 @@ def _legacy(data: bytes, suffix: str, stated: str | None, where: Where) -> Verdi
     lines = [data[start:end] for start, end in spans]
     mixed = _mixed(data, spans)
     if mixed:
-        return Verdict("mixed", reason="UTF-8 lines beside lines in another encoding", mixed_lines=mixed, **where)
+        return Verdict("mixed", reason=_("UTF-8 lines beside lines in another encoding"), mixed_lines=mixed, **where)
     truncated = _truncated(data, lines)
     if truncated:
-        return Verdict("truncated", truncated, reason=f"{truncated} text cut off inside its last character", **where)
+        return Verdict("truncated", truncated, reason=_("{truncated} text cut off inside its last character", truncated=truncated), **where)
     found, words = readings(data, lines)
     choice = choose(found, words)
     undecided = [r for r, _ in choice.rivals]
@@ -340,7 +346,7 @@ def _legacy(data: bytes, suffix: str, stated: str | None, where: Where) -> Verdi
     if choice.reading is None:
         if stated and stated_reading is not None and undecided and stated_reading not in undecided:
             names = " and ".join(r.encoding for r in undecided[:3])
-            reason = f"you said {stated}, but the file does not read as {stated}: {names} read far better"
+            reason = _("you said {stated}, but the file does not read as {stated}: {names} read far better", stated=stated, names=names)
             readings_shown = _side_by_side([*undecided[:2], stated_reading], words)
             return Verdict("contradicted", None, reason=reason, readings=readings_shown, stated=stated, **where)
         if stated:
@@ -348,11 +354,21 @@ def _legacy(data: bytes, suffix: str, stated: str | None, where: Where) -> Verdi
         return Verdict("ambiguous", reason=choice.why, readings=shown, found=Readings(found, words), **where)
     reading = choice.reading
     if stated and stated_reading is not reading:
-        behind = f", and {stated} reads far worse" if stated_reading is not None else f", which {stated} does not decode cleanly"
+        behind = (
+            _(", and {stated} reads far worse", stated=stated)
+            if stated_reading is not None
+            else _(", which {stated} does not decode cleanly", stated=stated)
+        )
         return Verdict(
             "contradicted",
             reading.encoding,
-            reason=f"you said {stated}; this file reads as {reading.encoding} ({reading.language}){behind}",
+            reason=_(
+                "you said {stated}; this file reads as {encoding} ({language}){behind}",
+                stated=stated,
+                encoding=reading.encoding,
+                language=_(reading.language),
+                behind=behind,
+            ),
             language=reading.language,
             readings=_side_by_side([reading, stated_reading] if stated_reading else [reading], words),
             stated=stated,
@@ -362,7 +378,12 @@ def _legacy(data: bytes, suffix: str, stated: str | None, where: Where) -> Verdi
         return Verdict(
             "undecodable",
             reading.encoding,
-            reason=f"it reads as {reading.encoding} ({reading.language}), but decoded so it does not parse as {suffix[1:].upper()}",
+            reason=_(
+                "it reads as {encoding} ({language}), but decoded so it does not parse as {value}",
+                encoding=reading.encoding,
+                language=_(reading.language),
+                value=suffix[1:].upper(),
+            ),
             **where,
         )
     return Verdict(
@@ -395,17 +416,22 @@ def _as_stated(data: bytes, suffix: str, stated: str, where: Where, shown: list[
     try:
         text = data.decode(stated)
     except UnicodeDecodeError as exc:
-        reason = f"--from-encoding {stated} fails at byte {exc.start}: {exc.reason}"
+        reason = _("--from-encoding {stated} fails at byte {start}: {reason}", stated=stated, start=exc.start, reason=exc.reason)
         return Verdict("undecodable", stated, reason=reason, stated=stated, readings=shown, **where)
     bad = forbidden(text)
     if bad:
-        reason = f"decoded as {stated} it holds a {bad}, which no real text does"
+        reason = _("decoded as {stated} it holds a {bad}, which no real text does", stated=stated, bad=bad)
         return Verdict("undecodable", stated, reason=reason, stated=stated, readings=shown, **where)
     if suffix in STRUCTURED and not parses(text, suffix):
-        reason = f"decoded as {stated} it no longer parses as {suffix[1:].upper()}"
+        reason = _("decoded as {stated} it no longer parses as {value}", stated=stated, value=suffix[1:].upper())
         return Verdict("undecodable", stated, reason=reason, stated=stated, readings=shown, **where)
     return Verdict(
-        "convert", stated, text=text, reason=f"--from-encoding {stated}", preview=_line_at(data, where["bad_offset"], stated), **where
+        "convert",
+        stated,
+        text=text,
+        reason=_("--from-encoding {stated}", stated=stated),
+        preview=_line_at(data, where["bad_offset"], stated),
+        **where,
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from decode_doctor.engine import Check, Context, Facts, Finding, FixRef, Needs, Option
 from decode_doctor.engine.units import amount, whole
 from decode_doctor.engine.workers import usable_cpus
-from decode_doctor.i18n import _, ngettext
+from decode_doctor.i18n import Said, _, ngettext
 
 from .codes import (
     BROKEN,
@@ -202,8 +202,8 @@ class Images(Check):
         findings: list[Finding] = []
         modes: Counter[str] = Counter()
         mode_files: dict[str, list[str]] = {}
-        unchecked: dict[str, str] = {}
-        unreadable: dict[str, str] = {}
+        unchecked: dict[str, Said] = {}
+        unreadable: dict[str, Said] = {}
         unlisted: list[tuple[str, str]] = []
         peak_rss = [0]
         scoped = ctx.scope is not None
@@ -257,10 +257,10 @@ class Images(Check):
             evidence = {**summary, "modes": dict(modes), "examples": {k: v[:20] for k, v in mode_files.items()}}
             findings.append(self.finding(IMG006, message, evidence=evidence))
         if unchecked:
-            reasons = Counter(reason.split(";")[0].split(":")[0] for reason in unchecked.values())
-            parts = ", ".join(f"{why} ({count})" for why, count in reasons.most_common(3))
+            reasons = Counter(_first_clause(str(reason)) for reason in unchecked.values())
+            parts = _(", ").join(_("{why} ({count})", why=why, count=count) for why, count in reasons.most_common(3))
             message = _("{dataset}: {count} images not checked: {parts}.", dataset=dataset, count=len(unchecked), parts=parts)
-            examples = dict(list(unchecked.items())[:100])
+            examples = {path: reason.english() for path, reason in list(unchecked.items())[:100]}
             findings.append(self.finding(IMG008, message, evidence={**summary, "files": examples}))
         if links:
             message = ngettext(
@@ -280,15 +280,17 @@ class Images(Check):
 
     @staticmethod
     def _coverage(
-        ctx: Context, dataset: Path, unreadable: dict[str, str], unchecked: dict[str, str], unlisted: list[tuple[str, str]]
+        ctx: Context, dataset: Path, unreadable: dict[str, Said], unchecked: dict[str, Said], unlisted: list[tuple[str, str]]
     ) -> None:
         """What under the dataset was given and not judged: files that could not be read or decoded here,
         directories that could not be listed."""
         for files, why, cause in ((unreadable, _("cannot be read"), IMG012), (unchecked, _("not decoded here"), IMG008)):
             if files:
-                first, reason = next(iter(files.items()))
+                first, first_reason = next(iter(files.items()))
                 what = ngettext("{count:,} image under {dataset}", "{count:,} images under {dataset}", len(files), dataset=dataset)
-                ctx.not_judged(what, _("{why} (first: {first}: {reason})", why=why, first=first, reason=reason), cause=cause.code)
+                ctx.not_judged(
+                    what, _("{why} (first: {first}: {reason})", why=why, first=first, reason=str(first_reason)), cause=cause.code
+                )
         for directory, reason in unlisted[:20]:
             ctx.not_judged(
                 _("the images under {directory}", directory=directory), _("the directory cannot be listed: {reason}", reason=reason)
@@ -311,17 +313,19 @@ class Images(Check):
             "format": result.get("format") or primary.get("format"),
             "loader": primary.get("loader"),
             "damage": primary["damage"],
-            "reasons": [{k: p.get(k) for k in ("code", "damage", "message", "loader")} for p in problems],
+            "reasons": [{**{k: p.get(k) for k in ("code", "damage", "loader")}, "message": p["message"].english()} for p in problems],
         }
-        others = [p["message"] for p in problems[1:] if p["message"] != primary["message"]]
-        message = f"{path}: {primary['message']}" + (_(" (also: {others})", others="; ".join(others[:3])) if others else "")
+        others = [str(p["message"]) for p in problems[1:] if p["message"] != primary["message"]]
+        message = _("{path}: {reason}", path=path, reason=str(primary["message"]))
+        message += _(" (also: {others})", others=_("; ").join(others[:3])) if others else ""
         quarantined = BROKEN.get(spec.code) or (DAMAGED.get(spec.code) if quarantine_damaged else None)
         if quarantined is not None:
             params = QuarantineParams(
                 destination=str(quarantine / Path(path).relative_to(dataset)),
                 manifest=str(quarantine / "manifest.jsonl"),
-                reason=f"{primary['damage']}: {primary['message']}",
+                reason=f"{primary['damage']}: {primary['message'].english()}",  # the manifest's, in English like the evidence
                 sha256=result.get("sha256"),
+                shown_reason=_("{damage}: {reason}", damage=_(primary["damage"]), reason=str(primary["message"])),
             )
             fix = FixRef(_("quarantine {name}", name=Path(path).name), params)
             return self.finding(quarantined, message, evidence=evidence, path=path, fix=fix)
@@ -332,3 +336,9 @@ class Images(Check):
                 rename = FixRef(_("rename to {name}", name=suffix), RenameParams(str(Path(path).with_suffix(suffix)), result.get("sha256")))
             return self.finding(IMG005, message, evidence=evidence, path=path, fix=rename)
         return self.finding(spec, message, evidence=evidence, path=path)
+
+
+def _first_clause(text: str) -> str:
+    """A reason's first clause, to group the reasons of many files: up to its first colon or semicolon."""
+    cut = min((at for at in (text.find(mark) for mark in (";", ":", "；", "：")) if at >= 0), default=len(text))
+    return text[:cut]

@@ -13,8 +13,9 @@ class QuarantineParams(FixParams):
 
     destination: str
     manifest: str
-    reason: str
+    reason: str  # in English, as the manifest keeps it
     sha256: str | None  # what the check read: a file changed since is refused
+    shown_reason: str = ""  # the reason in the user's language, for the preview
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from decode_doctor.i18n import N_, Said, said
+
 from . import loaders
 from .codes import IMG001, IMG002, IMG003, IMG004, IMG005, IMG007, IMG008, IMG012, IMG013, IMG014
 from .headers import Header, read_header, sniff
@@ -64,11 +66,39 @@ INFLATE_STEP = 1 << 20  # the zlib check inflates this much at a time and keeps 
 OPTIONAL_TIFF_CODECS = {34712: "JPEG 2000", 34887: "LERC", 34925: "LZMA", 50000: "Zstandard", 50001: "WebP", 50002: "JPEG XL"}
 
 
+NO_MESSAGE = Said("")
+# the damage a problem names (the evidence's and the manifest's word, in English), marked for the
+# catalog: a quarantine's preview says it in the user's language
+DAMAGE_LABELS = (
+    N_("bad CRC"),
+    N_("bad RIFF size"),
+    N_("bad header"),
+    N_("bomb"),
+    N_("bomb warning"),
+    N_("breaks the loader"),
+    N_("corrupt data"),
+    N_("decoder crash"),
+    N_("empty"),
+    N_("extension lies"),
+    N_("impossible header"),
+    N_("loader warning"),
+    N_("no decoder"),
+    N_("no end marker"),
+    N_("not an image"),
+    N_("over the memory budget"),
+    N_("timed out"),
+    N_("trailing data"),
+    N_("truncated"),
+    N_("unreadable"),
+    N_("zlib"),
+)
+
+
 @dataclass
 class Problem:
     code: str
     damage: str
-    message: str = ""
+    message: Said = NO_MESSAGE  # english() for the evidence and the manifest, str() for the finding
     format: str | None = None
     loader: str | None = None
 
@@ -91,29 +121,29 @@ class Scan:
     mode: str | None = None
     problems: list[Problem] = field(default_factory=list)
 
-    def add(self, code: str, damage: str, message: str, loader: str | None = None, image_format: str | None = None) -> None:
+    def add(self, code: str, damage: str, message: Said, loader: str | None = None, image_format: str | None = None) -> None:
         self.problems.append(Problem(code, damage, message, image_format or self.format, loader))
 
 
-def describe_non_image(head: bytes) -> str:
+def describe_non_image(head: bytes) -> Said:
     text = head.lstrip()[:64].lower()
     if text.startswith((b"<!doctype html", b"<html", b"<head", b"<body")):
-        return "an HTML page"
+        return said("an HTML page")
     if text.startswith(b"<?xml") or text.startswith(b"<svg"):
-        return "XML/SVG"
+        return said("XML/SVG")
     if text[:1] in (b"{", b"["):
-        return "JSON"
+        return said("JSON")
     if head.startswith(b"PK\x03\x04"):
-        return "a zip archive"
+        return said("a zip archive")
     if head.startswith(b"\x1f\x8b"):
-        return "gzip data"
+        return said("gzip data")
     if head.startswith(b"%PDF"):
-        return "a PDF"
+        return said("a PDF")
     try:
         head.decode("utf-8")
-        return "text"
+        return said("text")
     except UnicodeDecodeError:
-        return "unrecognised binary data"
+        return said("unrecognised binary data")
 
 
 def inspect_file(path: str, settings: Settings) -> dict[str, Any]:
@@ -123,13 +153,13 @@ def inspect_file(path: str, settings: Settings) -> dict[str, Any]:
         with open(p, "rb") as handle:
             data = handle.read(MAX_READ + 1)
     except OSError as exc:
-        return {"path": path, "problems": [Problem(IMG012.code, "unreadable", exc.strerror or str(exc)).__dict__]}
+        return {"path": path, "problems": [Problem(IMG012.code, "unreadable", Said(exc.strerror or str(exc))).__dict__]}
     scan = Scan(path, data, SUFFIX_FORMATS.get(p.suffix.lower()))
     if not data:
         scan.format = scan.claimed
-        scan.add(IMG001.code, "empty", "zero-byte file: every loader fails on it", loaders.version("pillow"))
+        scan.add(IMG001.code, "empty", said("zero-byte file: every loader fails on it"), loaders.version("pillow"))
     elif len(data) > MAX_READ:
-        scan.add(IMG008.code, "over the memory budget", f"larger than {MAX_READ >> 20} MiB: not decoded here")
+        scan.add(IMG008.code, "over the memory budget", said("larger than {amount} MiB: not decoded here", amount=MAX_READ >> 20))
     else:
         _inspect(scan, settings)
     return _result(scan)
@@ -145,29 +175,45 @@ def _inspect(scan: Scan, settings: Settings) -> None:
         scan.add(
             IMG004.code,
             "bomb",
-            f"{scan.format} declares {size} = {pixels:,} pixels, over twice the loader's limit of {settings.max_pixels:,} "
-            "(Pillow raises DecompressionBombError); found from the header, nothing decoded",
+            said(
+                "{format} declares {size} = {pixels:,} pixels, over twice the loader's limit of {max_pixels:,} "
+                "(Pillow raises DecompressionBombError); found from the header, nothing decoded",
+                format=scan.format,
+                size=size,
+                pixels=pixels,
+                max_pixels=settings.max_pixels,
+            ),
         )
         return
     if pixels > settings.max_pixels:
         scan.add(
             IMG014.code,
             "bomb warning",
-            f"{pixels:,} pixels, over the loader's warning limit of {settings.max_pixels:,}: Pillow warns (DecompressionBombWarning) "
-            "and loads it",
+            said(
+                "{pixels:,} pixels, over the loader's warning limit of {max_pixels:,}: "
+                "Pillow warns (DecompressionBombWarning) and loads it",
+                pixels=pixels,
+                max_pixels=settings.max_pixels,
+            ),
         )
     frames = scan.header.frames if scan.header else 1
     needed = len(scan.data) + pixels * 4 * (2 if frames > 1 else 1)
     if needed > MEMORY_BUDGET - BASELINE:
-        over = f"decoding needs about {needed >> 20} MiB, over the {MEMORY_BUDGET >> 20} MiB a worker may hold"
+        over = said(
+            "decoding needs about {needed} MiB, over the {budget} MiB a worker may hold", needed=needed >> 20, budget=MEMORY_BUDGET >> 20
+        )
         damage = _damage(scan)
         cut = next((p for p in damage if p.damage == "truncated"), None)
         if cut:  # the loader stops where the data does, whatever the size: no need to decode to know
-            scan.add(IMG001.code, "breaks the loader", f"{cut.message}: Pillow raises when its data runs out (not decoded: {over})")
+            scan.add(
+                IMG001.code,
+                "breaks the loader",
+                said("{message}: Pillow raises when its data runs out (not decoded: {over})", message=cut.message, over=over),
+            )
             scan.problems += damage
         else:
             scan.problems += damage
-            scan.add(IMG008.code, "over the memory budget", f"{over}: pixels not checked")
+            scan.add(IMG008.code, "over the memory budget", said("{over}: pixels not checked", over=over))
         return
     damage = _damage(scan)
     verdict = _jpeg_verdict(scan, settings, damage) if scan.format == "JPEG" else loaders.pillow(scan.path, settings.max_pixels)
@@ -177,7 +223,7 @@ def _inspect(scan: Scan, settings: Settings) -> None:
         for name in settings.extra_loaders:
             extra = loaders.extra(name, scan.path)
             if extra.error:
-                scan.add(IMG001.code, "breaks the loader", f"{extra.loader}: {extra.error}", extra.loader)
+                scan.add(IMG001.code, "breaks the loader", said("{loader}: {error}", loader=extra.loader, error=extra.error), extra.loader)
 
 
 def _damage(scan: Scan) -> list[Problem]:
@@ -188,10 +234,13 @@ def _damage(scan: Scan) -> list[Problem]:
     elif scan.format == "WEBP":
         declared = int.from_bytes(scan.data[4:8], "little") + 8
         if declared not in (len(scan.data), len(scan.data) + len(scan.data) % 2):
-            said = f"the WebP RIFF header says {declared:,} bytes, the file has {len(scan.data):,}"
-            found = [Problem(IMG013.code, "bad RIFF size", said)]
+            riff = said("the WebP RIFF header says {declared:,} bytes, the file has {count:,}", declared=declared, count=len(scan.data))
+            found = [Problem(IMG013.code, "bad RIFF size", riff)]
     if scan.header and scan.header.damage:
-        found += [Problem(IMG013.code, "impossible header", f"{scan.format} header declares {what}") for what in scan.header.damage]
+        found += [
+            Problem(IMG013.code, "impossible header", said("{format} header declares {what}", format=scan.format, what=what))
+            for what in scan.header.damage
+        ]
     if scan.header and scan.header.truncated:
         found.append(Problem(IMG013.code, "truncated", scan.header.truncated))
     for problem in found:
@@ -223,11 +272,15 @@ def _jpeg_verdict(scan: Scan, settings: Settings, damage: list[Problem]) -> load
     if "Premature end of JPEG file" in strict_error and not scan.data.rstrip(b"\x00").endswith(b"\xff\xd9"):
         try:  # complete but for the marker, or cut off?
             simplejpeg.decode_jpeg(scan.data + b"\xff\xd9", colorspace=out, strict=True, fastdct=True, min_width=1, min_height=1)
-            damage.append(Problem(IMG003.code, "no end marker", "the JPEG has no EOI marker (its image data is complete)", "JPEG"))
+            damage.append(Problem(IMG003.code, "no end marker", said("the JPEG has no EOI marker (its image data is complete)"), "JPEG"))
         except ValueError:
-            damage.append(Problem(IMG013.code, "truncated", "the JPEG is cut off: libjpeg reports a premature end of the file", "JPEG"))
+            damage.append(
+                Problem(IMG013.code, "truncated", said("the JPEG is cut off: libjpeg reports a premature end of the file"), "JPEG")
+            )
     else:
-        damage.append(Problem(IMG013.code, "corrupt data", f"libjpeg in strict mode: {strict_error}", "JPEG"))
+        damage.append(
+            Problem(IMG013.code, "corrupt data", said("libjpeg in strict mode: {strict_error}", strict_error=strict_error), "JPEG")
+        )
     return verdict
 
 
@@ -235,7 +288,9 @@ def _jpeg_trailing(scan: Scan, damage: list[Problem]) -> None:
     end = scan.data.rfind(b"\xff\xd9")
     trailing = len(scan.data) - (end + 2) if end >= 0 else 0
     if trailing > 0 and scan.data[end + 2 :].strip(b"\x00"):
-        damage.append(Problem(IMG007.code, "trailing data", f"{trailing:,} bytes after the JPEG EOI marker", "JPEG"))
+        damage.append(
+            Problem(IMG007.code, "trailing data", said("{trailing:,} bytes after the JPEG EOI marker", trailing=trailing), "JPEG")
+        )
 
 
 def _judge(scan: Scan, verdict: loaders.Verdict, damage: list[Problem]) -> None:
@@ -247,38 +302,50 @@ def _judge(scan: Scan, verdict: loaders.Verdict, damage: list[Problem]) -> None:
         scan.problems += damage
         for warning in verdict.warnings:
             if "DecompressionBombWarning" not in warning:  # already said, from the header
-                scan.add(IMG014.code, "loader warning", f"{verdict.loader} warns: {warning}", verdict.loader)
+                scan.add(
+                    IMG014.code, "loader warning", said("{loader} warns: {warning}", loader=verdict.loader, warning=warning), verdict.loader
+                )
         if scan.claimed and verdict.format and SAME_FORMAT.get(verdict.format, verdict.format) != scan.claimed:
             ext = Path(scan.path).suffix
             real = SAME_FORMAT.get(verdict.format, verdict.format)
-            scan.add(IMG005.code, "extension lies", f"{real} data named {ext}", image_format=real)
+            scan.add(IMG005.code, "extension lies", said("{real} data named {ext}", real=real, ext=ext), image_format=real)
         return
     if verdict.bomb:
-        scan.add(IMG004.code, "bomb", f"{verdict.loader}: {verdict.error}", verdict.loader)
+        scan.add(IMG004.code, "bomb", said("{loader}: {error}", loader=verdict.loader, error=verdict.error), verdict.loader)
         return
     if scan.format is None:
-        what = describe_non_image(scan.data[:512]) if scan.data else "not an image"
-        scan.add(IMG002.code, "not an image", f"{what}, not an image: {verdict.loader} cannot identify it", verdict.loader)
+        what = describe_non_image(scan.data[:512]) if scan.data else said("not an image")
+        scan.add(
+            IMG002.code,
+            "not an image",
+            said("{what}, not an image: {loader} cannot identify it", what=what, loader=verdict.loader),
+            verdict.loader,
+        )
         return
     unchecked = _missing_decoder(scan)
     if unchecked:
-        scan.add(IMG008.code, "no decoder", f"{unchecked}; {verdict.loader}: {verdict.error}", verdict.loader)
+        scan.add(
+            IMG008.code,
+            "no decoder",
+            said("{unchecked}; {loader}: {error}", unchecked=unchecked, loader=verdict.loader, error=verdict.error),
+            verdict.loader,
+        )
         return
-    scan.add(IMG001.code, "breaks the loader", f"{verdict.loader}: {verdict.error}", verdict.loader)
+    scan.add(IMG001.code, "breaks the loader", said("{loader}: {error}", loader=verdict.loader, error=verdict.error), verdict.loader)
     scan.problems += [Problem(p.code, p.damage, p.message, p.format, "also") for p in damage if p.code != IMG007.code]
 
 
-def _missing_decoder(scan: Scan) -> str | None:
+def _missing_decoder(scan: Scan) -> Said | None:
     """Why the loader's failure may be a decoder this machine lacks rather than damage."""
     from PIL import features
 
     if scan.format == "AVIF" and not features.check("avif"):
-        return "AVIF: this Pillow has no AVIF decoder"
+        return said("AVIF: this Pillow has no AVIF decoder")
     if scan.format == "HEIF" and not _heif_plugin():
-        return "HEIF: no decoder installed (pip install pillow-heif)"
+        return said("HEIF: no decoder installed (pip install pillow-heif)")
     if scan.format == "TIFF" and scan.header and scan.header.compression in OPTIONAL_TIFF_CODECS:
         name = OPTIONAL_TIFF_CODECS[scan.header.compression]
-        return f"TIFF with {name} compression, which the installed libtiff may not be built with"
+        return said("TIFF with {name} compression, which the installed libtiff may not be built with", name=name)
     return None
 
 
@@ -324,31 +391,33 @@ def _png_structure(data: bytes) -> list[Problem]:
         end = pos + 12 + length
         name = ctype.decode("latin-1")
         if end > len(data):
-            return [*problems, Problem(IMG013.code, "truncated", f"the PNG is cut off inside its {name} chunk")]
+            return [*problems, Problem(IMG013.code, "truncated", said("the PNG is cut off inside its {name} chunk", name=name))]
         body = data[pos + 8 : pos + 8 + length]
         if zlib.crc32(ctype + body) & 0xFFFFFFFF != struct.unpack(">I", data[end - 4 : end])[0]:
-            problems.append(Problem(IMG013.code, "bad CRC", f"the PNG {name} chunk at byte {pos:,} has a bad CRC"))
+            problems.append(Problem(IMG013.code, "bad CRC", said("the PNG {name} chunk at byte {pos:,} has a bad CRC", name=name, pos=pos)))
         if first:
             first = False
             if ctype != b"IHDR" or length != 13:
-                return [Problem(IMG013.code, "bad header", "the PNG does not start with an IHDR chunk")]
+                return [Problem(IMG013.code, "bad header", said("the PNG does not start with an IHDR chunk"))]
         if ctype == b"IDAT" and not zlib_broken:
             try:
                 inflated += len(inflater.decompress(body, INFLATE_STEP))
                 while inflater.unconsumed_tail and inflated <= needed:
                     inflated += len(inflater.decompress(inflater.unconsumed_tail, INFLATE_STEP))
                 if inflated > needed:  # a 1×1 image whose data inflates to a gigabyte: stop, say so
-                    message = (
-                        f"the PNG image data inflates to more than {needed:,} bytes, all its "
-                        f"{'×'.join(map(str, _png_size(data)))} pixels need; the rest is a decompression bomb"
+                    message = said(
+                        "the PNG image data inflates to more than {needed:,} bytes, all its {dimensions} pixels need; "
+                        "the rest is a decompression bomb",
+                        needed=needed,
+                        dimensions="×".join(map(str, _png_size(data))),
                     )
                     problems.append(Problem(IMG013.code, "zlib", message))
                     zlib_broken = True
             except zlib.error as exc:
-                problems.append(Problem(IMG013.code, "zlib", f"the PNG image data is not a valid zlib stream: {exc}"))
+                problems.append(Problem(IMG013.code, "zlib", said("the PNG image data is not a valid zlib stream: {exc}", exc=str(exc))))
                 zlib_broken = True
             if inflater.unused_data and not zlib_broken:
-                problems.append(Problem(IMG013.code, "zlib", "the PNG image data goes on after its zlib stream ends"))
+                problems.append(Problem(IMG013.code, "zlib", said("the PNG image data goes on after its zlib stream ends")))
                 zlib_broken = True
         pos = end
         if ctype == b"IEND":
@@ -356,13 +425,13 @@ def _png_structure(data: bytes) -> list[Problem]:
             break
     if not seen_iend:
         if inflater.eof:
-            problems.append(Problem(IMG003.code, "no end marker", "the PNG has no IEND chunk (its image data is complete)"))
+            problems.append(Problem(IMG003.code, "no end marker", said("the PNG has no IEND chunk (its image data is complete)")))
         elif not zlib_broken:
-            problems.append(Problem(IMG013.code, "truncated", "the PNG ends before its image data is complete"))
+            problems.append(Problem(IMG013.code, "truncated", said("the PNG ends before its image data is complete")))
     elif not inflater.eof and not zlib_broken:
-        problems.append(Problem(IMG013.code, "zlib", "the PNG image data ends before its zlib stream does"))
+        problems.append(Problem(IMG013.code, "zlib", said("the PNG image data ends before its zlib stream does")))
     if seen_iend and pos < len(data):
-        problems.append(Problem(IMG007.code, "trailing data", f"{len(data) - pos:,} bytes after IEND"))
+        problems.append(Problem(IMG007.code, "trailing data", said("{amount:,} bytes after IEND", amount=len(data) - pos)))
     return problems
 
 

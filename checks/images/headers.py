@@ -8,6 +8,8 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from decode_doctor.i18n import Said, said
+
 MAX_FRAMES = 100_000  # frames, pages or boxes walked in one file
 MAX_BOX_DEPTH = 8
 
@@ -19,9 +21,9 @@ class Header:
     height: int = 0
     pixels: int = 0  # the most any one frame or page needs (a GIF's frames can reach past its screen)
     frames: int = 1
-    damage: list[str] = field(default_factory=list)  # impossible fields the loader may or may not tolerate
+    damage: list[Said] = field(default_factory=list)  # impossible fields the loader may or may not tolerate
     compression: int | None = None  # TIFF: the first page's Compression tag
-    truncated: str | None = None  # the declared pixel data is longer than the file
+    truncated: Said | None = None  # the declared pixel data is longer than the file
 
     def sized(self, width: int, height: int) -> Header:
         self.width, self.height = max(self.width, width), max(self.height, height)
@@ -221,33 +223,46 @@ def _dib(data: bytes, at: int, fmt: str) -> Header | None:
         (colours,) = struct.unpack("<I", data[at + 32 : at + 36])
         header = Header(fmt).sized(abs(width), abs(height))
         if width <= 0 or height == 0:
-            header.damage.append(f"a {width}×{height} bitmap")
+            header.damage.append(said("a {width}×{height} bitmap", width=width, height=height))
         if height < 0 and compression in (1, 2):
-            header.damage.append("an RLE bitmap stored top-down (negative height), which RLE cannot be")
+            header.damage.append(said("an RLE bitmap stored top-down (negative height), which RLE cannot be"))
     else:
         return None
     if planes != 1:
-        header.damage.append(f"{planes} colour planes (a bitmap has 1)")
+        header.damage.append(said("{planes} colour planes (a bitmap has 1)", planes=planes))
     if bits not in BMP_BIT_COUNTS:
-        header.damage.append(f"{bits} bits per pixel")
+        header.damage.append(said("{bits} bits per pixel", bits=bits))
     elif bits <= 8 and colours > 1 << bits:
-        header.damage.append(f"a palette of {colours} colours for {bits}-bit pixels")
+        header.damage.append(said("a palette of {colours} colours for {bits}-bit pixels", colours=colours, bits=bits))
     if image_size > len(data):
-        header.damage.append(f"an image size of {image_size:,} bytes in a {len(data):,}-byte file")
+        header.damage.append(said("an image size of {image_size:,} bytes in a {count:,}-byte file", image_size=image_size, count=len(data)))
     if size >= 40:
         for axis, density in zip("xy", struct.unpack("<ii", data[at + 24 : at + 32]), strict=True):
             if abs(density) > MAX_DENSITY:
-                header.damage.append(f"a {axis} density of {density:,} pixels per metre ({abs(density) * 0.0254:,.0f} dpi)")
+                header.damage.append(
+                    said(
+                        "a {axis} density of {density:,} pixels per metre ({amount:,.0f} dpi)",
+                        axis=axis,
+                        density=density,
+                        amount=abs(density) * 0.0254,
+                    )
+                )
     if fmt == "BMP":
         (file_size, pixel_offset) = struct.unpack("<I4xI", data[2:14])
         if file_size > len(data):
-            header.damage.append(f"a file size of {file_size:,} bytes; the file has {len(data):,}")
+            header.damage.append(said("a file size of {file_size:,} bytes; the file has {count:,}", file_size=file_size, count=len(data)))
         stride = (abs(width) * bits + 31) // 32 * 4
         if pixel_offset >= len(data):
-            header.truncated = f"the bitmap's pixel data would start at byte {pixel_offset:,}, past the end of the {len(data):,}-byte file"
+            header.truncated = said(
+                "the bitmap's pixel data would start at byte {pixel_offset:,}, past the end of the {count:,}-byte file",
+                pixel_offset=pixel_offset,
+                count=len(data),
+            )
         elif compression in (0, 3) and bits in BMP_BIT_COUNTS and pixel_offset + stride * abs(height) > len(data):
-            header.truncated = (
-                f"the bitmap's pixel data stops at byte {len(data):,} of the {pixel_offset + stride * abs(height):,} it declares"
+            header.truncated = said(
+                "the bitmap's pixel data stops at byte {count:,} of the {amount:,} it declares",
+                count=len(data),
+                amount=pixel_offset + stride * abs(height),
             )
         elif bits in (4, 8) and compression in (0, 1, 2) and not header.damage:
             header.damage += _palette_overruns(data, at + size, pixel_offset, bits, compression, colours, abs(width), height)
@@ -256,7 +271,7 @@ def _dib(data: bytes, at: int, fmt: str) -> Header | None:
 
 def _palette_overruns(
     data: bytes, palette_at: int, pixel_offset: int, bits: int, compression: int, colours: int, width: int, height: int
-) -> list[str]:
+) -> list[Said]:
     """Pixels that index past the palette, and RLE runs that write outside the image."""
     palette = min(colours or 1 << bits, max((pixel_offset - palette_at) // 4, 0))
     if palette >= 1 << bits:
@@ -276,10 +291,10 @@ def _palette_overruns(
         used = int(max(high.max(initial=0), low.max(initial=0)))
     else:
         used = int(grid.max(initial=0))
-    return [f"pixels index colour {used} of a {palette}-colour palette"] if used >= palette else []
+    return [said("pixels index colour {used} of a {palette}-colour palette", used=used, palette=palette)] if used >= palette else []
 
 
-def _rle_overruns(stream: bytes, bits: int, width: int, height: int, palette: int) -> list[str]:
+def _rle_overruns(stream: bytes, bits: int, width: int, height: int, palette: int) -> list[Said]:
     x = y = pos = 0
     largest = 0
     while pos + 1 < len(stream):
@@ -305,9 +320,9 @@ def _rle_overruns(stream: bytes, bits: int, width: int, height: int, palette: in
             nbytes = len(literal)
             pos += nbytes + (nbytes & 1)
         if x > width or y > height:
-            return [f"an RLE run writes outside the {width}×{height} image"]
+            return [said("an RLE run writes outside the {width}×{height} image", width=width, height=height)]
     if palette and largest >= palette:
-        return [f"pixels index colour {largest} of a {palette}-colour palette"]
+        return [said("pixels index colour {largest} of a {palette}-colour palette", largest=largest, palette=palette)]
     return []
 
 

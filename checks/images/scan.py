@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from decode_doctor.engine.workers import Child, wait_ready
+from decode_doctor.i18n import Said, said
 
 from . import loaders
 from .codes import IMG001, IMG011
@@ -38,10 +39,13 @@ def _on_alarm(signum: int, frame: Any) -> None:
 
 
 def _timed_out(path: str, limit: float) -> Result:
-    return {"path": path, "problems": [Problem(IMG011.code, "timed out", f"decoding took longer than {limit:g} s").__dict__]}
+    return {
+        "path": path,
+        "problems": [Problem(IMG011.code, "timed out", said("decoding took longer than {seconds} s", seconds=format(limit, "g"))).__dict__],
+    }
 
 
-def _crashed(path: str, why: str) -> Result:
+def _crashed(path: str, why: Said) -> Result:
     return {"path": path, "problems": [Problem(IMG001.code, "decoder crash", why).__dict__]}
 
 
@@ -67,7 +71,7 @@ def _worker(conn: Connection, settings: Settings, file_timeout: float) -> None:
                 result = _timed_out(path, file_timeout)
             except Exception as exc:  # never let one file stop the worker
                 signal.setitimer(signal.ITIMER_REAL, 0)
-                result = _crashed(path, f"{type(exc).__name__}: {exc}")
+                result = _crashed(path, Said(f"{type(exc).__name__}: {exc}"))
             results.append(result)
         results[-1]["worker_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         conn.send(results)
@@ -102,7 +106,7 @@ def decode_all(paths: Iterator[Path], jobs: int, settings: Settings, file_timeou
             if why == "timeout":
                 on_result(_timed_out(batch[0], file_timeout))
             else:
-                on_result(_crashed(batch[0], "the decoder crashed on this file"))
+                on_result(_crashed(batch[0], said("the decoder crashed on this file")))
         else:
             retry.extend(batch)
         feed(fresh)

@@ -365,13 +365,17 @@ class MoveFile(Action):
     manifest: Path | None = None  # a JSON-lines manifest to append to (quarantine)
     expected_sha256: str | None = None
     within: Path | None = None  # the scanned tree holding path: reached through handles, never a link
+    shown_reason: str = ""  # the reason in the user's language, for the preview (the journal and manifest keep reason)
 
     @property
     def shown(self) -> str:
         return str(self.path)
 
     def preview(self) -> str:
-        return _("move {path} → {destination}", path=self.path, destination=self.destination) + (f" ({self.reason})" if self.reason else "")
+        reason = self.shown_reason or (_(self.reason) if self.reason else "")
+        return _("move {path} → {destination}", path=self.path, destination=self.destination) + (
+            _(" ({reason})", reason=reason) if reason else ""
+        )
 
     def shell(self) -> str:
         source, target = shlex.quote(str(self.path)), shlex.quote(str(self.destination))

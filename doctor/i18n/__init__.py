@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import gettext as _gettext
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 DOMAIN = "decode_doctor"
@@ -102,6 +103,28 @@ def pgettext(context: str, message: str, /, **values: object) -> str:
     """message translated in context (the same English that needs two translations)."""
     text = catalog(_current).pgettext(context, message) if _current != ENGLISH else message
     return text.format(**values) if values else text
+
+
+@dataclass(frozen=True)
+class Said:
+    """A message with its values kept apart, for a text that is both evidence and read by a person:
+    english() is what the evidence keeps (the same in every language), str() is the user's language.
+    A value may itself be a Said. Made with said("template {name}", name=…), which Babel extracts."""
+
+    message: str
+    values: tuple[tuple[str, object], ...] = ()
+
+    def english(self) -> str:
+        values = {name: value.english() if isinstance(value, Said) else value for name, value in self.values}
+        return self.message.format(**values) if values else self.message
+
+    def __str__(self) -> str:
+        return _(self.message, **{name: str(value) if isinstance(value, Said) else value for name, value in self.values})
+
+
+def said(message: str, /, **values: object) -> Said:
+    """message and its values, to be said in English (evidence) or in the user's language (str())."""
+    return Said(message, tuple(values.items()))
 
 
 def sentences(*parts: str) -> str:

@@ -28,7 +28,7 @@ def extract(root: Path = REPOSITORY) -> Catalog:
     with open(root / "babel.cfg") as handle:
         method_map, options_map = parse_mapping_cfg(handle)
     template = Catalog(project="decode-doctor", domain=DOMAIN)
-    keywords = {**DEFAULT_KEYWORDS, "N_plural": (1, 2)}  # N_plural: a plural pair marked for the catalog
+    keywords = {**DEFAULT_KEYWORDS, "N_plural": (1, 2), "said": None}  # N_plural: a plural pair marked for the catalog
     found = extract_from_dir(root, method_map, options_map, keywords=keywords, directory_filter=_source_only)
     for filename, lineno, message, comments, context in found:
         template.add(message, None, [(filename, lineno)], auto_comments=comments, context=context)

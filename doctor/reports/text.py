@@ -58,7 +58,7 @@ def summary_line(view: ReportView) -> str:
 def not_judged_text(view: ReportView, shown: int = 3) -> str:
     """What was not judged, the first few named: "images: /d/a.jpg (permission denied); and 4 more"."""
     items = view.unjudged()
-    named = _("; ").join(f"{check}: {item.text()}" for check, item in items[:shown])
+    named = _("; ").join(_("{check}: {what}", check=check, what=item.text()) for check, item in items[:shown])
     return named + (_("; and {count:,} more", count=len(items) - shown) if len(items) > shown else "")
 
 
