@@ -163,50 +163,60 @@ def judge_referrers(answer: Answer) -> tuple[Code | str, str]:
     (or its tag fallback)."""
     head = answer.body[:80].decode("utf-8", errors="replace")
     if answer.status is not None and answer.status >= 500:
-        return REF007, f"HTTP {answer.status}: {head!r}"
+        return REF007, _("HTTP {status}: {head}", status=answer.status, head=repr(head))
     if answer.status is None or not 200 <= answer.status < 300:
-        return OK_404 if answer.status == 404 else REF009, f"HTTP {answer.status or answer.error}"
+        return OK_404 if answer.status == 404 else REF009, _("HTTP {value}", value=answer.status or answer.error)
     if len(answer.body) > MAX_INDEX_BYTES:
-        return REF005, f"HTTP {answer.status} with more than {MAX_INDEX_BYTES:,} bytes"
+        return REF005, _("HTTP {status} with more than {limit:,} bytes", status=answer.status, limit=MAX_INDEX_BYTES)
     text = answer.body.decode("utf-8", errors="replace")
     if not text.strip():
-        return REF002, f"HTTP {answer.status} with an empty body (containerd: failed to decode referrers index: EOF)"
+        return REF002, _("HTTP {status} with an empty body (containerd: failed to decode referrers index: EOF)", status=answer.status)
     if text.lstrip().startswith("<"):
         return (
             REF001,
-            f"HTTP {answer.status}, {answer.content_type or 'no Content-Type'}: {head!r} (containerd: invalid character '<' looking for "
-            f"beginning of value)",
+            _(
+                "HTTP {status}, {value}: {head} (containerd: invalid character '<' looking for beginning of value)",
+                status=answer.status,
+                value=answer.content_type or _("no Content-Type"),
+                head=repr(head),
+            ),
         )
     decoder = json.JSONDecoder()
     try:
         value, end = decoder.raw_decode(text.lstrip())
     except json.JSONDecodeError as exc:
-        return REF003, f"HTTP {answer.status}: not JSON ({exc.msg}): {head!r}"
+        return REF003, _("HTTP {status}: not JSON ({msg}): {head}", status=answer.status, msg=exc.msg, head=repr(head))
     except (ValueError, RecursionError):
-        return REF003, f"HTTP {answer.status}: JSON nested too deeply (or a number too long) to be an index: {head!r}"
+        return REF003, _(
+            "HTTP {status}: JSON nested too deeply (or a number too long) to be an index: {head}", status=answer.status, head=repr(head)
+        )
     if text.lstrip()[end:].strip():
-        return REF004, f"HTTP {answer.status}: data after the JSON value: {text.lstrip()[end : end + 40]!r}"
+        return REF004, _(
+            "HTTP {status}: data after the JSON value: {value}", status=answer.status, value=repr(text.lstrip()[end : end + 40])
+        )
     problem = index_problem(value)
     if problem:
-        return REF003, f"HTTP {answer.status}: {problem}: {head!r}"
+        return REF003, _("HTTP {status}: {problem}: {head}", status=answer.status, problem=problem, head=repr(head))
     if answer.content_type.split(";")[0].strip() != INDEX_TYPE:
-        return REF006, f"HTTP {answer.status}: a valid index served as {answer.content_type or 'no Content-Type'}"
-    return OK_INDEX, f"HTTP {answer.status}: a valid index with {len(value['manifests'])} referrer(s)"
+        return REF006, _(
+            "HTTP {status}: a valid index served as {value}", status=answer.status, value=answer.content_type or _("no Content-Type")
+        )
+    return OK_INDEX, _("HTTP {status}: a valid index with {count} referrer(s)", status=answer.status, count=len(value["manifests"]))
 
 
 def index_problem(value: Any) -> str | None:
     if not isinstance(value, dict):
-        return f"a JSON {type(value).__name__}, not an object"
+        return _("a JSON {name}, not an object", name=type(value).__name__)
     if "errors" in value and "manifests" not in value:
-        return "an error document sent with a success status"
+        return _("an error document sent with a success status")
     if value.get("schemaVersion") != 2:
-        return f"schemaVersion is {value.get('schemaVersion')!r}, not 2"
+        return _("schemaVersion is {value}, not 2", value=repr(value.get("schemaVersion")))
     manifests = value.get("manifests")
     if not isinstance(manifests, list):
-        return "manifests is null or not an array"
+        return _("manifests is null or not an array")
     for descriptor in manifests:
         if not isinstance(descriptor, dict) or not all(k in descriptor for k in ("mediaType", "digest", "size")):
-            return "a descriptor lacks mediaType, digest or size"
+            return _("a descriptor lacks mediaType, digest or size")
     return None
 
 
@@ -237,9 +247,13 @@ class Referrers(Check):
                 continue
             rest = line[at + len(PULL_ERROR) :][:200]
             code = REF001 if "invalid character '<'" in rest else REF002 if rest.strip(" :").startswith("EOF") else REF003
-            message = (
-                f"docker pull failed with {PULL_ERROR}{rest} ({source}, line {number}): a registry or mirror answers the OCI "
-                "referrers API with something that is not an index; `decode-doctor check --select docker,referrers` finds which."
+            message = _(
+                "docker pull failed with {error}{rest} ({source}, line {number}): a registry or mirror answers the OCI referrers API "
+                "with something that is not an index; `decode-doctor check --select docker,referrers` finds which.",
+                error=PULL_ERROR,
+                rest=rest,
+                source=source,
+                number=number,
             )
             findings.append(check.finding(code, message, evidence={"source": source, "line": number, "text": line.strip()[:300]}))
             break  # one pull error is the finding; the live probe names the mirror
@@ -327,7 +341,7 @@ class Referrers(Check):
             if code in (OK_INDEX, OK_404):
                 return self.finding(REF008, _("{base}: referrers 404, tag fallback {what}.", base=base, what=what), evidence=evidence)
         if not isinstance(code, Code):  # OK_INDEX
-            return self.finding(REF008, f"{base}: {what}.", evidence=evidence)
+            return self.finding(REF008, _("{base}: {what}.", base=base, what=what), evidence=evidence)
         if code is REF009:
             return self.finding(REF009, _("{base}: the referrers probe got {what}.", base=base, what=what), evidence=evidence)
         message = _("{url} → {what}. Fix: {fix}.", url=url, what=what, fix=_(FIX))

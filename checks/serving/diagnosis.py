@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from decode_doctor.engine import Code
-from decode_doctor.i18n import _
+from decode_doctor.i18n import N_, _
 
 from .codes import SRV001, SRV002, SRV003, SRV004, SRV007
 from .engines import Histogram, Snapshot, family
@@ -25,38 +25,40 @@ ITL_SPREAD = 4.0  # inter-token p99 / p50 that says decode steps waited behind s
 
 # Where each diagnosis points, per engine: the knobs that change it
 KV_FLAGS = {
-    "vLLM": "--gpu-memory-utilization 0.95 (more KV blocks), a lower --max-model-len, --kv-cache-dtype fp8, or more replicas",
-    "SGLang": "--mem-fraction-static 0.9, --kv-cache-dtype fp8_e5m2, a lower --context-length, or more replicas",
-    "llama.cpp": "-c/--ctx-size (it is shared by the --parallel slots), --cache-type-k q8_0 --cache-type-v q8_0, or more replicas",
-    "TGI": "--max-batch-total-tokens (the KV budget), a lower --max-total-tokens, or more replicas",
+    "vLLM": N_("--gpu-memory-utilization 0.95 (more KV blocks), a lower --max-model-len, --kv-cache-dtype fp8, or more replicas"),
+    "SGLang": N_("--mem-fraction-static 0.9, --kv-cache-dtype fp8_e5m2, a lower --context-length, or more replicas"),
+    "llama.cpp": N_("-c/--ctx-size (it is shared by the --parallel slots), --cache-type-k q8_0 --cache-type-v q8_0, or more replicas"),
+    "TGI": N_("--max-batch-total-tokens (the KV budget), a lower --max-total-tokens, or more replicas"),
 }
 FLAGS: dict[Code, dict[str, str]] = {
     SRV001: KV_FLAGS,
     SRV002: {
-        "vLLM": "a lower --max-num-seqs, or --gpu-memory-utilization 0.95 for more KV blocks",
-        "SGLang": "a lower --max-running-requests, --schedule-conservativeness 1.3, or --mem-fraction-static 0.9",
+        "vLLM": N_("a lower --max-num-seqs, or --gpu-memory-utilization 0.95 for more KV blocks"),
+        "SGLang": N_("a lower --max-running-requests, --schedule-conservativeness 1.3, or --mem-fraction-static 0.9"),
     },
     SRV004: {
-        "vLLM": "--enable-chunked-prefill with a smaller --max-num-batched-tokens (2048)",
-        "SGLang": "a smaller --chunked-prefill-size (2048)",
-        "llama.cpp": "smaller -b/--batch-size and -ub/--ubatch-size, so a prompt is taken in smaller pieces",
-        "TGI": "a lower --max-batch-prefill-tokens",
+        "vLLM": N_("--enable-chunked-prefill with a smaller --max-num-batched-tokens (2048)"),
+        "SGLang": N_("a smaller --chunked-prefill-size (2048)"),
+        "llama.cpp": N_("smaller -b/--batch-size and -ub/--ubatch-size, so a prompt is taken in smaller pieces"),
+        "TGI": N_("a lower --max-batch-prefill-tokens"),
     },
-    SRV007: {"llama.cpp": "-c/--ctx-size = --parallel × (prompt + output tokens)"},
+    SRV007: {"llama.cpp": N_("-c/--ctx-size = --parallel × (prompt + output tokens)")},
 }
 # requests wait while the engine runs as many sequences as it may: raise the limit if the KV cache has room
 AT_LIMIT_FLAGS = {
-    "vLLM": "a higher --max-num-seqs while the KV cache has room, else more replicas",
-    "SGLang": "a higher --max-running-requests while token_usage has room, else more replicas",
-    "llama.cpp": "-np/--parallel N for N slots (and -c N × the context one request needs)",
-    "TGI": "a higher --max-concurrent-requests or --max-batch-total-tokens, else more replicas",
+    "vLLM": N_("a higher --max-num-seqs while the KV cache has room, else more replicas"),
+    "SGLang": N_("a higher --max-running-requests while token_usage has room, else more replicas"),
+    "llama.cpp": N_("-np/--parallel N for N slots (and -c N × the context one request needs)"),
+    "TGI": N_("a higher --max-concurrent-requests or --max-batch-total-tokens, else more replicas"),
 }
 # requests wait although neither the sequence limit nor the KV cache binds: the step's token budget or the load itself
 BELOW_LIMIT_FLAGS = {
-    "vLLM": "a larger --max-num-batched-tokens (the tokens one step may take), else more replicas",
-    "SGLang": "a larger --chunked-prefill-size or --max-prefill-tokens, else more replicas",
-    "TGI": "a higher --max-batch-total-tokens (the KV budget, which TGI's metrics do not show) or --max-batch-prefill-tokens, "
-    "else more replicas",
+    "vLLM": N_("a larger --max-num-batched-tokens (the tokens one step may take), else more replicas"),
+    "SGLang": N_("a larger --chunked-prefill-size or --max-prefill-tokens, else more replicas"),
+    "TGI": N_(
+        "a higher --max-batch-total-tokens (the KV budget, which TGI's metrics do not show) or --max-batch-prefill-tokens, "
+        "else more replicas"
+    ),
 }
 # the engines whose waiting gauge counts only requests no sequence slot could take: waiting means at the limit
 WAITS_ONLY_AT_LIMIT = ("llama.cpp",)
@@ -64,7 +66,7 @@ WAITS_ONLY_AT_LIMIT = ("llama.cpp",)
 
 def _hinted(message: str, engine: str, flags: dict[str, str]) -> str:
     hint = flags.get(engine)
-    return _("{message} {engine}: {hint}.", message=message, engine=engine, hint=hint) if hint else message
+    return _("{message} {engine}: {hint}.", message=message, engine=engine, hint=_(hint)) if hint else message
 
 
 @dataclass(frozen=True)
@@ -88,12 +90,12 @@ def _percent(value: float) -> str:
     return f"{value * 100:.1f} %"
 
 
-LIMIT_SOURCES = {"default": " ({engine}'s default {flag})", "log": " (its {flag} in the log)", "slots": " (its slots)"}
+LIMIT_SOURCES = {"default": N_(" ({engine}'s default {flag})"), "log": N_(" (its {flag} in the log)"), "slots": N_(" (its slots)")}
 
 AREAS = (  # what the diagnosis judges, and the snapshot values each needs (any one of them)
-    ("KV-cache pressure", ("kv_usage",)),
-    ("queueing", ("waiting", "queue_time")),
-    ("preemption", ("preemptions",)),
+    (N_("KV-cache pressure"), ("kv_usage",)),
+    (N_("queueing"), ("waiting", "queue_time")),
+    (N_("preemption"), ("preemptions",)),
 )
 
 
@@ -102,7 +104,7 @@ def unjudged(snap: Snapshot) -> list[tuple[str, str]]:
     the metrics, or their lines dropped, or the answer cut before them."""
     spec = snap.spec
     if spec is None:
-        return [("the server's own metrics", "they are of no engine decode-doctor knows")]
+        return [(_("the server's own metrics"), _("they are of no engine decode-doctor knows"))]
     found = []
     for area, attributes in AREAS:
         names = tuple(name for attribute in attributes for name in getattr(spec, attribute))
@@ -110,13 +112,18 @@ def unjudged(snap: Snapshot) -> list[tuple[str, str]]:
             continue  # an engine that never preempts (llama.cpp's slots hold their own context)
         lost = [name for name in snap.lost if family(name) in names]
         if lost:
-            found.append((area, f"the line of {lost[0]} was dropped (over 64 KiB, or cut inside its labels), so its value is unknown"))
+            dropped = _("the line of {series} was dropped (over 64 KiB, or cut inside its labels), so its value is unknown", series=lost[0])
+            found.append((_(area), dropped))
         elif all(getattr(snap, attribute) is None for attribute in attributes):
-            listed = f"no {names[0]}" if len(names) == 1 else "none of " + ", ".join(names)
-            why = f"{listed} in the metrics" if names else f"{spec.name}'s metrics have no series for it"
-            found.append((area, why))
+            if not names:
+                why = _("{engine}'s metrics have no series for it", engine=spec.name)
+            elif len(names) == 1:
+                why = _("no {series} in the metrics", series=names[0])
+            else:
+                why = _("none of {series} in the metrics", series=", ".join(names))
+            found.append((_(area), why))
     if snap.truncated:
-        found.append(("the rest of /metrics", "the answer passed 8 MiB or 200,000 samples; series after that point were not read"))
+        found.append((_("the rest of /metrics"), _("the answer passed 8 MiB or 200,000 samples; series after that point were not read")))
     return found
 
 
@@ -142,7 +149,10 @@ def diagnose(
     running = _peak(peak_running, now.running)
     limit = now.max_running
     limit_text = (
-        "" if limit is None else f"{limit:,.0f}" + LIMIT_SOURCES.get(now.limit_source or "", "").format(engine=engine, flag=now.limit_flag)
+        ""
+        if limit is None
+        else f"{limit:,.0f}"
+        + (_(LIMIT_SOURCES[source], engine=engine, flag=now.limit_flag) if (source := now.limit_source or "") in LIMIT_SOURCES else "")
     )
     at_limit = bool(limit and running is not None and running >= AT_LIMIT * limit) or (engine in WAITS_ONLY_AT_LIMIT and bool(waiting))
     # requests wait and the cache is well used while fewer sequences run than the engine allows: the KV
@@ -196,7 +206,7 @@ def diagnose(
                 "bind, so a higher limit alone would not help",
                 running=running_n, limit=limit_text, kv=_percent(kv),
             )  # fmt: skip
-            more = _("more replicas, or more KV room first ({flags})", flags=KV_FLAGS.get(engine, ""))
+            more = _("more replicas, or more KV room first ({flags})", flags=_(KV_FLAGS.get(engine, "")))
             flags = {engine: more} if engine in KV_FLAGS else {}
         elif at_limit:
             room = _(" (the KV cache is {kv} full)", kv=_percent(kv)) if kv is not None else ""
@@ -218,7 +228,7 @@ def diagnose(
             why = _(" while {running:,.0f} ran (its sequence limit is not in the metrics)", running=running_n) if running else ""
             flags = {}
             if running and engine in AT_LIMIT_FLAGS:
-                flags = {engine: _("if {running:,.0f} is its limit, {flags}", running=running_n, flags=AT_LIMIT_FLAGS[engine])}
+                flags = {engine: _("if {running:,.0f} is its limit, {flags}", running=running_n, flags=_(AT_LIMIT_FLAGS[engine]))}
         message = _(
             "{engine} queues requests: {parts}{why}; their TTFT includes the wait.", engine=engine, parts=_(" and ").join(parts), why=why
         )

@@ -98,16 +98,20 @@ def reading_values(snap: Snapshot, peaks: Peaks | None = None, before: Snapshot 
     peak = "peak " if peaks else ""
     limit = _count(snap.max_running)
     if snap.limit_source == "default":
-        limit += f" ({snap.engine}'s default {snap.limit_flag})"
+        limit += _(" ({engine}'s default {flag})", engine=snap.engine, flag=snap.limit_flag)
     elif snap.limit_source == "slots":
-        limit += " (its /slots)"
+        limit += _(" (its /slots)")
+    absent = _("not in its metrics")
+    if running is None:
+        sequences = absent
+    elif snap.max_running:
+        sequences = _("{running} of {limit}", running=_count(running), limit=limit)
+    else:
+        sequences = _count(running)
     rows = [
-        (f"{peak}KV cache in use", "not in its metrics" if kv is None else f"{kv * 100:.1f} %"),
-        (
-            f"{peak}sequences running",
-            "not in its metrics" if running is None else _count(running) + (f" of {limit}" if snap.max_running else ""),
-        ),
-        (f"{peak}requests waiting", "not in its metrics" if waiting is None else _count(waiting)),
+        (f"{peak}KV cache in use", absent if kv is None else f"{kv * 100:.1f} %"),
+        (f"{peak}sequences running", sequences),
+        (f"{peak}requests waiting", absent if waiting is None else _count(waiting)),
     ]
     if snap.preemptions is not None:
         gained = snap.preemptions - before.preemptions if before is not None and before.preemptions is not None else snap.preemptions
@@ -115,10 +119,10 @@ def reading_values(snap: Snapshot, peaks: Peaks | None = None, before: Snapshot 
     if snap.queue_time is not None and snap.queue_time.mean is not None:
         queue = snap.queue_time.since(before.queue_time if before else None)
         if queue.mean is not None:
-            rows.append(("mean queue time", f"{queue.mean * 1000:,.1f} ms over {queue.count:,.0f} requests"))
+            rows.append(("mean queue time", _("{ms:,.1f} ms over {count:,.0f} requests", ms=queue.mean * 1000, count=queue.count)))
     if snap.slots is not None:
-        per_slot = f", {snap.slots.n_ctx:,} tokens each" if snap.slots.n_ctx else ""
-        rows.append(("slots", f"{snap.slots.busy} of {snap.slots.total} busy{per_slot}"))
+        per_slot = _(", {tokens:,} tokens each", tokens=snap.slots.n_ctx) if snap.slots.n_ctx else ""
+        rows.append(("slots", _("{busy} of {total} busy{per_slot}", busy=snap.slots.busy, total=snap.slots.total, per_slot=per_slot)))
     if snap.lost:
         rows.append(("lines dropped", ", ".join(snap.lost)))
     return rows
@@ -222,11 +226,7 @@ class ServingFacts(Facts):
         bench = self.bench
         reading = self._reading_line()
         if bench is None:
-            head = (
-                f"{self.origin} {self.endpoint}" + (f" ({self.engine})" if self.engine else "")
-                if self.origin
-                else _("server {where}", where=where)
-            )
+            head = _("{origin} {source}", origin=self.origin, source=self.endpoint) if self.origin else _("server {where}", where=where)
             lines.append(head + (_(": {note}", note=self.metrics_note) if self.metrics_note else ""))
             lines.extend([f"  {reading}"] if reading else [])
             lines.extend(f"  {note}" for note in self.pasted)

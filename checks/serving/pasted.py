@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from decode_doctor.engine import Analysis, Check, Code, Finding, NotJudged, Severity
+from decode_doctor.i18n import _, ngettext
 
 from .codes import LIV004, LIV005, LIV009, SRV001, SRV002, SRV007
 from .diagnosis import Verdict, diagnose, with_flag
@@ -29,7 +30,7 @@ def evidence(source: str, at: Cited, **values: Any) -> dict[str, Any]:
 
 
 def _where(source: str, at: Cited) -> str:
-    return f"{source}, line {at.line}"
+    return _("{source}, line {line}", source=source, line=at.line)
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def _pressure(stat: StatsLine) -> tuple[float, float]:
 def judge_stats(log: ServerLog, source: str) -> list[Judged]:
     by_code: dict[str, list[tuple[StatsLine, Verdict]]] = {}
     for stat in log.stats:
-        when = f"at {_where(source, stat.at)}"
+        when = _("at {source}", source=_where(source, stat.at))
         for verdict in diagnose(_snapshot(log, stat), when=when):
             by_code.setdefault(verdict.code.code, []).append((stat, verdict))
     judged = []
@@ -73,12 +74,16 @@ def judge_stats(log: ServerLog, source: str) -> list[Judged]:
 
 def _stats_findings(check: Check, log: ServerLog, source: str) -> list[Finding]:
     findings = []
-    limit_note = f" (the limit, {log.limit[0]:,.0f}, is from line {log.limit[1].line})" if log.limit else ""
-    capacity = f" Its KV cache at startup (line {log.capacity[-1].line}): {log.capacity[-1].text[-120:]}." if log.capacity else ""
+    limit_note = _(" (the limit, {limit:,.0f}, is from line {line})", limit=log.limit[0], line=log.limit[1].line) if log.limit else ""
+    capacity = (
+        _(" Its KV cache at startup (line {line}): {text}.", line=log.capacity[-1].line, text=log.capacity[-1].text[-120:])
+        if log.capacity
+        else ""
+    )
     for item in judge_stats(log, source):
         verdict = item.verdict
-        seen = f" Seen in {item.seen:,} of {len(log.stats):,} stats lines" if len(log.stats) > 1 else ""
-        seen = f"{seen}{limit_note}." if seen or limit_note else ""
+        seen = _(" Seen in {seen:,} of {count:,} stats lines", seen=item.seen, count=len(log.stats)) if len(log.stats) > 1 else ""
+        seen = _("{seen}{limit_note}.", seen=seen, limit_note=limit_note) if seen or limit_note else ""
         extra = capacity if verdict.code is SRV001 else ""
         values = {k: v for k, v in verdict.evidence.items() if k != "engine"}
         cite = evidence(source, item.at.at, engine=log.engine, stats_lines=len(log.stats), seen=item.seen, **values)
@@ -91,39 +96,55 @@ def _preemption(check: Check, log: ServerLog, source: str) -> Finding | None:
     if at is None:
         return None
     if log.engine == "vLLM":
-        what = f"vLLM preempted sequences: its cumulative count reached {log.preemptions:,.0f}"
+        what = _("vLLM preempted sequences: its cumulative count reached {preemptions:,.0f}", preemptions=log.preemptions)
     else:
-        what = f"SGLang retracted {log.preemptions:,.0f} running request(s) when the KV cache ran out"
-    message = with_flag(SRV002, log.engine, f"{what} (first at {_where(source, at)}): their KV cache was dropped and recomputed.")
+        what = _("SGLang retracted {preemptions:,.0f} running request(s) when the KV cache ran out", preemptions=log.preemptions)
+    message = with_flag(
+        SRV002,
+        log.engine,
+        _("{what} (first at {source}): their KV cache was dropped and recomputed.", what=what, source=_where(source, at)),
+    )
     return check.finding(SRV002, message, evidence=evidence(source, at, preemptions=log.preemptions, engine=log.engine))
 
 
 def _slot_findings(check: Check, log: ServerLog, source: str) -> list[Finding]:
     """llama-server: prompts cut or refused because a slot holds less, and contexts shifted mid-answer."""
     found = []
-    slot = f"its slot of {log.slot_tokens[0]:,} tokens" if log.slot_tokens else "its slot's context"
+    slot = _("its slot of {slot_tokens:,} tokens", slot_tokens=log.slot_tokens[0]) if log.slot_tokens else _("its slot's context")
     if log.truncated or log.oversized:
         at = (log.oversized[0][2] if log.oversized else None) or log.truncated[0]
         biggest = max((prompt for prompt, _, _ in log.oversized), default=None)
-        size = f" (the largest {biggest:,} tokens)" if biggest else ""
+        size = _(" (the largest {biggest:,} tokens)", biggest=biggest) if biggest else ""
         count = max(len(log.truncated), len(log.oversized))
-        message = (
-            f"llama.cpp was sent {count:,} prompt(s) longer than {slot}{size}, first at {_where(source, at)}: "
-            f"it cut them to fit, so the model never saw their start. llama.cpp: {SLOT_FLAG}."
+        message = _(
+            "llama.cpp was sent {count:,} prompt(s) longer than {slot}{size}, first at {source}: it cut them to fit, so the "
+            "model never saw their start. llama.cpp: {flag}.",
+            count=count,
+            slot=slot,
+            size=size,
+            source=_where(source, at),
+            flag=SLOT_FLAG,
         )
         found.append(check.finding(SRV007, message, evidence=evidence(source, at, prompts=count, slot_tokens=_slot(log))))
     if log.refused:
         at = log.refused[0]
-        message = (
-            f"llama.cpp refused {len(log.refused):,} request(s) larger than {slot}, first at {_where(source, at)}: "
-            f"the client got an error. llama.cpp: {SLOT_FLAG}."
+        message = _(
+            "llama.cpp refused {count:,} request(s) larger than {slot}, first at {source}: the client got an error. llama.cpp: {flag}.",
+            count=len(log.refused),
+            slot=slot,
+            source=_where(source, at),
+            flag=SLOT_FLAG,
         )
         found.append(check.finding(SRV007, message, evidence=evidence(source, at, refused=len(log.refused), slot_tokens=_slot(log))))
     if log.shifted:
         at = log.shifted[0]
-        message = (
-            f"llama.cpp shifted a slot's context {len(log.shifted):,} time(s), first at {_where(source, at)}: an answer outgrew "
-            f"{slot} and its oldest tokens were discarded mid-answer. llama.cpp: {SLOT_FLAG}, or a lower max_tokens."
+        message = _(
+            "llama.cpp shifted a slot's context {count:,} time(s), first at {source}: an answer outgrew {slot} and its oldest "
+            "tokens were discarded mid-answer. llama.cpp: {flag}, or a lower max_tokens.",
+            count=len(log.shifted),
+            source=_where(source, at),
+            slot=slot,
+            flag=SLOT_FLAG,
         )
         found.append(check.finding(SRV007, message, evidence=evidence(source, at, shifts=len(log.shifted), slot_tokens=_slot(log))))
     return found
@@ -136,19 +157,23 @@ def _slot(log: ServerLog) -> int | None:
 def _log_coverage(log: ServerLog) -> list[NotJudged]:
     missing = []
     if log.engine == "llama.cpp":
-        why = "a llama-server log does not show them: read its /metrics and /slots with `check --endpoint`"
-        missing.append(NotJudged("KV-cache pressure and queueing (llama.cpp)", why))
+        why = _("a llama-server log does not show them: read its /metrics and /slots with `check --endpoint`")
+        missing.append(NotJudged(_("KV-cache pressure and queueing (llama.cpp)"), why))
         if log.slot_tokens is None and not (log.truncated or log.refused or log.shifted):
-            missing.append(NotJudged("slot size against requests (llama.cpp)", "the log shows no request reaching a slot"))
+            missing.append(NotJudged(_("slot size against requests (llama.cpp)"), _("the log shows no request reaching a slot")))
         return missing
     if not log.stats:
-        how = "--disable-log-stats turns them off" if log.engine == "vLLM" else "they are printed while requests run"
-        missing.append(NotJudged(f"KV-cache pressure and queueing ({log.engine})", f"the log has no periodic stats lines ({how})"))
+        how = _("--disable-log-stats turns them off") if log.engine == "vLLM" else _("they are printed while requests run")
+        missing.append(
+            NotJudged(
+                _("KV-cache pressure and queueing ({engine})", engine=log.engine), _("the log has no periodic stats lines ({how})", how=how)
+            )
+        )
     if log.engine == "vLLM" and log.v1 and log.first_preemption is None:
-        why = "vLLM V1 does not log preemptions: read vllm:num_preemptions_total with `check --endpoint`"
-        missing.append(NotJudged("preemption (vLLM)", why))
+        why = _("vLLM V1 does not log preemptions: read vllm:num_preemptions_total with `check --endpoint`")
+        missing.append(NotJudged(_("preemption (vLLM)"), why))
     if log.skipped:
-        missing.append(NotJudged(f"{log.skipped:,} line(s) of the log", "longer than 16 KiB, not read"))
+        missing.append(NotJudged(_("{skipped:,} line(s) of the log", skipped=log.skipped), _("longer than 16 KiB, not read")))
     return missing
 
 
@@ -162,18 +187,18 @@ def _log_facts(log: ServerLog, source: str) -> ServingFacts:
             max((s.waiting for s in log.stats if s.waiting is not None), default=None),
             max((s.running for s in log.stats if s.running is not None), default=None),
         )
-    notes = [f"{log.lines:,} line{'' if log.lines == 1 else 's'} read"]
+    notes = [ngettext("{count:,} line read", "{count:,} lines read", log.lines)]
     if log.limit:
-        notes.append(f"sequence limit {log.limit[0]:,.0f} (line {log.limit[1].line})")
-    notes.extend(f"startup, line {at.line}: {at.text[-160:]}" for at in log.capacity[:3])
+        notes.append(_("sequence limit {limit:,.0f} (line {line})", limit=log.limit[0], line=log.limit[1].line))
+    notes.extend(_("startup, line {line}: {text}", line=at.line, text=at.text[-160:]) for at in log.capacity[:3])
     if log.slot_tokens:
-        notes.append(f"slot context {log.slot_tokens[0]:,} tokens (line {log.slot_tokens[1].line})")
+        notes.append(_("slot context {slot_tokens:,} tokens (line {line})", slot_tokens=log.slot_tokens[0], line=log.slot_tokens[1].line))
     return ServingFacts(
         endpoint=source,
         engine=log.engine,
         after=_snapshot(log, worst) if worst else None,
         peaks=peaks,
-        origin=f"{log.engine} log",
+        origin=_("{engine} log", engine=log.engine),
         pasted=tuple(notes),
     )
 
@@ -183,7 +208,7 @@ def analyze_log(check: Check, log: ServerLog, source: str) -> Analysis:
     preempted = _preemption(check, log, source)
     findings += [preempted] if preempted else []
     findings += _slot_findings(check, log, source) if log.engine == "llama.cpp" else []
-    kind = f"{log.engine} server log"
+    kind = _("{engine} server log", engine=log.engine)
     return Analysis(findings, _log_facts(log, source), kind=kind, not_judged=_log_coverage(log))
 
 
@@ -191,26 +216,35 @@ def _transcript_findings(check: Check, transcript: Transcript, source: str) -> l
     findings = []
     if transcript.errors:
         at = transcript.errors[0]
-        message = (
-            f"The stream carried {len(transcript.errors)} error event(s), first at {_where(source, at)}: the request failed mid-stream."
+        message = _(
+            "The stream carried {count} error event(s), first at {source}: the request failed mid-stream.",
+            count=len(transcript.errors),
+            source=_where(source, at),
         )
         findings.append(check.finding(LIV004, message, evidence=evidence(source, at, kind="server-error"), severity=Severity.ERROR))
     elif transcript.cut and transcript.last is not None:
         at = transcript.last
-        message = (
-            f"The stream ends after {transcript.content_chunks:,} content chunk(s) with neither a finish_reason nor data: [DONE] "
-            f"(last event at {_where(source, at)}): the answer was cut off by the server, a proxy or a client timeout."
+        message = _(
+            "The stream ends after {content_chunks:,} content chunk(s) with neither a finish_reason nor data: [DONE] (last "
+            "event at {source}): the answer was cut off by the server, a proxy or a client timeout.",
+            content_chunks=transcript.content_chunks,
+            source=_where(source, at),
         )
         findings.append(check.finding(LIV004, message, evidence=evidence(source, at, kind="cut-off"), severity=Severity.ERROR))
     limit, used = transcript.max_tokens, transcript.completion_tokens
     if limit and used is not None and used > limit[0] and transcript.usage_at:
         where = _where(source, transcript.usage_at)
-        message = f"The response carried {used:,} tokens where the request's max_tokens allowed {limit[0]:,} ({where})."
+        message = _(
+            "The response carried {used:,} tokens where the request's max_tokens allowed {limit:,} ({where}).",
+            used=used,
+            limit=limit[0],
+            where=where,
+        )
         findings.append(
             check.finding(LIV005, message, evidence=evidence(source, transcript.usage_at, max_tokens=limit[0], completion_tokens=used))
         )
     if transcript.usage is None and transcript.content_chunks and not transcript.errors and transcript.last is not None:
-        message = (
+        message = _(
             "The stream carries no usage block, so its tokens can only be counted as content chunks: ask for "
             '"stream_options": {"include_usage": true}.'
         )
@@ -219,24 +253,33 @@ def _transcript_findings(check: Check, transcript: Transcript, source: str) -> l
 
 
 def _transcript_facts(transcript: Transcript, source: str) -> ServingFacts:
-    notes = [f"{transcript.events:,} event{'' if transcript.events == 1 else 's'}, {transcript.content_chunks:,} content chunks"]
-    reasons = ", ".join(f"{reason} (line {at.line})" for reason, at in transcript.finish_reasons[:4])
-    notes.append(f"finish reason: {reasons}" if reasons else "no finish reason")
+    notes = [
+        ngettext(
+            "{count:,} event, {chunks:,} content chunks",
+            "{count:,} events, {chunks:,} content chunks",
+            transcript.events,
+            chunks=transcript.content_chunks,
+        )
+    ]
+    reasons = ", ".join(_("{reason} (line {line})", reason=reason, line=at.line) for reason, at in transcript.finish_reasons[:4])
+    notes.append(_("finish reason: {reasons}", reasons=reasons) if reasons else _("no finish reason"))
     if transcript.usage:
-        notes.append("usage: " + ", ".join(f"{k} {v:,}" for k, v in transcript.usage.items()))
+        notes.append(_("usage: {counts}", counts=", ".join(f"{k} {v:,}" for k, v in transcript.usage.items())))
     if transcript.max_tokens:
-        notes.append(f"max_tokens {transcript.max_tokens[0]:,} (line {transcript.max_tokens[1].line})")
+        notes.append(_("max_tokens {max_tokens:,} (line {line})", max_tokens=transcript.max_tokens[0], line=transcript.max_tokens[1].line))
     if transcript.done:
-        notes.append(f"data: [DONE] at line {transcript.done.line}")
+        notes.append(_("data: [DONE] at line {line}", line=transcript.done.line))
     elif transcript.finish_reasons:
-        notes.append("no data: [DONE] after the finish reason (a shortened paste, or a server that omits it)")
+        notes.append(_("no data: [DONE] after the finish reason (a shortened paste, or a server that omits it)"))
     if transcript.malformed:
-        notes.append(f"{len(transcript.malformed)} data line(s) not JSON, first at line {transcript.malformed[0].line}")
-    return ServingFacts(endpoint=source, model=transcript.model, origin="SSE transcript", pasted=tuple(notes))
+        notes.append(
+            _("{count} data line(s) not JSON, first at line {line}", count=len(transcript.malformed), line=transcript.malformed[0].line)
+        )
+    return ServingFacts(endpoint=source, model=transcript.model, origin=_("SSE transcript"), pasted=tuple(notes))
 
 
 def analyze_transcript(check: Check, transcript: Transcript, source: str) -> Analysis:
-    return Analysis(_transcript_findings(check, transcript, source), _transcript_facts(transcript, source), kind="SSE stream")
+    return Analysis(_transcript_findings(check, transcript, source), _transcript_facts(transcript, source), kind=_("SSE stream"))
 
 
 def analyze(check: Check, text: str, source: str) -> Analysis | None:
