@@ -424,7 +424,7 @@ class Encodings(Check):
                 replaced[id(refusal)] = self._findings(item, given, None, data, judged.verdict)
                 continue
             message = _(
-                "{refusal}. The {voice} do not decide it: {why}.", refusal=refusal.message.rstrip(".。"), voice=voice, why=str(judged.why)
+                "{refusal}. The {voice} do not decide it: {why}.", refusal=refusal.message.rstrip(".。"), voice=voice, why=judged.why.text()
             )
             undecided = _undecided_bytes(data)
             if undecided:

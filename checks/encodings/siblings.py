@@ -133,7 +133,7 @@ class Judgement:
     """What the siblings made of a file: a conversion, or why they could not decide it."""
 
     verdict: Verdict | None
-    why: Said = NO_REASON  # why it could not decide: english() in the evidence, str() in the message
+    why: Said = NO_REASON  # why it could not decide: English in the evidence, text() in the message
 
 
 def decide_with_siblings(data: bytes, suffix: str, siblings: list[Sibling], known: Readings | None = None) -> Judgement:

@@ -257,7 +257,7 @@ class Images(Check):
             evidence = {**summary, "modes": dict(modes), "examples": {k: v[:20] for k, v in mode_files.items()}}
             findings.append(self.finding(IMG006, message, evidence=evidence))
         if unchecked:
-            reasons = Counter(_first_clause(str(reason)) for reason in unchecked.values())
+            reasons = Counter(_first_clause(reason.text()) for reason in unchecked.values())
             parts = _(", ").join(_("{why} ({count})", why=why, count=count) for why, count in reasons.most_common(3))
             message = _("{dataset}: {count} images not checked: {parts}.", dataset=dataset, count=len(unchecked), parts=parts)
             examples = {path: reason.english() for path, reason in list(unchecked.items())[:100]}
@@ -289,7 +289,7 @@ class Images(Check):
                 first, first_reason = next(iter(files.items()))
                 what = ngettext("{count:,} image under {dataset}", "{count:,} images under {dataset}", len(files), dataset=dataset)
                 ctx.not_judged(
-                    what, _("{why} (first: {first}: {reason})", why=why, first=first, reason=str(first_reason)), cause=cause.code
+                    what, _("{why} (first: {first}: {reason})", why=why, first=first, reason=first_reason.text()), cause=cause.code
                 )
         for directory, reason in unlisted[:20]:
             ctx.not_judged(
@@ -315,8 +315,8 @@ class Images(Check):
             "damage": primary["damage"],
             "reasons": [{**{k: p.get(k) for k in ("code", "damage", "loader")}, "message": p["message"].english()} for p in problems],
         }
-        others = [str(p["message"]) for p in problems[1:] if p["message"] != primary["message"]]
-        message = _("{path}: {reason}", path=path, reason=str(primary["message"]))
+        others = [p["message"].text() for p in problems[1:] if p["message"] != primary["message"]]
+        message = _("{path}: {reason}", path=path, reason=primary["message"].text())
         message += _(" (also: {others})", others=_("; ").join(others[:3])) if others else ""
         quarantined = BROKEN.get(spec.code) or (DAMAGED.get(spec.code) if quarantine_damaged else None)
         if quarantined is not None:
@@ -325,7 +325,7 @@ class Images(Check):
                 manifest=str(quarantine / "manifest.jsonl"),
                 reason=f"{primary['damage']}: {primary['message'].english()}",  # the manifest's, in English like the evidence
                 sha256=result.get("sha256"),
-                shown_reason=_("{damage}: {reason}", damage=_(primary["damage"]), reason=str(primary["message"])),
+                shown_reason=_("{damage}: {reason}", damage=_(primary["damage"]), reason=primary["message"].text()),
             )
             fix = FixRef(_("quarantine {name}", name=Path(path).name), params)
             return self.finding(quarantined, message, evidence=evidence, path=path, fix=fix)

@@ -98,7 +98,7 @@ DAMAGE_LABELS = (
 class Problem:
     code: str
     damage: str
-    message: Said = NO_MESSAGE  # english() for the evidence and the manifest, str() for the finding
+    message: Said = NO_MESSAGE  # English (the evidence, the manifest); text() for the finding
     format: str | None = None
     loader: str | None = None
 

@@ -22,6 +22,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from decode_doctor.i18n import said
+
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8": 1}
 
 
@@ -102,7 +104,7 @@ def _get(config: dict[str, Any], *keys: str, default: Any = None) -> Any:
 def _need(config: dict[str, Any], *keys: str) -> int:
     value = _get(config, *keys)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise UnknownArchitecture(f"no {keys[0]} in the config")
+        raise UnknownArchitecture(said("no {keys} in the config", keys=keys[0]))
     return value
 
 
@@ -128,16 +130,20 @@ def from_config(config: dict[str, Any]) -> Architecture:
     builder = _BUILDERS.get(family)
     if builder is None:
         known = ", ".join(sorted(_BUILDERS))
-        raise UnknownArchitecture(f"model_type {family or '(none)'!r} is not one this sizes from its config ({known})")
+        raise UnknownArchitecture(
+            said("model_type {value} is not one this sizes from its config ({known})", value=repr(family or "(none)"), known=known)
+        )
     try:
         arch = builder(config) if family in _WHOLE_CONFIG else builder(text)
     except (TypeError, ValueError, ArithmeticError, KeyError, IndexError, AttributeError) as exc:
         # a value of the wrong type where the builder multiplies: unknown, never a wrong size
-        raise UnknownArchitecture(f"the config holds a value that cannot size {family}: {type(exc).__name__}: {exc}") from None
+        raise UnknownArchitecture(
+            said("the config holds a value that cannot size {family}: {name}: {exc}", family=family, name=type(exc).__name__, exc=exc)
+        ) from None
     arch.family = family
     arch.dtype = str(_get(text, "torch_dtype", "dtype") or _get(config, "torch_dtype", "dtype") or "") or None
     if family in ("gemma3",) and text is not config:
-        arch.notes.append("the vision tower is not counted: it is not read per decoded token")
+        arch.notes.append(said("the vision tower is not counted: it is not read per decoded token"))
     return arch
 
 
@@ -315,7 +321,9 @@ def _deepseek(text: dict[str, Any]) -> Architecture:
     arch = Architecture("", total, embedding, output, len(sparse) * routed, experts, per_token, layers, hidden)
     arch.cache = [CacheLayer("mla", kv_rank + rope)] * layers
     if text.get("num_nextn_predict_layers"):
-        arch.notes.append(f"{text['num_nextn_predict_layers']} multi-token-prediction layer(s) in the checkpoint are not counted")
+        arch.notes.append(
+            said("{count} multi-token-prediction layer(s) in the checkpoint are not counted", count=text["num_nextn_predict_layers"])
+        )
     return arch
 
 
@@ -393,8 +401,13 @@ def _jamba(text: dict[str, Any]) -> Architecture:
     arch.cache = cache
     arch.state_elements_per_sequence = (layers - attention_layers) * (inner * (conv - 1) + inner * state)
     arch.notes.append(
-        f"{attention_layers} of {layers} layers are attention and cache K and V per token; the {layers - attention_layers} Mamba "
-        "layers keep a fixed state per sequence instead"
+        said(
+            "{attention_layers} of {layers} layers are attention and cache K and V per token; the {mamba} Mamba layers keep a "
+            "fixed state per sequence instead",
+            attention_layers=attention_layers,
+            layers=layers,
+            mamba=layers - attention_layers,
+        )
     )
     return arch
 
@@ -426,7 +439,7 @@ def _typed_cache(text: dict[str, Any], layers: int, elements: int) -> list[Cache
     types = text.get("layer_types")
     window = text.get("sliding_window")
     if not isinstance(types, list) or len(types) != layers:
-        raise UnknownArchitecture(f"no layer_types list of its {layers} layers")
+        raise UnknownArchitecture(said("no layer_types list of its {layers} layers", layers=layers))
     cache = []
     for kind in types:
         if kind == "full_attention":
@@ -434,7 +447,7 @@ def _typed_cache(text: dict[str, Any], layers: int, elements: int) -> list[Cache
         elif kind == "sliding_attention" and isinstance(window, int) and window > 0:
             cache.append(CacheLayer("sliding", elements, window))
         else:
-            raise UnknownArchitecture(f"layer type {str(kind)[:40]!r} is not one this sizes")
+            raise UnknownArchitecture(said("layer type {kind} is not one this sizes", kind=repr(str(kind)[:40])))
     return cache
 
 
@@ -470,9 +483,11 @@ def _nemotron_h(text: dict[str, Any]) -> Architecture:
     elif isinstance(kinds, list) and kinds and set(kinds) <= set(_PATTERN.values()):
         blocks = list(kinds)
     else:
-        raise UnknownArchitecture("no hybrid_override_pattern (or layers_block_type) of M, *, - and E")
+        raise UnknownArchitecture(said("no hybrid_override_pattern (or layers_block_type) of M, *, - and E"))
     if len(blocks) != _get(text, "num_hidden_layers", default=len(blocks)):
-        raise UnknownArchitecture(f"the hybrid pattern has {len(blocks)} layers, num_hidden_layers {text.get('num_hidden_layers')}")
+        raise UnknownArchitecture(
+            said("the hybrid pattern has {count} layers, num_hidden_layers {value}", count=len(blocks), value=text.get("num_hidden_layers"))
+        )
     heads = _need(text, "num_attention_heads")
     kv_heads = _get(text, "num_key_value_heads", default=heads)
     head_dim = _get(text, "head_dim", "attention_head_dim") or hidden // heads
@@ -503,8 +518,13 @@ def _nemotron_h(text: dict[str, Any]) -> Architecture:
         groups = _get(text, "n_groups", default=1)
         arch.tp_units = {"Mamba-2 heads": _need(text, "mamba_num_heads"), **({"Mamba-2 groups": groups} if groups > 1 else {})}
     arch.notes.append(
-        f"{count('attention')} of {len(blocks)} layers are attention and cache K and V per token; the {count('mamba')} Mamba-2 "
-        "layers keep a fixed state per sequence instead"
+        said(
+            "{attention} of {layers} layers are attention and cache K and V per token; the {mamba} Mamba-2 layers keep a fixed "
+            "state per sequence instead",
+            attention=count("attention"),
+            layers=len(blocks),
+            mamba=count("mamba"),
+        )
     )
     return arch
 
@@ -570,7 +590,7 @@ def _qwen3_next(text: dict[str, Any]) -> Architecture:
         interval = _need(text, "full_attention_interval")
         types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)]
     if not set(types) <= {"full_attention", "linear_attention"}:
-        raise UnknownArchitecture("layer_types holds kinds other than full_attention and linear_attention")
+        raise UnknownArchitecture(said("layer_types holds kinds other than full_attention and linear_attention"))
     bias = bool(text.get("attention_bias"))
     attention = _linear(2 * heads * head_dim, hidden, bias) + 2 * _linear(kv_heads * head_dim, hidden, bias)
     attention += _linear(hidden, heads * head_dim, bias) + 2 * head_dim
@@ -599,8 +619,13 @@ def _qwen3_next(text: dict[str, Any]) -> Architecture:
     arch.params_mtp = attention + moe + 2 * hidden + _linear(hidden, 2 * hidden) + 3 * hidden  # mtp.*: fc, its norms, one layer
     arch.tp_units = {"linear-attention key heads": key_heads, "linear-attention value heads": value_heads}
     arch.notes.append(
-        f"{full} of {layers} layers are attention and cache K and V per token; the {layers - full} Gated DeltaNet layers keep a "
-        "fixed state per sequence instead"
+        said(
+            "{full} of {layers} layers are attention and cache K and V per token; the {linear} Gated DeltaNet layers keep a "
+            "fixed state per sequence instead",
+            full=full,
+            layers=layers,
+            linear=layers - full,
+        )
     )
     return arch
 
@@ -626,7 +651,10 @@ def _glm4_moe(text: dict[str, Any]) -> Architecture:
     if mtp:  # each: a decoder layer, eh_proj, enorm, hnorm, and its own embedding, head and norm
         arch.params_mtp = mtp * (attention + moe + _linear(hidden, 2 * hidden) + 3 * hidden + 2 * embedding)
         arch.notes.append(
-            f"{mtp} multi-token-prediction layer(s) in the checkpoint are not counted: vLLM loads them only for speculative decoding"
+            said(
+                "{mtp} multi-token-prediction layer(s) in the checkpoint are not counted: vLLM loads them only for speculative decoding",
+                mtp=mtp,
+            )
         )
     return arch
 

@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from decode_doctor.i18n import Said, said
+
 from .statefile import READ_LIMIT, age_text, append_record, read_records
 
 CACHE_NAME = "bandwidth.json"
@@ -33,8 +35,13 @@ class Measurement:
     def age(self, now: float | None = None) -> float:
         return (now or time.time()) - self.measured_at
 
-    def describe(self, now: float | None = None) -> str:
-        return f"measured {age_text(self.age(now))} with {self.threads} thread(s), other processes {self.other_load:.0%} busy"
+    def describe(self, now: float | None = None) -> Said:
+        return said(
+            "measured {when} with {threads} thread(s), other processes {load:.0%} busy",
+            when=age_text(self.age(now)),
+            threads=self.threads,
+            load=self.other_load,
+        )
 
 
 def host_id() -> str:

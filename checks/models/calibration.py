@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from decode_doctor.checks.bandwidth.contract import CONTENDED_CORES, CONTENDED_STEAL
+from decode_doctor.i18n import Said, _, said
 
 from .architecture import CacheLayer
 
@@ -92,13 +93,22 @@ class Calibration:
     def age(self, now: float | None = None) -> float:
         return (now or time.time()) - self.measured_at
 
-    def describe(self, now: float | None = None) -> str:
+    def describe(self, now: float | None = None) -> Said:
         when = age_text(self.age(now))
-        busy = f"; CONTENDED ({self.foreign_cores:.2f} cores of other work, {self.steal:.0%} stolen)" if self.contended else ""
-        how = "learned from a live bench" if self.source == "bench" else "calibrated"
-        return (
-            f"{self.engine} {self.engine_version}, {self.threads} thread(s), {self.weight_type}, {how} {when} "
-            f"(fixed {self.fixed_s * 1e3:.2f} ms per step, {1 / self.s_per_byte / 1e9:.1f} GB/s effective on the weights){busy}"
+        busy = said("; CONTENDED ({cores:.2f} cores of other work, {steal:.0%} stolen)", cores=self.foreign_cores, steal=self.steal)
+        how = said("learned from a live bench") if self.source == "bench" else said("calibrated")
+        return said(
+            "{engine} {version}, {threads} thread(s), {weight_type}, {how} {when} (fixed {fixed_ms:.2f} ms per step, "
+            "{gbps:.1f} GB/s effective on the weights){busy}",
+            engine=self.engine,
+            version=self.engine_version,
+            threads=self.threads,
+            weight_type=self.weight_type,
+            how=how,
+            when=when,
+            fixed_ms=self.fixed_s * 1e3,
+            gbps=1 / self.s_per_byte / 1e9,
+            busy=busy if self.contended else "",
         )
 
 
@@ -153,7 +163,7 @@ def for_model(
     kv = size.kv_bytes(depth, kv_dtype)
     ceiling = (weights + kv) / (bandwidth_gbps * 1e9) if bandwidth_gbps else 0.0
     if found is None:
-        return ForModel(None, None, ceiling, "no calibration")
+        return ForModel(None, None, ceiling, said("no calibration"))
     predicted = predict(found, weights, attention_units(size.cache, size.heads, size.head_dim, depth), kv, depth)
     return ForModel(found, bounded(predicted, ceiling), ceiling)
 
@@ -162,13 +172,23 @@ def lookup(state_dir: Path, weight_type: str, threads: int) -> tuple[Calibration
     """This host's reusable calibration for weight_type at threads, or why there is none."""
     engine = engine_version()
     if engine is None:
-        return None, "llama-cpp-python is not installed, so llama.cpp cannot be calibrated on this host"
+        return None, said("llama-cpp-python is not installed, so llama.cpp cannot be calibrated on this host")
     if weight_type not in WEIGHT_TYPES:
-        return None, f"llama.cpp is calibrated for {', '.join(WEIGHT_TYPES)} weights; these are {weight_type or 'of no known type'}"
+        calibrated = ", ".join(WEIGHT_TYPES)
+        if weight_type:
+            return None, said(
+                "llama.cpp is calibrated for {types} weights; these are {weight_type}", types=calibrated, weight_type=weight_type
+            )
+        return None, said("llama.cpp is calibrated for {types} weights; these are of no known type", types=calibrated)
     found = best(load(state_dir), host_id(), engine, threads, weight_type)
     if found is None:
-        why = f"no calibration of llama.cpp {engine} at {threads} thread(s) for {weight_type} weights on this host"
-        return None, f"{why}: run estimate --calibrate"
+        why = said(
+            "no calibration of llama.cpp {engine} at {threads} thread(s) for {weight_type} weights on this host",
+            engine=engine,
+            threads=threads,
+            weight_type=weight_type,
+        )
+        return None, said("{why}: run estimate --calibrate", why=why)
     return found, ""
 
 
@@ -241,11 +261,16 @@ def learn_live(state_dir: Path, prediction: DecodePrediction, run: LiveDecode) -
         run.foreign_cores, run.steal, run.basis,
     )  # fmt: skip
     if kept is None:
-        return "not learned: the calibration this prediction came from is no longer recorded"
-    return (
-        f"learned: this host's calibration ({prediction.engine} {prediction.engine_version}, {prediction.threads} thread(s), "
-        f"{prediction.weight_type}) now predicts {run.measured_s * 1e3:.2f} ms here (its step terms ×{scale:.2f}), "
-        "kept with its source (bench)"
+        return said("not learned: the calibration this prediction came from is no longer recorded")
+    return said(
+        "learned: this host's calibration ({engine} {engine_version}, {threads} thread(s), {weight_type}) now predicts "
+        "{ms:.2f} ms here (its step terms ×{scale:.2f}), kept with its source (bench)",
+        engine=prediction.engine,
+        engine_version=prediction.engine_version,
+        threads=prediction.threads,
+        weight_type=prediction.weight_type,
+        ms=run.measured_s * 1e3,
+        scale=scale,
     )
 
 
@@ -267,16 +292,18 @@ def time_decode(model: Path, threads: int, depth: int, tokens: int = TOKENS, tim
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired as exc:
-        raise CalibrationError(f"llama.cpp did not finish decoding {model.name} within {timeout_s:.0f} s") from exc
+        raise CalibrationError(
+            _("llama.cpp did not finish decoding {file} within {timeout_s:.0f} s", file=model.name, timeout_s=timeout_s)
+        ) from exc
     line = done.stdout.strip().splitlines()[-1:] if done.stdout else []
     if done.returncode != 0 or not line:
         tail = (done.stderr or "").strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
-        raise CalibrationError(f"llama.cpp failed decoding {model.name}: {tail[0][:200]}")
+        raise CalibrationError(_("llama.cpp failed decoding {file}: {tail}", file=model.name, tail=tail[0][:200]))
     try:
         data = json.loads(line[0])
         times = [float(t) for t in data["times"]]
     except (ValueError, KeyError, TypeError) as exc:
-        raise CalibrationError(f"llama.cpp's timer printed no timings for {model.name}") from exc
+        raise CalibrationError(_("llama.cpp's timer printed no timings for {file}", file=model.name)) from exc
     median = statistics.median(times)
     quartiles = statistics.quantiles(times, n=4) if len(times) >= 4 else [median, median, median]
     scatter = (quartiles[2] - quartiles[0]) / (2 * median) if median else 0.0
@@ -291,7 +318,7 @@ def features(path: Path, depth: int) -> tuple[float, float, float]:
     size = sizing(read_model(path))
     weights = size.read_bytes(1)
     if weights is None:
-        raise CalibrationError(f"{path.name}: cannot size its weights")
+        raise CalibrationError(_("{file}: cannot size its weights", file=path.name))
     return weights, attention_units(size.cache, size.heads, size.head_dim, depth), size.kv_bytes(depth, "fp16")
 
 
@@ -301,26 +328,40 @@ def calibrate(
     """Measures this host's constants for llama.cpp at threads and weight_type, records them, and
     returns them (contended or not: the caller says so)."""
     if weight_type not in WEIGHT_TYPES:
-        raise CalibrationError(f"no calibration for {weight_type} weights (it writes {', '.join(WEIGHT_TYPES)})")
+        raise CalibrationError(
+            _(
+                "no calibration for {weight_type} weights (it writes {types})",
+                weight_type=weight_type,
+                types=", ".join(WEIGHT_TYPES),
+            )
+        )
     engine = engine_version()
     if engine is None:
-        raise CalibrationError("llama-cpp-python is not installed (pip install 'decode-doctor[calibrate]')")
+        raise CalibrationError(_("llama-cpp-python is not installed (pip install 'decode-doctor[calibrate]')"))
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dd-calibrate-", dir=scratch) as folder:
         small, large = Path(folder) / f"small-{weight_type}.gguf", Path(folder) / f"large-{weight_type}.gguf"
-        say(f"calibrating {ENGINE} {engine} at {threads} thread(s) for {weight_type} weights: writing two random-weight models…")
+        say(
+            _(
+                "calibrating {name} {engine} at {threads} thread(s) for {weight_type} weights: writing two random-weight models…",
+                name=ENGINE,
+                engine=engine,
+                threads=threads,
+                weight_type=weight_type,
+            )
+        )
         write(small, SMALL, weight_type)
         write(large, LARGE, weight_type)
-        say(f"calibrating: decoding them at depth 0 and at depth {DEPTH:,}…")
+        say(_("calibrating: decoding them at depth 0 and at depth {depth:,}…", depth=DEPTH))
         models = (("small", small), ("large", large))
         runs = {(name, depth): time_decode(path, threads, depth) for name, path in models for depth in (0, DEPTH)}
-        w_small, _, _ = features(small, 0)
-        w_large, _, _ = features(large, 0)
-        _, u_small, k_small = features(small, DEPTH)
-        _, u_large, k_large = features(large, DEPTH)
+        w_small, _units, _kv = features(small, 0)
+        w_large, _units, _kv = features(large, 0)
+        _weights, u_small, k_small = features(small, DEPTH)
+        _weights, u_large, k_large = features(large, DEPTH)
     s_per_byte = (runs[("large", 0)].seconds - runs[("small", 0)].seconds) / (w_large - w_small)
     if s_per_byte <= 0:
-        raise CalibrationError("the larger model decoded no slower than the smaller: the host is too noisy to calibrate")
+        raise CalibrationError(_("the larger model decoded no slower than the smaller: the host is too noisy to calibrate"))
     fixed = max(0.0, runs[("small", 0)].seconds - w_small * s_per_byte)
     s_per_unit, s_per_kv_byte = _attention(
         runs[("small", DEPTH)].seconds - runs[("small", 0)].seconds, u_small, k_small,
@@ -342,7 +383,7 @@ def calibrate(
         steal=max(run.steal for run in runs.values()),
     )
     record(state_dir, result)
-    say(f"calibrated in {time.perf_counter() - started:.0f} s: {result.describe()}")
+    say(_("calibrated in {seconds:.0f} s: {calibration}", seconds=time.perf_counter() - started, calibration=result.describe().text()))
     return result
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from decode_doctor.engine import Chart, Facts, HtmlBlock, Metric, Sample, Series
 from decode_doctor.engine.facts import values_dict
 from decode_doctor.engine.units import human_binary, human_bytes
+from decode_doctor.i18n import ngettext
 
 
 @dataclass
@@ -159,7 +160,7 @@ class Budget:
 
 
 def sequences(count: int) -> str:
-    return f"{count:,} sequence{'s' if count != 1 else ''}"
+    return ngettext("{count:,} sequence", "{count:,} sequences", count)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from decode_doctor.checks.bandwidth.contract import BandwidthFacts
 from decode_doctor.checks.gpu.contract import GpuFacts
 from decode_doctor.engine.facts import Facts
 from decode_doctor.engine.units import human_binary, human_bytes
-from decode_doctor.i18n import N_, _, width
+from decode_doctor.i18n import N_, _, said, shown, width
 
 from . import bwcache, calibration, hardware, serve
 from .calibration import Calibration, Prediction
@@ -74,14 +74,16 @@ def _cpu(threads: int | None, bandwidth: float | None, memory: int | None, remea
     threads = threads or usable_cpus()
     total = memory or psutil.virtual_memory().total
     peaks, how = hardware.cpu_peak(threads)
-    cpu = Hardware("cpu", f"CPU, {threads} thread(s)", total, bandwidth, "given", peaks, how, kind="cpu")
+    cpu = Hardware("cpu", said("CPU, {threads} thread(s)", threads=threads), total, bandwidth, "given", peaks, how, kind="cpu")
     if bandwidth:
         return cpu
     host = bwcache.host_id()
     cached = None if remeasure else bwcache.best(bwcache.load(state_dir), host, threads)
     if cached is not None:
         cpu.bandwidth_gbps, cpu.bandwidth_source = cached.read_gbps, "cached"
-        cpu.notes.append(f"bandwidth: this host's best recent figure, {cached.describe()} (--measure to measure again)")
+        cpu.notes.append(
+            said("bandwidth: this host's best recent figure, {reading} (--measure to measure again)", reading=cached.describe())
+        )
         return cpu
     facts = _measured(BandwidthFacts, "bandwidth", f"memory bandwidth with {threads} thread(s) (about a second)", {"threads": threads})
     if facts is None:
@@ -94,18 +96,24 @@ def _cpu(threads: int | None, bandwidth: float | None, memory: int | None, remea
     try:
         bwcache.record(state_dir, reading)
     except OSError as exc:
-        cpu.notes.append(f"the measurement was not kept ({exc.strerror}): the next run measures again")
+        cpu.notes.append(said("the measurement was not kept ({strerror}): the next run measures again", strerror=exc.strerror))
     cpu.bandwidth_gbps, cpu.bandwidth_source = measured.read_gbps, "measured"
     if reading.busy:
         cpu.bandwidth_source = "measured on a busy host"
         cpu.notes.append(
-            f"bandwidth: {measured.read_gbps:.1f} GB/s is a lower bound: other processes used {measured.other_load:.0%} of the "
-            f"CPUs ({measured.foreign_cores:.2f} cores over the window, {measured.steal:.0%} stolen by the hypervisor) meanwhile, "
-            "so the ceiling below understates the host; kept as a lower bound, never reused as this host's figure; measure again "
-            "when it is quiet (--measure)"
+            said(
+                "bandwidth: {read_gbps:.1f} GB/s is a lower bound: other processes used {other_load:.0%} of the CPUs "
+                "({foreign_cores:.2f} cores over the window, {steal:.0%} stolen by the hypervisor) meanwhile, so the ceiling "
+                "below understates the host; kept as a lower bound, never reused as this host's figure; measure again when it "
+                "is quiet (--measure)",
+                read_gbps=measured.read_gbps,
+                other_load=measured.other_load,
+                foreign_cores=measured.foreign_cores,
+                steal=measured.steal,
+            )
         )
     else:
-        cpu.notes.append(f"bandwidth: {reading.describe()}, kept in {state_dir / bwcache.CACHE_NAME}")
+        cpu.notes.append(said("bandwidth: {reading}, kept in {path}", reading=reading.describe(), path=str(state_dir / bwcache.CACHE_NAME)))
     return cpu
 
 
@@ -254,10 +262,10 @@ class Predicted:
 
     def rows(self) -> list[tuple[str, str]]:
         if self.calibration is None or self.at_start is None or self.at_context is None:
-            return [("predicted", _("none: {why}", why=self.why_not))]
+            return [("predicted", _("none: {why}", why=shown(self.why_not)))]
         start, end, cal = self.at_start, self.at_context, self.calibration
 
-        def shown(p: Prediction) -> str:
+        def at(p: Prediction) -> str:
             bound = _(", at the ceiling") if p.bounded else ""
             return _("{ms:.2f} ms ({tps:.1f} tok/s{bound})", ms=p.tpot_s * 1e3, tps=p.tps, bound=bound)
 
@@ -267,9 +275,9 @@ class Predicted:
         predicted = _(
             "time per output token with llama.cpp {start} at the start of a sequence, {end} at {depth:,} tokens, "
             "±{spread:.0%} (the calibration's measured spread){beside}",
-            start=shown(start), end=shown(end), depth=end.depth, spread=cal.spread, beside=beside,
+            start=at(start), end=at(end), depth=end.depth, spread=cal.spread, beside=beside,
         )  # fmt: skip
-        rows = [("predicted", predicted), ("calibration", _("{calibration}; rerun with --calibrate", calibration=cal.describe()))]
+        rows = [("predicted", predicted), ("calibration", _("{calibration}; rerun with --calibrate", calibration=shown(cal.describe())))]
         if cal.contended:
             rows.append(("note", _("the calibration ran beside other work: its prediction is pessimistic, and it is not reused")))
         return rows
@@ -356,6 +364,8 @@ VALUE_WORDS = (
     N_("fits"), N_("tight"), N_("does not fit"), N_("unknown"), N_("bandwidth"), N_("compute"), N_("measured"), N_("given"),
     N_("spec"), N_("datasheet"), N_("cached"), N_("measured on a busy host"), N_("16-bit weights"), N_("8-bit weights"),
     N_("4-bit weights"), N_("these weights"), N_("none"),
+    # the cache's layer kinds (architecture.CacheLayer) and the model's formats (contract.ModelInfo)
+    N_("full"), N_("sliding"), N_("chunked"), N_("mla"), N_("config-only"),
 )  # fmt: skip
 
 
@@ -363,7 +373,7 @@ def _rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[st
     device = plan.hardware
     kinds = sorted({layer.kind for layer in size.cache})
     windows = sorted({layer.window for layer in size.cache if layer.window})
-    counted = [f"{sum(layer.kind == kind for layer in size.cache)} {kind}" for kind in kinds]
+    counted = [_("{count} {kind}", count=sum(layer.kind == kind for layer in size.cache), kind=_(kind)) for kind in kinds]
     cache = ", ".join(counted) + (_(" (window {windows} tokens)", windows=", ".join(f"{w:,}" for w in windows)) if windows else "")
     params = _("{count:,} parameters", count=size.params_total) if size.params_total else _("parameters unknown")
     if size.params_active and size.params_total and size.params_active < size.params_total:
@@ -372,9 +382,9 @@ def _rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[st
     count = f"{plan.gpus} × " if plan.gpus > 1 else ""
     if plan.layout.pipeline > 1:
         count = _("{nodes} nodes × {tensor} × ", nodes=plan.layout.pipeline, tensor=plan.layout.tensor)
-    weights = size.weights_source
+    weights = shown(size.weights_source)
     if size.weights_bytes is not None:
-        weights = _("{size} from {source}", size=human_bytes(size.weights_bytes), source=size.weights_source)
+        weights = _("{size} from {source}", size=human_bytes(size.weights_bytes), source=shown(size.weights_source))
     kv = _(
         "{per_token} per token before windows ({dtype}{kinds}){state}; {per_device} per device at {context:,} tokens × {concurrency}",
         per_token=human_binary(size.kv_bytes_per_token(plan.kv_dtype)), dtype=plan.kv_dtype, kinds=_by_kind(size, plan.kv_dtype),
@@ -389,10 +399,26 @@ def _rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[st
         architecture=model.architecture or "?", layers=model.layers, cache=cache or _("none"), params=params,
     )  # fmt: skip
     rows = [
-        ("model", f"{model.path} ({model.format}{', ' + model.quantization if model.quantization else ''})"),
+        (
+            "model",
+            _(
+                "{path} ({format})",
+                path=model.path,
+                format=", ".join([_(model.format), *([model.quantization] if model.quantization else [])]),
+            ),
+        ),
         ("architecture", architecture),
         ("weights", weights),
-        ("device", f"{count}{device.label}: {human_bytes(device.memory_bytes)}, {bandwidth}"),
+        (
+            "device",
+            _(
+                "{count}{device}: {memory}, {bandwidth}",
+                count=count,
+                device=shown(device.label),
+                memory=human_bytes(device.memory_bytes),
+                bandwidth=bandwidth,
+            ),
+        ),
         ("KV cache", kv),
         ("memory per device", memory),
         ("rule", _(HEADROOM_RULE_TEMPLATE, utilization=UTILIZATION, tight=TIGHT_SHARE)),
@@ -427,9 +453,9 @@ def _rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[st
             )  # fmt: skip
             rows.append(("expected", expected))
     if plan.allreduce:
-        rows.append(("tensor parallel", plan.allreduce))
-    rows += [("knob", knob) for knob in plan.knobs]
-    rows += [("note", note) for note in [*size.notes, *device.notes, *plan.notes]]
+        rows.append(("tensor parallel", shown(plan.allreduce)))
+    rows += [("knob", shown(knob)) for knob in plan.knobs]
+    rows += [("note", shown(note)) for note in [*size.notes, *device.notes, *plan.notes]]
     return rows
 
 
@@ -487,6 +513,6 @@ def _text(
         why = _("the weights are unknown") if size.weights_bytes is None else _("the device's memory is unknown")
         out.append("\n" + _("no command lines: {why}, so the limits they would set are too", why=why))
     for command in lines:
-        out.append(f"\n{command.engine} ({command.version}):\n  {command.line}")
-        out.extend("  " + _("note: {note}", note=note) for note in command.notes)
+        out.append("\n" + _("{engine} ({version}):", engine=command.engine, version=shown(command.version)) + f"\n  {command.line}")
+        out.extend("  " + _("note: {note}", note=shown(note)) for note in command.notes)
     return "\n".join(out) + "\n"

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from decode_doctor.i18n import Said, said
+
 
 @dataclass
 class Hardware:
@@ -52,7 +54,7 @@ def lookup(name: str) -> Hardware:
             peaks = {kind: row[f"{kind}_{unit}"] for kind, unit in (("bf16", "tflops"), ("fp8", "tflops"), ("int8", "tops"))}
             return Hardware(
                 name=row["name"],
-                label=f"{row['name']} (datasheet)",
+                label=said("{row} (datasheet)", row=row["name"]),
                 memory_bytes=row["memory_bytes"],
                 bandwidth_gbps=row["bandwidth_gbps"],
                 bandwidth_source="datasheet",
@@ -61,7 +63,7 @@ def lookup(name: str) -> Hardware:
                 interconnect=row.get("interconnect"),
                 interconnect_gbps=row.get("interconnect_gbps"),
                 kind="unified" if row.get("unified_memory") else "gpu",
-                notes=[row["memory_note"]] if row.get("memory_note") else [],
+                notes=[Said(row["memory_note"])] if row.get("memory_note") else [],  # its words are in the catalog (extract.gpu_table)
             )
     raise ValueError(f"no device {name!r} in the table; known: {', '.join(names())}")
 

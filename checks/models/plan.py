@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from decode_doctor.engine.units import human_binary
-from decode_doctor.i18n import N_
+from decode_doctor.i18n import N_, joined, reason, said
 
 from .architecture import Architecture, CacheLayer, UnknownArchitecture, from_config, text_config
 from .contract import ModelInfo
@@ -143,23 +143,31 @@ def config_weights(config: dict[str, Any], arch: Architecture) -> ConfigWeights:
             expert_bytes = (
                 (matrices * MXFP4_BYTES + (arch.params_experts - matrices) * 2) / arch.params_experts if arch.params_experts else 2.0
             )
-            how = f"mxfp4: the routed experts' matrices {MXFP4_BYTES * 8:.2f} bits per weight, everything else 16-bit"
+            how = said("mxfp4: the routed experts' matrices {amount:.2f} bits per weight, everything else 16-bit", amount=MXFP4_BYTES * 8)
             return ConfigWeights(2.0, expert_bytes, how, True, "bf16")
         bits = _quant_bits(method, quant)
         if method in ("fp8", "fbgemm_fp8") or (method == "compressed-tensors" and bits == "float8"):
-            return ConfigWeights(1.0, 1.0, f"{method} quantization: 1 B per parameter", True, "fp8")
+            return ConfigWeights(1.0, 1.0, said("{method} quantization: 1 B per parameter", method=method), True, "fp8")
         if isinstance(bits, int) and bits in (2, 3, 4, 8):
             dense = arch.params_total - arch.params_embedding - arch.params_output
             # packed weights with 16-bit scales per group of 128; the embedding and head stay 16-bit
             average = (dense * bits / 8 * (1 + 16 / (128 * bits)) + 2 * (arch.params_embedding + arch.params_output)) / arch.params_total
-            return ConfigWeights(average, average, f"{method} {bits}-bit quantization (embedding and head in 16 bit)", True, "bf16")
-        raise UnknownWeights(f"quantization_config names {method or 'no method'!r}, whose bytes per weight this does not know")
+            return ConfigWeights(
+                average,
+                average,
+                said("{method} {bits}-bit quantization (embedding and head in 16 bit)", method=method, bits=bits),
+                True,
+                "bf16",
+            )
+        raise UnknownWeights(
+            said("quantization_config names {value}, whose bytes per weight this does not know", value=repr(method or "no method"))
+        )
     dtype = (arch.dtype or "").lower()
     if dtype in ("float32", "fp32"):
-        return ConfigWeights(2.0, 2.0, "float32 checkpoint, served in 16 bit (the engines' default dtype)", False, "bf16")
+        return ConfigWeights(2.0, 2.0, said("float32 checkpoint, served in 16 bit (the engines' default dtype)"), False, "bf16")
     if dtype in ("bfloat16", "float16", "bf16", "fp16"):
         return ConfigWeights(2.0, 2.0, dtype, False, "bf16")
-    return ConfigWeights(2.0, 2.0, f"{dtype or 'no'} torch_dtype in the config: 16 bit assumed", False, "bf16")
+    return ConfigWeights(2.0, 2.0, said("{value} torch_dtype in the config: 16 bit assumed", value=dtype or "no"), False, "bf16")
 
 
 def _quant_bits(method: str, quant: dict[str, Any]) -> int | str | None:
@@ -197,7 +205,7 @@ def _fallback_cache(model: ModelInfo) -> tuple[list[CacheLayer], list[str]]:
     config = model.config or {}
     text = text_config(config) if config else {}
     if model.recurrent or any(key in text for key in RECURRENT_KEYS):
-        return [], ["its layers mix attention with state-space or linear-attention layers this cannot size"]
+        return [], [said("its layers mix attention with state-space or linear-attention layers this cannot size")]
     if model.kv_latent_dim:
         return [CacheLayer("mla", model.kv_latent_dim)] * model.layers, []
     if not (model.kv_heads and model.head_dim):
@@ -207,17 +215,22 @@ def _fallback_cache(model: ModelInfo) -> tuple[list[CacheLayer], list[str]]:
     window = model.sliding_window or (text.get("sliding_window") if text.get("use_sliding_window") is not False else None)
     if isinstance(types, list) and len(types) == model.layers:
         if not set(types) <= {"full_attention", "sliding_attention"} or ("sliding_attention" in types and not window):
-            return [], [f"its layer_types ({', '.join(sorted(map(str, set(types))))[:80]}) name layers this cannot size"]
+            return [], [said("its layer_types ({types}) name layers this cannot size", types=", ".join(sorted(map(str, set(types))))[:80])]
         return [CacheLayer("sliding", elements, window) if t == "sliding_attention" else CacheLayer("full", elements) for t in types], [
-            "the cache per layer from its layer_types"
+            said("the cache per layer from its layer_types")
         ]
     if not window:
-        return [CacheLayer("full", elements)] * model.layers, [f"every one of the {model.layers} layers sized as full attention"]
+        return [CacheLayer("full", elements)] * model.layers, [
+            said("every one of the {layers} layers sized as full attention", layers=model.layers)
+        ]
     arch = (model.architecture or "").lower()
     sliding = next((rule for name, rule in SWA_PATTERNS.items() if arch.startswith(name)), None)
     if sliding is not None:
         return [CacheLayer("sliding", elements, window) if sliding(i) else CacheLayer("full", elements) for i in range(model.layers)], []
-    note = f"a {window:,}-token window is named, but not which layers use it: every layer sized as full attention (an upper bound)"
+    note = said(
+        "a {window:,}-token window is named, but not which layers use it: every layer sized as full attention (an upper bound)",
+        window=window,
+    )
     return [CacheLayer("full", elements)] * model.layers, [note]
 
 
@@ -225,12 +238,12 @@ def sizing(model: ModelInfo) -> Sizing:
     """A model's needs from its files when they are there, else from its config.json alone. What
     cannot be known stays unknown (weights None, cache empty), with the reason in the notes."""
     arch: Architecture | None = None
-    why_not = "no config.json"
+    why_not: str = said("no config.json")
     if model.config is not None:
         try:
             arch = from_config(model.config)
         except UnknownArchitecture as exc:
-            why_not = str(exc)
+            why_not = reason(exc)
     notes = list(arch.notes) if arch else []
     quantized = bool(model.quantization)
     compute = "bf16"
@@ -238,7 +251,7 @@ def sizing(model: ModelInfo) -> Sizing:
     read: Callable[[int], float | None]
     if model.weight_bytes > 0:
         weights: float | None = float(model.weight_bytes)
-        source = f"the weight files ({model.format}, {model.tensor_count} tensors)"
+        source = said("the weight files ({format}, {tensor_count} tensors)", format=model.format, tensor_count=model.tensor_count)
         dominant = model.dominant_dtype or "BF16"
         per_param = element_bytes(dominant)
         if dominant.startswith("F8"):
@@ -261,12 +274,17 @@ def sizing(model: ModelInfo) -> Sizing:
             stored = config_weights(model.config or {}, arch)
         except UnknownWeights as exc:
             stored = None
-            why_not = str(exc)
+            why_not = reason(exc)
         if stored is not None:
             compute, quantized = stored.compute, stored.quantized
             weights = stored.total(arch)
             per_param = weights / arch.params_total
-            source = f"the config alone: {arch.params_total:,} parameters, {human_binary(weights)} ({stored.how}); no weight files here"
+            source = said(
+                "the config alone: {params_total:,} parameters, {weights} ({how}); no weight files here",
+                params_total=arch.params_total,
+                weights=human_binary(weights),
+                how=stored.how,
+            )
             total, active = arch.params_total, arch.params_active
             layout = stored
 
@@ -276,10 +294,15 @@ def sizing(model: ModelInfo) -> Sizing:
 
             read = read_config
         else:
-            weights, source, total, active = None, f"unknown: no weight files, and {why_not}", arch.params_total, arch.params_active
+            weights, source, total, active = (
+                None,
+                said("unknown: no weight files, and {why_not}", why_not=why_not),
+                arch.params_total,
+                arch.params_active,
+            )
             read = _unknown
     else:
-        weights, source, total, active = None, f"unknown: no weight files, and {why_not}", None, None
+        weights, source, total, active = None, said("unknown: no weight files, and {why_not}", why_not=why_not), None, None
         read = _unknown
 
     if arch:
@@ -287,12 +310,18 @@ def sizing(model: ModelInfo) -> Sizing:
     else:
         cache, assumed = _fallback_cache(model)
         if cache and model.config is not None:
-            notes.append(f"{why_not}: {'; '.join(assumed) or 'the cache from its attention figures'}")
+            how = joined("; ", assumed) if assumed else said("the cache from its attention figures")
+            notes.append(said("{why_not}: {how}", why_not=why_not, how=how))
         elif not cache and assumed:
-            notes.append(f"the cache is unknown: {'; '.join(assumed)}")
+            notes.append(said("the cache is unknown: {why}", why=joined("; ", assumed)))
     derived, derived_from = vllm_max_context(model.config or {})
     if arch and arch.params_mtp:
-        notes.append(f"the checkpoint also holds {arch.params_mtp:,} multi-token-prediction parameters (not served unless speculative)")
+        notes.append(
+            said(
+                "the checkpoint also holds {params_mtp:,} multi-token-prediction parameters (not served unless speculative)",
+                params_mtp=arch.params_mtp,
+            )
+        )
     return Sizing(
         name=model.name,
         path=model.path,
@@ -616,18 +645,42 @@ def make_plan(
     allreduce = None
     if layout.tensor > 1 and step.binding != "unknown":
         per_step = planner.allreduce_s(concurrency)
-        link = f"{hardware.interconnect} at {hardware.interconnect_gbps:g} GB/s" if hardware.interconnect_gbps else "an unknown link"
-        allreduce = (
-            f"over {layout.tensor} devices: 2 all-reduces per layer ({2 * (size.layers or 0)} per step) of "
-            f"{(size.hidden or 0) * ACTIVATION_BYTES * concurrency:,} bytes each ({concurrency} × hidden {size.hidden} × 2 B) over {link}: "
-            f"about {per_step * 1e3:.2f} ms per step, latency-bound"
-        )
-        if layout.pipeline > 1:
-            allreduce += (
-                f"; {layout.pipeline} pipeline stages, one per node of {gpus_per_node}: {layout.pipeline - 1} hand-over(s) per token "
-                f"over InfiniBand ({INTERNODE_GBPS:g} GB/s per GPU assumed), about {step.pipeline_s * 1e3:.3f} ms, and each "
-                "sequence waits for every stage in turn"
+        link = (
+            said(
+                "{interconnect} at {interconnect_gbps:g} GB/s",
+                interconnect=hardware.interconnect,
+                interconnect_gbps=hardware.interconnect_gbps,
             )
+            if hardware.interconnect_gbps
+            else said("an unknown link")
+        )
+        parts = [
+            said(
+                "over {tensor} devices: 2 all-reduces per layer ({reduces} per step) of {bytes:,} bytes each ({concurrency} × "
+                "hidden {hidden} × 2 B) "
+                "over {link}: about {ms:.2f} ms per step, latency-bound",
+                tensor=layout.tensor,
+                reduces=2 * (size.layers or 0),
+                bytes=(size.hidden or 0) * ACTIVATION_BYTES * concurrency,
+                concurrency=concurrency,
+                hidden=size.hidden,
+                link=link,
+                ms=per_step * 1e3,
+            )
+        ]
+        if layout.pipeline > 1:
+            parts.append(
+                said(
+                    "{pipeline} pipeline stages, one per node of {gpus_per_node}: {handovers} hand-over(s) per token over InfiniBand "
+                    "({gbps:g} GB/s per GPU assumed), about {ms:.3f} ms, and each sequence waits for every stage in turn",
+                    pipeline=layout.pipeline,
+                    gpus_per_node=gpus_per_node,
+                    handovers=layout.pipeline - 1,
+                    gbps=INTERNODE_GBPS,
+                    ms=step.pipeline_s * 1e3,
+                )
+            )
+        allreduce = joined("; ", parts)
     plan = DeploymentPlan(
         sizing=size,
         hardware=hardware,
@@ -652,11 +705,15 @@ def make_plan(
     plan.knobs = _knobs(plan, planner)
     if size.max_context and context > size.max_context:
         plan.notes.append(
-            f"{context:,} tokens is past the model's {size.max_context:,}-token maximum (max_position_embeddings): "
-            "quality falls apart there unless RoPE scaling is configured"
+            said(
+                "{context:,} tokens is past the model's {max_context:,}-token maximum (max_position_embeddings): quality falls "
+                "apart there unless RoPE scaling is configured",
+                context=context,
+                max_context=size.max_context,
+            )
         )
     if hardware.kind == "unified":
-        plan.notes.append("the GPU shares this memory with the CPU and the operating system: leave room for both")
+        plan.notes.append(said("the GPU shares this memory with the CPU and the operating system: leave room for both"))
     return plan
 
 
@@ -668,7 +725,7 @@ def _knobs(plan: DeploymentPlan, planner: Planner) -> list[str]:
     change something for this model (no smaller weights than it already has)."""
     if plan.fit not in ("tight", "does not fit") or planner.room() is None:
         return []
-    knobs = []
+    knobs: list[str] = []
     size = plan.sizing
 
     def fits(trial_size: Sizing = size, layout: Layout = plan.layout, kv_dtype: str = plan.kv_dtype) -> bool:
@@ -677,31 +734,37 @@ def _knobs(plan: DeploymentPlan, planner: Planner) -> list[str]:
 
     for kv_dtype in ("fp8", "q8_0", "q4_0"):
         if KV_DTYPE_BYTES[kv_dtype] < KV_DTYPE_BYTES[plan.kv_dtype] and fits(kv_dtype=kv_dtype):
-            knobs.append(f"a {kv_dtype} KV cache (--kv-dtype {kv_dtype}) fits")
+            knobs.append(said("a {kv_dtype} KV cache (--kv-dtype {kv_dtype}) fits", kv_dtype=kv_dtype))
             break
     if plan.max_context and plan.max_context < plan.context:
-        knobs.append(f"cap the context at {plan.max_context:,} tokens")
+        knobs.append(said("cap the context at {max_context:,} tokens", max_context=plan.max_context))
     if plan.max_concurrency and plan.max_concurrency < plan.concurrency:
-        knobs.append(f"serve at most {_sequences(plan.max_concurrency)} at once at this context")
+        knobs.append(said("serve at most {max_concurrency} at once at this context", max_concurrency=_sequences(plan.max_concurrency)))
     if plan.hardware.is_gpu:
         per_node = plan.gpus_per_node
         tensor = [Layout(count, 1) for count in valid_tensor_sizes(size, per_node)]
         nodes = [Layout(per_node, n) for n in (2, 4) if per_node in valid_tensor_sizes(size, per_node)]
         for layout in tensor + nodes:
             if layout.gpus > plan.gpus and fits(layout=layout):
-                where = f"on {layout.pipeline} nodes of {per_node}" if layout.pipeline > 1 else "in tensor parallel"
-                knobs.append(f"{layout.gpus} devices {where} (--gpus {layout.gpus}) fit")
+                where = (
+                    said("on {pipeline} nodes of {per_node}", pipeline=layout.pipeline, per_node=per_node)
+                    if layout.pipeline > 1
+                    else said("in tensor parallel")
+                )
+                knobs.append(said("{gpus} devices {where} (--gpus {gpus}) fit", gpus=layout.gpus, where=where))
                 break
     weights = size.weights_bytes
     fp8 = bool(weights) and size.bytes_per_param > 1.2 and "fp8" in plan.hardware.peak_tflops and size.format != "gguf"
     if weights and fp8 and fits(trial_size=replace(size, weights_bytes=weights / size.bytes_per_param)):
-        knobs.append(f"FP8 weights (1 B per weight; {plan.hardware.name} computes in FP8) fit")
+        knobs.append(said("FP8 weights (1 B per weight; {device} computes in FP8) fit", device=plan.hardware.name))
     four_bit = replace(size, weights_bytes=(weights or 0) * FOUR_BIT_BYTES / size.bytes_per_param)
     if weights and size.bytes_per_param > FOUR_BIT_BYTES * 1.1 and fits(trial_size=four_bit):
-        knobs.append("4-bit weights (AWQ/GPTQ, Q4_K: about 4.5 bits per weight) fit")
+        knobs.append(said("4-bit weights (AWQ/GPTQ, Q4_K: about 4.5 bits per weight) fit"))
     if (planner.room() or 0) <= 0:
-        smaller = "quantize them, or split" if size.bytes_per_param > FOUR_BIT_BYTES * 1.1 else "split"
-        knobs.append(f"the weights alone take all the usable memory: {smaller} them across devices")
+        if size.bytes_per_param > FOUR_BIT_BYTES * 1.1:
+            knobs.append(said("the weights alone take all the usable memory: quantize them, or split them across devices"))
+        else:
+            knobs.append(said("the weights alone take all the usable memory: split them across devices"))
     return knobs
 
 
@@ -722,7 +785,7 @@ def valid_tensor_sizes(size: Sizing, limit: int = GPUS_PER_NODE) -> list[int]:
 
 
 def _sequences(count: int) -> str:
-    return f"{count:,} sequence{'s' if count != 1 else ''}"
+    return said("{count:,} sequence", count=count) if count == 1 else said("{count:,} sequences", count=count)
 
 
 def expected_cpu_range(file_dtype: str | None) -> tuple[float, float, str]:

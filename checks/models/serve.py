@@ -11,11 +11,13 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from decode_doctor.i18n import said
+
 from .dtypes import KV_DTYPE_BYTES
 from .plan import UTILIZATION, DeploymentPlan, make_plan, valid_tensor_sizes
 
-VLLM_VERSION = "vLLM engine arguments as of vllm-project/vllm@001999d2 (2025; later releases keep these flags)"
-LLAMA_SERVER_VERSION = "llama-server as of ggml-org/llama.cpp@00dc805"
+VLLM_VERSION = said("vLLM engine arguments as of {commit} (2025; later releases keep these flags)", commit="vllm-project/vllm@001999d2")
+LLAMA_SERVER_VERSION = said("llama-server as of {commit}", commit="ggml-org/llama.cpp@00dc805")
 VLLM_KV = {"fp16": "auto", "bf16": "auto", "fp32": "auto", "fp8": "fp8", "int8": "fp8", "q8_0": "fp8", "int4": "fp8", "q4_0": "fp8"}
 LLAMA_KV = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "fp8": "q8_0", "int8": "q8_0", "q8_0": "q8_0", "int4": "q4_0", "q4_0": "q4_0"}
 # the --kv-dtype whose bytes each engine cache type has, to plan with
@@ -45,12 +47,26 @@ def limits(plan: DeploymentPlan) -> tuple[int, int, list[str]]:
     if plan.fit in ("fits", "tight") or plan.max_context is None:
         return context, concurrency, notes
     if plan.max_concurrency and plan.max_concurrency >= 1:
-        notes.append(f"sequences at once lowered to {plan.max_concurrency}: {concurrency} do not fit at {context:,} tokens")
+        notes.append(
+            said(
+                "sequences at once lowered to {max_concurrency}: {concurrency} do not fit at {context:,} tokens",
+                max_concurrency=plan.max_concurrency,
+                concurrency=concurrency,
+                context=context,
+            )
+        )
         return context, plan.max_concurrency, notes
     if plan.max_context and plan.max_context >= 1:
-        notes.append(f"context capped at {plan.max_context:,} tokens: {context:,} do not fit for {concurrency}")
+        notes.append(
+            said(
+                "context capped at {max_context:,} tokens: {context:,} do not fit for {concurrency}",
+                max_context=plan.max_context,
+                context=context,
+                concurrency=concurrency,
+            )
+        )
         return plan.max_context, concurrency, notes
-    notes.append("the weights do not fit at all: this command will fail until the plan changes")
+    notes.append(said("the weights do not fit at all: this command will fail until the plan changes"))
     return context, concurrency, notes
 
 
@@ -61,7 +77,13 @@ def _replanned(plan: DeploymentPlan, kv_dtype: str | None, engine: str, cache: s
     again = make_plan(plan.sizing, plan.hardware, plan.context, plan.concurrency, kv_dtype, plan.gpus, plan.gpus_per_node)
     bits = KV_DTYPE_BYTES[kv_dtype] * 8
     return again, [
-        f"{engine} has no {plan.kv_dtype} KV cache: {cache} ({bits:g} bits per element) instead, and its limits worked out for it"
+        said(
+            "{engine} has no {kv_dtype} KV cache: {cache} ({bits:g} bits per element) instead, and its limits worked out for it",
+            engine=engine,
+            kv_dtype=plan.kv_dtype,
+            cache=cache,
+            bits=bits,
+        )
     ]
 
 
@@ -72,9 +94,14 @@ def vllm(plan: DeploymentPlan, model: str) -> Command:
     derived = size.engine_max_context
     if derived and plan.context > derived:
         notes.append(
-            f"--max-model-len {derived:,}, not {plan.context:,}: vLLM derives a maximum of {derived:,} from config.json "
-            f"({size.engine_max_source}) and refuses to start above it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; "
-            "past the trained length quality falls apart without a RoPE scaling (--hf-overrides '{\"rope_scaling\": …}')"
+            said(
+                "--max-model-len {derived:,}, not {context:,}: vLLM derives a maximum of {derived:,} from config.json "
+                "({engine_max_source}) and refuses to start above it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; past the trained "
+                "length quality falls apart without a RoPE scaling (--hf-overrides '{{\"rope_scaling\": …}}')",
+                derived=derived,
+                context=plan.context,
+                engine_max_source=size.engine_max_source,
+            )
         )
         planned = make_plan(size, plan.hardware, derived, plan.concurrency, planned.kv_dtype, plan.gpus, plan.gpus_per_node)
     context, concurrency, limited = limits(planned)
@@ -85,8 +112,12 @@ def vllm(plan: DeploymentPlan, model: str) -> Command:
     if layout.pipeline > 1:
         argv += ["--pipeline-parallel-size", str(layout.pipeline)]
         notes.append(
-            f"{layout.pipeline} nodes of {layout.tensor} GPUs: start a Ray cluster across them first (ray start --head, then "
-            "ray start --address on the others) and run this on the head node"
+            said(
+                "{pipeline} nodes of {tensor} GPUs: start a Ray cluster across them first (ray start --head, then ray start "
+                "--address on the others) and run this on the head node",
+                pipeline=layout.pipeline,
+                tensor=layout.tensor,
+            )
         )
     if kv != "auto":
         argv += ["--kv-cache-dtype", kv]
@@ -101,7 +132,7 @@ def llama_server(plan: DeploymentPlan, model: str, threads: int | None) -> Comma
     notes += limited
     path = model if model.endswith(".gguf") else "MODEL.gguf"
     if path == "MODEL.gguf":
-        notes.append(f"llama-server reads GGUF: convert {Path(model).name} first (convert_hf_to_gguf.py)")
+        notes.append(said("llama-server reads GGUF: convert {file} first (convert_hf_to_gguf.py)", file=Path(model).name))
     argv = ["llama-server", "-m", path, "-c", str(context * concurrency), "-np", str(concurrency), "-ctk", kv, "-ctv", kv]
     if kv not in ("f16", "f32", "bf16"):
         argv += ["-fa", "on"]  # a quantized V cache needs flash attention
@@ -112,7 +143,9 @@ def llama_server(plan: DeploymentPlan, model: str, threads: int | None) -> Comma
         argv += ["-t", str(threads)]
     argv += ["--host", "127.0.0.1", "--port", "8080"]
     if plan.layout.pipeline > 1:
-        notes.append(f"llama-server runs on one node: {plan.gpus} GPUs across nodes need its RPC backend (--rpc), not planned here")
+        notes.append(
+            said("llama-server runs on one node: {gpus} GPUs across nodes need its RPC backend (--rpc), not planned here", gpus=plan.gpus)
+        )
     return Command("llama-server", LLAMA_SERVER_VERSION, tuple(argv), tuple(notes))
 
 

@@ -12,6 +12,8 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from decode_doctor.i18n import said
+
 R = TypeVar("R")
 
 READ_LIMIT = 1 << 20
@@ -58,4 +60,6 @@ def append_record(path: Path, record: Any, kind: type[Any], keep: int) -> None:
 def age_text(seconds: float) -> str:
     """How long ago, as the records say it: "just now", "3.2 h ago", "4.0 days ago"."""
     hours = seconds / 3600
-    return "just now" if hours < 0.05 else f"{hours:.1f} h ago" if hours < 48 else f"{hours / 24:.1f} days ago"
+    if hours < 0.05:
+        return said("just now")
+    return said("{hours:.1f} h ago", hours=hours) if hours < 48 else said("{days:.1f} days ago", days=hours / 24)

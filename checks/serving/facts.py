@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from decode_doctor.engine import Chart, Facts, HtmlBlock, Metric, Sample, Series
-from decode_doctor.i18n import N_, _, ngettext
+from decode_doctor.i18n import N_, _, ngettext, shown
 
 from .engines import Snapshot
 from .stats import Knee, LevelStats
@@ -193,8 +193,8 @@ class ServingFacts(Facts):
             predicted=ms(p.predicted_ms), low=ms(p.low_ms), high=ms(p.high_ms), engine=p.engine, version=p.engine_version, how=how,
             threads=p.threads, weights=p.weight_type, depth=p.depth, measured=ms(p.measured_ms), error=p.error,
         )  # fmt: skip
-        gaps = ["  " + _("gap: {cause}", cause=cause) for cause in p.causes]
-        return [line, *gaps, *(["  " + _("calibration {learned}", learned=p.learned)] if p.learned else [])]
+        gaps = ["  " + _("gap: {cause}", cause=shown(cause)) for cause in p.causes]
+        return [line, *gaps, *(["  " + _("calibration {learned}", learned=shown(p.learned))] if p.learned else [])]
 
     def reading(self) -> list[tuple[str, str]]:
         """The server's own metrics as read: alone, or during a bench run."""

@@ -10,7 +10,7 @@ import time
 
 from decode_doctor.checks.bandwidth.contract import CONTENDED_CORES, CONTENDED_STEAL
 from decode_doctor.checks.models.contract import DecodePrediction, LiveDecode
-from decode_doctor.i18n import ngettext
+from decode_doctor.i18n import _, ngettext, said, shown
 
 from .codes import LIV010
 from .diagnosis import Verdict
@@ -41,7 +41,7 @@ def against_prediction(
     if learn:
         why_not = _unfit_to_learn(predicted, error, load, threads)
         if why_not:
-            learned = f"not learned: {why_not}"
+            learned = said("not learned: {why_not}", why_not=why_not)
         else:
             assert load is not None  # _unfit_to_learn says so without one
             basis = (
@@ -72,38 +72,63 @@ def against_prediction(
 def _unfit_to_learn(predicted: DecodePrediction, error: float, load: ServerLoad | None, threads: int | None) -> str:
     """Why this run must not change the calibration, or "" when it may."""
     if load is None or load.server_cores is None:
-        return "the server's process was not seen on this host, so its thread count is unknown"
+        return said("the server's process was not seen on this host, so its thread count is unknown")
     if load.foreign_cores >= CONTENDED_CORES or load.steal >= CONTENDED_STEAL:
-        return f"the host was busy during the run ({load.foreign_cores:.2f} cores of other work, {load.steal:.0%} stolen)"
+        return said(
+            "the host was busy during the run ({foreign_cores:.2f} cores of other work, {steal:.0%} stolen)",
+            foreign_cores=load.foreign_cores,
+            steal=load.steal,
+        )
     if load.server_cores < predicted.threads - 0.5 or (threads is not None and threads != predicted.threads):
-        return f"the server did not run the calibrated {predicted.threads} thread(s)"
+        return said("the server did not run the calibrated {threads} thread(s)", threads=predicted.threads)
     if predicted.bounded:
-        return "the prediction was raised to the bandwidth ceiling, so the calibration's own figure was not what was compared"
+        return said("the prediction was raised to the bandwidth ceiling, so the calibration's own figure was not what was compared")
     if abs(error) > LEARN_LIMIT:
-        return f"a gap of {error:+.0%} is another deployment (model, threads or engine build), not this host's drift"
+        return said("a gap of {error:+.0%} is another deployment (model, threads or engine build), not this host's drift", error=error)
     return ""
 
 
 def _causes(predicted: DecodePrediction, measured_s: float, error: float, load: ServerLoad | None, threads: int | None) -> tuple[str, ...]:
-    found = []
+    found: list[str] = []
     if load is not None and load.server_cores is not None and load.server_cores < predicted.threads - 0.5:
         found.append(
-            f"the server's process used {load.server_cores:.1f} core(s) while decoding, and the calibration is for "
-            f"{predicted.threads} threads: it runs with fewer (llama-server --threads, llama-cpp-python --n_threads)"
+            said(
+                "the server's process used {server_cores:.1f} core(s) while decoding, and the calibration is for {threads} "
+                "threads: it runs with fewer (llama-server --threads, llama-cpp-python --n_threads)",
+                server_cores=load.server_cores,
+                threads=predicted.threads,
+            )
         )
     if threads is not None and threads != predicted.threads:
-        found.append(f"--threads {threads} was given, and the calibration used is for {predicted.threads}")
+        found.append(
+            said(
+                "--threads {threads} was given, and the calibration used is for {calibrated}", threads=threads, calibrated=predicted.threads
+            )
+        )
     if load is not None and (load.foreign_cores >= CONTENDED_CORES or load.steal >= CONTENDED_STEAL):
-        found.append(f"the host was busy: other processes used {load.foreign_cores:.2f} cores ({load.steal:.0%} stolen) during the run")
+        found.append(
+            said(
+                "the host was busy: other processes used {foreign_cores:.2f} cores ({steal:.0%} stolen) during the run",
+                foreign_cores=load.foreign_cores,
+                steal=load.steal,
+            )
+        )
     gap = measured_s - predicted.tpot_s
     if error > GAP and 0 < gap < CHUNK_COST_S and predicted.tpot_s < 5e-3:
         found.append(
-            f"a fixed cost per streamed token outside the engine: {gap * 1000:.2f} ms more than llama.cpp's step, the size of a "
-            "server's HTTP and SSE work per chunk (llama-cpp-python's Python server spends about 0.45 ms)"
+            said(
+                "a fixed cost per streamed token outside the engine: {ms:.2f} ms more than llama.cpp's step, the size of a "
+                "server's HTTP and SSE work per chunk (llama-cpp-python's Python server spends about 0.45 ms)",
+                ms=gap * 1000,
+            )
         )
     if error < -GAP:
-        found.append("faster than the calibration allows: another model or weight type is served, or the calibration ran on a busy host")
-    return tuple(found) or ("none observed: no other load, the server's CPU matched the threads; calibrate again (estimate --calibrate)",)
+        found.append(
+            said("faster than the calibration allows: another model or weight type is served, or the calibration ran on a busy host")
+        )
+    return tuple(found) or (
+        said("none observed: no other load, the server's CPU matched the threads; calibrate again (estimate --calibrate)"),
+    )
 
 
 def prediction_verdicts(check: PredictionCheck | None) -> list[Verdict]:
@@ -116,7 +141,7 @@ def prediction_verdicts(check: PredictionCheck | None) -> list[Verdict]:
         "{threads} thread(s), {weights}), {error:+.0%}. Causes: {causes}.",
         len(check.causes),
         measured=ms(check.measured_ms), predicted=ms(check.predicted_ms), engine=check.engine, version=check.engine_version,
-        threads=check.threads, weights=check.weight_type, error=check.error, causes="; ".join(check.causes),
+        threads=check.threads, weights=check.weight_type, error=check.error, causes=_("; ").join(shown(cause) for cause in check.causes),
     )  # fmt: skip
     evidence = {
         "predicted_ms": round(check.predicted_ms, 4),

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import functools
 import gettext as _gettext
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 DOMAIN = "decode_doctor"
 LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
@@ -105,21 +105,63 @@ def pgettext(context: str, message: str, /, **values: object) -> str:
     return text.format(**values) if values else text
 
 
-@dataclass(frozen=True)
-class Said:
-    """A message with its values kept apart, for a text that is both evidence and read by a person:
-    english() is what the evidence keeps (the same in every language), str() is the user's language.
-    A value may itself be a Said. Made with said("template {name}", name=…), which Babel extracts."""
+class Said(str):
+    """English text that can also be said in the user's language: the string itself is the English
+    (what evidence, JSON and manifests keep, and what any code that treats it as a str sees), text()
+    is the user's language. Made with said("template {name}", name=…), which Babel extracts; a value
+    may itself be a Said. It pickles (it crosses the image workers' pipe)."""
 
     message: str
-    values: tuple[tuple[str, object], ...] = ()
+    values: tuple[tuple[str, object], ...]
+
+    def __new__(cls, message: str, values: tuple[tuple[str, object], ...] = ()) -> Said:
+        english = message.format(**dict(values)) if values else message
+        self = super().__new__(cls, english)
+        self.message, self.values = message, values
+        return self
+
+    def __reduce__(self) -> tuple[type[Said], tuple[str, tuple[tuple[str, object], ...]]]:
+        return Said, (self.message, self.values)
 
     def english(self) -> str:
-        values = {name: value.english() if isinstance(value, Said) else value for name, value in self.values}
-        return self.message.format(**values) if values else self.message
+        return str.__str__(self)
 
-    def __str__(self) -> str:
-        return _(self.message, **{name: str(value) if isinstance(value, Said) else value for name, value in self.values})
+    def text(self) -> str:
+        """In the user's language."""
+        return _(self.message, **{name: value.text() if isinstance(value, Said) else value for name, value in self.values})
+
+
+class _Joined(Said):
+    """Texts joined by a separator: English joined as given, text() with the separator translated and
+    each item said in the user's language."""
+
+    items: tuple[str, ...]
+
+    def __new__(cls, separator: str, items: tuple[str, ...]) -> _Joined:
+        self = str.__new__(cls, separator.join(items))
+        self.message, self.values, self.items = separator, (), items
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return joined, (self.message, self.items)
+
+    def text(self) -> str:
+        return _(self.message).join(shown(item) for item in self.items)
+
+
+def joined(separator: str, items: Iterable[str]) -> Said:
+    """separator.join(items) as a Said: "; " and ", " read "；" and "，" in Chinese."""
+    return _Joined(separator, tuple(items))
+
+
+def reason(exc: BaseException) -> str:
+    """What an exception says, kept a Said when it was raised with one (str(exc) would drop it)."""
+    return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Said) else str(exc)
+
+
+def shown(text: str) -> str:
+    """A text as the user reads it: a Said in their language, a message marked with N_ translated."""
+    return text.text() if isinstance(text, Said) else _(text)
 
 
 def said(message: str, /, **values: object) -> Said:

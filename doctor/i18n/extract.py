@@ -96,3 +96,16 @@ def xid_catalog(
         if text and text not in seen:
             seen.add(text)
             yield 1, "gettext", text, []
+
+
+def gpu_table(
+    fileobj: IO[bytes], keywords: Mapping[str, Any], comment_tags: Collection[str], options: Mapping[str, Any]
+) -> Iterator[tuple[int, str, str, list[str]]]:
+    """Babel's extractor protocol, for checks/models/data/gpus.json: each device's memory note, which
+    estimate shows under the plan."""
+    import json
+
+    data = json.loads(fileobj.read())
+    notes = {row["memory_note"] for row in data["devices"] if isinstance(row, dict) and row.get("memory_note")}
+    for note in sorted(notes):
+        yield 1, "gettext", note, []
