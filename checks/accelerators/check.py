@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from decode_doctor.engine import Analysis, Check, Context, EnvRow, Facts, Finding, Needs, Severity, SkipCheck
-from decode_doctor.i18n import _
+from decode_doctor.i18n import N_, _
 
 from .amd import AmdGpu
 from .codes import ACC001, ACC010, ACC011, ACC020, CODES
@@ -99,7 +99,7 @@ class Accelerators(Check):
         "-q` and `jetson_clocks --show` (below MAXN, ACC010; memory clock left to scale, ACC011); the Rockchip rknpu driver version "
         "from debugfs against what RKLLM needs (ACC020). All read-only. Facts: the GPUs, the mode, the NPU driver"
     )
-    description = "AMD GPUs (amd-smi, rocm-smi, sysfs), Jetson power mode and clocks, Rockchip NPU driver"
+    description = N_("AMD GPUs (amd-smi, rocm-smi, sysfs), Jetson power mode and clocks, Rockchip NPU driver")
     codes = CODES
     needs = Needs(platforms=("linux",))
     timeout_s = 60.0

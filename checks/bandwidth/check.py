@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from decode_doctor.engine import Check, Context, Finding, Needs, Option
 from decode_doctor.engine.units import whole
-from decode_doctor.i18n import _
+from decode_doctor.i18n import N_, _, said
 
 from .codes import BW002, BW003, BW005, RETIRED
 from .contract import MEASURED_ELSEWHERE, BandwidthFacts, CpuMemory, MemorySpec, of_peak
@@ -36,12 +36,12 @@ def memory_spec(ctx: Context) -> tuple[MemorySpec | None, str | None]:
 
     record = ctx.run(["dmidecode", "-t", "17"], timeout_s=10)
     if record.error and "not found" in record.error:
-        return None, "dmidecode is not installed"
+        return None, said("dmidecode is not installed")
     if not record.ok:
         detail = (record.stderr or record.error or "").strip().splitlines()
         if record.exit_code and any(w in (record.stderr or "") for w in ("Permission denied", "/dev/mem", "/sys/firmware")):
-            return None, "dmidecode needs root to read the memory tables"
-        return None, f"dmidecode failed: {detail[-1] if detail else 'no output'}"
+            return None, said("dmidecode needs root to read the memory tables")
+        return None, said("dmidecode failed: {detail}", detail=detail[-1]) if detail else said("dmidecode failed: no output")
     spec = parse_dmidecode_memory(record.stdout)
     if spec is None or not spec.peak_gbps:
         return None, "dmidecode lists no memory devices with a speed (a virtual machine?)"
@@ -62,7 +62,7 @@ class Bandwidth(Check):
         "device-to-device copies (torch or "
         "cupy) against NVML's theoretical peak. Runs alone (`exclusive`); `--thorough` measures longer. Facts: every figure measured"
     )
-    description = "measured CPU (and GPU) memory bandwidth against the memory's specification"
+    description = N_("measured CPU (and GPU) memory bandwidth against the memory's specification")
     codes = (BW002, BW003, BW005)
     needs = Needs(exclusive=True)
     options = (

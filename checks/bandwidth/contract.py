@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from decode_doctor.engine import EnvRow, Facts, Metric, Sample
-from decode_doctor.i18n import _
+from decode_doctor.i18n import _, localized
 
 from .codes import BW002, BW003, BW005
 
@@ -116,9 +116,9 @@ class BandwidthFacts(Facts):
         if self.cpu.spec_gbps:
             line += _("; spec {spec:.0f} GB/s ({reached:.0%} reached)", spec=self.cpu.spec_gbps, reached=self.cpu.reached)
         else:
-            line += _("; spec unknown: {why}", why=self.cpu.spec_unavailable)
+            line += _("; spec unknown: {why}", why=localized(self.cpu.spec_unavailable or ""))
         if self.cpu.caveat:
-            line += _("; ") + self.cpu.caveat
+            line += _("; ") + localized(self.cpu.caveat)
         gpus = [
             _("GPU {index} ({name}): copy {copy:.0f} GB/s{of_peak}", index=g.index, name=g.name, copy=g.copy_gbps, of_peak=of_peak(g))
             for g in self.gpus

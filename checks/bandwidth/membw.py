@@ -15,6 +15,7 @@ from typing import Any
 
 from decode_doctor.engine.hostload import Window
 from decode_doctor.engine.workers import usable_cpus
+from decode_doctor.i18n import said
 
 from .contract import GB, CpuBandwidth, GpuBandwidth, MemorySpec
 
@@ -54,10 +55,14 @@ def cache_caveat(buffer: int, llc: int | None, thorough: bool) -> str | None:
     the memory's (on VMs the LLC reported is often the host's whole L3)."""
     if not llc or buffer >= CACHE_MULTIPLE * llc:
         return None
-    more = "" if thorough else "; --thorough reads up to 4 GiB"
-    return (
-        f"the {buffer >> 20} MiB buffer is under {CACHE_MULTIPLE}× the {llc >> 20} MiB last-level cache this host reports: "
-        f"part of it may be read from the cache, so the figure may overstate the memory{more}"
+    more = "" if thorough else said("; --thorough reads up to 4 GiB")
+    return said(
+        "the {buffer} MiB buffer is under {multiple}× the {llc} MiB last-level cache this host reports: "
+        "part of it may be read from the cache, so the figure may overstate the memory{more}",
+        buffer=buffer >> 20,
+        multiple=CACHE_MULTIPLE,
+        llc=llc >> 20,
+        more=more,
     )
 
 

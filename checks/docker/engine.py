@@ -10,7 +10,7 @@ from typing import Any
 
 from decode_doctor.engine import Check, Context, EnvRow, Facts, Finding, FixRef, Metric, Sample
 from decode_doctor.engine.units import human_bytes
-from decode_doctor.i18n import _
+from decode_doctor.i18n import N_, _
 
 from .codes import CODES_ENGINE, DKR003, DKR004, DKR005, DKR010, DKR020, MIN_API, RETIRED, ClassicStoreParams
 from .daemon_json import read_daemon_json
@@ -172,7 +172,7 @@ class DockerEngine(Check):
         "store (containerd or classic), mirrors (from `/info` and daemon.json), runtimes. Fix (unsafe, `--unsafe-fixes`): back to the "
         "classic store in daemon.json; dockerd is never restarted for you"
     )
-    description = "Docker Engine reachability, versions, image store, mirrors, disk space and the referrers exposure"
+    description = N_("Docker Engine reachability, versions, image store, mirrors, disk space and the referrers exposure")
     codes = CODES_ENGINE
     timeout_s = 20.0
     facts_type = DockerFacts

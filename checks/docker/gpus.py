@@ -51,7 +51,7 @@ class NvidiaContainer(Check):
         "`docker run --gpus` readiness: `nvidia-container-runtime-hook` / `nvidia-cdi-hook`, CDI specs in `/etc/cdi` and "
         "`/var/run/cdi`, the `nvidia` runtime in daemon.json. Fixes are display-only: the commands are printed, never run"
     )
-    description = "NVIDIA Container Toolkit hooks, CDI specs and Docker runtimes for `docker run --gpus`"
+    description = N_("NVIDIA Container Toolkit hooks, CDI specs and Docker runtimes for `docker run --gpus`")
     codes = CODES_GPUS
     needs = Needs(platforms=("linux",), reads=(Reads(GpuFacts), Reads(DockerFacts)))
     timeout_s = 10.0

@@ -231,7 +231,7 @@ class Referrers(Check):
         "non-index JSON, trailing data, oversized, wrong Content-Type, 5xx). `--no-network` probes nothing. Fix (unsafe): remove a "
         "broken mirror from daemon.json"
     )
-    description = "probes registries and mirrors for the OCI referrers API containerd's pulls depend on"
+    description = N_("probes registries and mirrors for the OCI referrers API containerd's pulls depend on")
     codes = CODES_REFERRERS
     needs = Needs(reads=(Reads(DockerFacts),))  # the Engine's image store decides how much a broken mirror matters
     reads = 'docker pull\'s "failed to decode referrers index" errors'

@@ -277,7 +277,7 @@ class Encodings(Check):
         "converted; UTF-8 BOMs are dropped where loaders choke on them (.json, .toml, .txt…) and left alone, with the reason in the "
         "facts, where readers accept them (README.md, YAML)"
     )
-    description = "every config and tokenizer file under --model is clean UTF-8 (convertible ones are fixed)"
+    description = N_("every config and tokenizer file under --model is clean UTF-8 (convertible ones are fixed)")
     codes = CODES
     needs = Needs(inputs=("models",))
     options = (

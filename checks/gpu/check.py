@@ -12,7 +12,7 @@ import importlib.util
 
 from decode_doctor.engine import Analysis, Check, Context, Finding, Needs, Option, SkipCheck
 from decode_doctor.engine.units import amount
-from decode_doctor.i18n import _
+from decode_doctor.i18n import N_, _
 
 from .board import nvidia_pci_devices, tegra_board
 from .codes import CODES, GPU015, GPU024, GPU030, RETIRED
@@ -41,7 +41,7 @@ class GpuStack(Check):
         " (GPU029), PyTorch's CUDA against the toolkit an extension build would use (GPU031); from pasted texts a wheel without the "
         "GPU's architecture (GPU025) and CUDA unavailable (GPU026)"
     )
-    description = "NVIDIA driver, CUDA, toolkit, PyTorch and cuDNN versions and whether they work together"
+    description = N_("NVIDIA driver, CUDA, toolkit, PyTorch and cuDNN versions and whether they work together")
     codes = CODES
     needs = Needs(platforms=("linux",))
     options = (

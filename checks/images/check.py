@@ -12,7 +12,7 @@ from typing import Any
 from decode_doctor.engine import Check, Context, Facts, Finding, FixRef, Needs, Option
 from decode_doctor.engine.units import amount, whole
 from decode_doctor.engine.workers import usable_cpus
-from decode_doctor.i18n import Said, _, ngettext
+from decode_doctor.i18n import N_, Said, _, ngettext
 
 from .codes import (
     BROKEN,
@@ -135,7 +135,9 @@ class Images(Check):
         "fix); modes and trailing data (info). Progress with files/s and an ETA on a terminal; `undo` puts every file back "
         "byte-identical"
     )
-    description = "every image under --images read by the loader that will read it (and for damage it reads past); bombs from the header"
+    description = N_(
+        "every image under --images read by the loader that will read it (and for damage it reads past); bombs from the header"
+    )
     codes = CODES
     needs = Needs(inputs=("images",))
     options = (

@@ -12,7 +12,7 @@ from typing import Any
 
 from decode_doctor.engine import Check, Code, CommandsParams, Context, EnvRow, Facts, Finding, FixableCode, FixRef, Needs, Option
 from decode_doctor.engine.units import human_bytes
-from decode_doctor.i18n import _
+from decode_doctor.i18n import N_, _
 
 from .codes import (
     ARTIFACT_CODES,
@@ -666,7 +666,7 @@ class ModelArtifacts(Check):
         "(cache blob names, `--local-dir` metadata), with a progress line. Fix (display-only, cache): the `huggingface-cli download` "
         "command for the damaged file. Facts: files, bytes, trained context, eos ids, chat template"
     )
-    description = "each --model's files are complete and its config, context, precision and tokenizer agree"
+    description = N_("each --model's files are complete and its config, context, precision and tokenizer agree")
     codes = ARTIFACT_CODES
     needs = Needs(inputs=("models",))
     options = (Option("--verify-hashes", "Read every model file whole and check it against the hash the hub gave (slow).", is_flag=True),)

@@ -9,7 +9,7 @@ from decode_doctor.checks.bandwidth.contract import BandwidthFacts
 from decode_doctor.checks.gpu.contract import GpuFacts
 from decode_doctor.engine import Check, Context, Finding, Needs, Option, Reads
 from decode_doctor.engine.units import amount, human_bytes, parse_rate, whole
-from decode_doctor.i18n import _
+from decode_doctor.i18n import N_, _
 
 from .artifacts import ArtifactsFacts
 from .budget import Device, compute_budget
@@ -68,7 +68,7 @@ class DecodeBudget(Check):
         "concurrency at that context) and the tokens/s ceiling from the bandwidth check's facts; which knob helps when it does not fit;"
         " malformed files are findings. Facts: each model's budget on each device, with a context sweep"
     )
-    description = "memory fit and decode tokens/s ceiling of each --model on this host"
+    description = N_("memory fit and decode tokens/s ceiling of each --model on this host")
     codes = BUDGET_CODES
     # Without the GPU's facts the budget would be the CPU's; without the bandwidth, no ceiling (unless
     # --bandwidth gives it); without the artifacts check, a model with no weights could "fit".

@@ -17,7 +17,7 @@ from typing import Any
 from decode_doctor.engine import Chart, Facts, HtmlBlock, Metric, Sample, Series
 from decode_doctor.engine.facts import values_dict
 from decode_doctor.engine.units import human_binary, human_bytes
-from decode_doctor.i18n import ngettext
+from decode_doctor.i18n import _, ngettext
 
 
 @dataclass
@@ -179,26 +179,49 @@ class ModelBudget:
             if budget.device not in self.judged:
                 continue
             if budget.tps_per_sequence:
-                ceiling = (
-                    f", ≤ {budget.tps_per_sequence:.1f} tok/s per sequence ({budget.bandwidth_gbps:.0f} GB/s {budget.bandwidth_source})"
+                ceiling = _(
+                    ", ≤ {tps:.1f} tok/s per sequence ({gbps:.0f} GB/s {source})",
+                    tps=budget.tps_per_sequence,
+                    gbps=budget.bandwidth_gbps,
+                    source=_(budget.bandwidth_source),
                 )
             else:
-                ceiling = ", ceiling unknown (no bandwidth)"
+                ceiling = _(", ceiling unknown (no bandwidth)")
             limits = ""
             if budget.max_concurrency is not None:
-                limits = f", at most {sequences(budget.max_concurrency)} at {budget.context:,} tokens"
-            parts.append(f"{budget.device}: {budget.fit} in {human_bytes(budget.capacity_bytes)}{ceiling}{limits}")
-        weights = f"{human_bytes(first.weights_bytes)} of weights" if first.weights_bytes is not None else "weights unknown"
+                most = sequences(budget.max_concurrency)
+                limits = _(", at most {sequences} at {context:,} tokens", sequences=most, context=budget.context)
+            parts.append(
+                _(
+                    "{device}: {fit} in {capacity}{ceiling}{limits}",
+                    device=budget.device,
+                    fit=_(budget.fit),
+                    capacity=human_bytes(budget.capacity_bytes),
+                    ceiling=ceiling,
+                    limits=limits,
+                )
+            )
+        weights = _("{size} of weights", size=human_bytes(first.weights_bytes)) if first.weights_bytes is not None else _("weights unknown")
         if model.format == "config-only" and first.weights_bytes is not None:
-            weights += " (from the config: no weight files)"
+            weights += _(" (from the config: no weight files)")
         read = first.read_bytes_per_step
-        per_step = f"reads {human_bytes(read - first.kv_bytes_total)} of weights per step" if read is not None else "reads unknown"
-        return (
-            f"{model.name} ({model.format}, {weights}, {per_step}): "
-            f"KV {human_binary(first.kv_bytes_per_token)}/token "
-            f"({first.kv_dtype}), {human_bytes(first.kv_bytes_total)} at {first.context:,} tokens × {first.concurrency}; "
-            + "; ".join(parts)
+        if read is not None:
+            per_step = _("reads {size} of weights per step", size=human_bytes(read - first.kv_bytes_total))
+        else:
+            per_step = _("reads unknown")
+        head = _(
+            "{model} ({format}, {weights}, {per_step}): KV {per_token}/token ({dtype}), {total} at {context:,} tokens × {concurrency}",
+            model=model.name,
+            format=_(model.format),
+            weights=weights,
+            per_step=per_step,
+            per_token=human_binary(first.kv_bytes_per_token),
+            dtype=first.kv_dtype,
+            total=human_bytes(first.kv_bytes_total),
+            context=first.context,
+            concurrency=first.concurrency,
         )
+        return head + _("; ") + _("; ").join(parts)
 
 
 @dataclass(frozen=True)
@@ -224,12 +247,17 @@ class BudgetFacts(Facts):
         for entry in self.models:
             for budget in entry.budgets:
                 points = tuple((row["context"], row["tps_per_sequence"]) for row in budget.sweep if row.get("tps_per_sequence"))
+                where = _("{model} on {device}", model=entry.model.name, device=budget.device)
                 if points:
-                    series.append(Series(f"{entry.model.name} on {budget.device}", points))
-                ceiling = f"≤ {budget.tps_per_sequence:.1f} tok/s per sequence" if budget.tps_per_sequence else "ceiling unknown"
-                rows.append((f"{entry.model.name} on {budget.device}", f"{budget.fit} ({human_bytes(budget.need_bytes)}), {ceiling}"))
-        chart = Chart("context length (tokens)", "tokens/s per sequence", tuple(series), log_x=True) if series else None
-        return [HtmlBlock("Decode budget", tuple(rows), chart)] if rows else []
+                    series.append(Series(where, points))
+                if budget.tps_per_sequence:
+                    ceiling = _("≤ {tps:.1f} tok/s per sequence", tps=budget.tps_per_sequence)
+                else:
+                    ceiling = _("ceiling unknown")
+                need = human_bytes(budget.need_bytes)
+                rows.append((where, _("{fit} ({need}), {ceiling}", fit=_(budget.fit), need=need, ceiling=ceiling)))
+        chart = Chart(_("context length (tokens)"), _("tokens/s per sequence"), tuple(series), log_x=True) if series else None
+        return [HtmlBlock(_("Decode budget"), tuple(rows), chart)] if rows else []
 
     def compared(self) -> dict[str, str | float]:
         return {

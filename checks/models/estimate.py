@@ -18,7 +18,7 @@ from decode_doctor.checks.bandwidth.contract import BandwidthFacts
 from decode_doctor.checks.gpu.contract import GpuFacts
 from decode_doctor.engine.facts import Facts
 from decode_doctor.engine.units import human_binary, human_bytes
-from decode_doctor.i18n import N_, _, said, shown, width
+from decode_doctor.i18n import N_, _, localized, said, width
 
 from . import bwcache, calibration, hardware, serve
 from .calibration import Calibration, Prediction
@@ -262,7 +262,7 @@ class Predicted:
 
     def rows(self) -> list[tuple[str, str]]:
         if self.calibration is None or self.at_start is None or self.at_context is None:
-            return [("predicted", _("none: {why}", why=shown(self.why_not)))]
+            return [("predicted", _("none: {why}", why=localized(self.why_not)))]
         start, end, cal = self.at_start, self.at_context, self.calibration
 
         def at(p: Prediction) -> str:
@@ -277,7 +277,10 @@ class Predicted:
             "±{spread:.0%} (the calibration's measured spread){beside}",
             start=at(start), end=at(end), depth=end.depth, spread=cal.spread, beside=beside,
         )  # fmt: skip
-        rows = [("predicted", predicted), ("calibration", _("{calibration}; rerun with --calibrate", calibration=shown(cal.describe())))]
+        rows = [
+            ("predicted", predicted),
+            ("calibration", _("{calibration}; rerun with --calibrate", calibration=localized(cal.describe()))),
+        ]
         if cal.contended:
             rows.append(("note", _("the calibration ran beside other work: its prediction is pessimistic, and it is not reused")))
         return rows
@@ -382,9 +385,9 @@ def _rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[st
     count = f"{plan.gpus} × " if plan.gpus > 1 else ""
     if plan.layout.pipeline > 1:
         count = _("{nodes} nodes × {tensor} × ", nodes=plan.layout.pipeline, tensor=plan.layout.tensor)
-    weights = shown(size.weights_source)
+    weights = localized(size.weights_source)
     if size.weights_bytes is not None:
-        weights = _("{size} from {source}", size=human_bytes(size.weights_bytes), source=shown(size.weights_source))
+        weights = _("{size} from {source}", size=human_bytes(size.weights_bytes), source=localized(size.weights_source))
     kv = _(
         "{per_token} per token before windows ({dtype}{kinds}){state}; {per_device} per device at {context:,} tokens × {concurrency}",
         per_token=human_binary(size.kv_bytes_per_token(plan.kv_dtype)), dtype=plan.kv_dtype, kinds=_by_kind(size, plan.kv_dtype),
@@ -414,7 +417,7 @@ def _rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[st
             _(
                 "{count}{device}: {memory}, {bandwidth}",
                 count=count,
-                device=shown(device.label),
+                device=localized(device.label),
                 memory=human_bytes(device.memory_bytes),
                 bandwidth=bandwidth,
             ),
@@ -453,9 +456,9 @@ def _rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[st
             )  # fmt: skip
             rows.append(("expected", expected))
     if plan.allreduce:
-        rows.append(("tensor parallel", shown(plan.allreduce)))
-    rows += [("knob", shown(knob)) for knob in plan.knobs]
-    rows += [("note", shown(note)) for note in [*size.notes, *device.notes, *plan.notes]]
+        rows.append(("tensor parallel", localized(plan.allreduce)))
+    rows += [("knob", localized(knob)) for knob in plan.knobs]
+    rows += [("note", localized(note)) for note in [*size.notes, *device.notes, *plan.notes]]
     return rows
 
 
@@ -513,6 +516,6 @@ def _text(
         why = _("the weights are unknown") if size.weights_bytes is None else _("the device's memory is unknown")
         out.append("\n" + _("no command lines: {why}, so the limits they would set are too", why=why))
     for command in lines:
-        out.append("\n" + _("{engine} ({version}):", engine=command.engine, version=shown(command.version)) + f"\n  {command.line}")
-        out.extend("  " + _("note: {note}", note=shown(note)) for note in command.notes)
+        out.append("\n" + _("{engine} ({version}):", engine=command.engine, version=localized(command.version)) + f"\n  {command.line}")
+        out.extend("  " + _("note: {note}", note=localized(note)) for note in command.notes)
     return "\n".join(out) + "\n"

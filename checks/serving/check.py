@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from decode_doctor.checks.models.contract import Budget, BudgetFacts, DecodePrediction
 from decode_doctor.engine import Analysis, Check, Context, Finding, Needs, Option, Reads, Severity
+from decode_doctor.i18n import N_
 
 from . import reading
 from .client import Endpoint
@@ -53,7 +54,7 @@ class Serving(Check):
         "a diagnosis needs is *not judged*. `analyze` reads the same from pasted vLLM, SGLang and llama-server logs and captured SSE "
         "streams, citing each line. Facts: the endpoint, the engine, every level's percentiles, the ceiling, the values read"
     )
-    description = "a running server: bench results judged against the ceiling, its own /metrics diagnosed"
+    description = N_("a running server: bench results judged against the ceiling, its own /metrics diagnosed")
     codes = CODES
     # the served model's ceiling on this host: the decode budget of its files, when they are given
     needs = Needs(inputs=("endpoint",), reads=(Reads(BudgetFacts, when_input="models"),))

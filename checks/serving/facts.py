@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from decode_doctor.engine import Chart, Facts, HtmlBlock, Metric, Sample, Series
-from decode_doctor.i18n import N_, _, ngettext, shown
+from decode_doctor.i18n import N_, _, localized, ngettext
 
 from .engines import Snapshot
 from .stats import Knee, LevelStats
@@ -193,8 +193,8 @@ class ServingFacts(Facts):
             predicted=ms(p.predicted_ms), low=ms(p.low_ms), high=ms(p.high_ms), engine=p.engine, version=p.engine_version, how=how,
             threads=p.threads, weights=p.weight_type, depth=p.depth, measured=ms(p.measured_ms), error=p.error,
         )  # fmt: skip
-        gaps = ["  " + _("gap: {cause}", cause=shown(cause)) for cause in p.causes]
-        return [line, *gaps, *(["  " + _("calibration {learned}", learned=shown(p.learned))] if p.learned else [])]
+        gaps = ["  " + _("gap: {cause}", cause=localized(cause)) for cause in p.causes]
+        return [line, *gaps, *(["  " + _("calibration {learned}", learned=localized(p.learned))] if p.learned else [])]
 
     def reading(self) -> list[tuple[str, str]]:
         """The server's own metrics as read: alone, or during a bench run."""
@@ -272,8 +272,11 @@ class ServingFacts(Facts):
 
     def html(self) -> list[HtmlBlock]:
         reading = self.reading()
-        title = f"What the {self.origin} says" if self.origin else f"The server's own metrics ({self.after.engine if self.after else ''})"
-        rows = tuple(reading) + tuple(("", note) for note in self.pasted)
+        if self.origin:
+            title = _("What the {origin} says", origin=self.origin)
+        else:
+            title = _("The server's own metrics ({engine})", engine=self.after.engine if self.after else "")
+        rows = tuple((_(name), value) for name, value in reading) + tuple(("", note) for note in self.pasted)
         server = [HtmlBlock(title, rows)] if rows else []
         return self._bench_html() + server
 
@@ -287,24 +290,35 @@ class ServingFacts(Facts):
             points = tuple((float(lv.concurrency), getattr(lv, metric).at(q)) for lv in levels if getattr(lv, metric))
             return Series(label, points)
 
-        ttft_chart = Chart("concurrency", "TTFT (ms)", (series("TTFT p50", "ttft", 50), series("TTFT p95", "ttft", 95)), log_x=True)
+        concurrency = _("concurrency")
+        ttft_chart = Chart(concurrency, "TTFT (ms)", (series("TTFT p50", "ttft", 50), series("TTFT p95", "ttft", 95)), log_x=True)
         tpot_series = [series("TPOT p50", "tpot", 50), series("TPOT p95", "tpot", 95), series("TPOT p99", "tpot", 99)]
         if self.ceiling:
             floor = 1000 / self.ceiling.tokens_per_s
             xs = [float(lv.concurrency) for lv in levels]
-            tpot_series.append(Series(f"ceiling ({floor:.2f} ms/token at concurrency 1)", ((min(xs), floor), (max(xs), floor))))
-        tpot_chart = Chart("concurrency", "TPOT (ms)", tuple(tpot_series), log_x=True)
+            line = Series(_("ceiling ({ms:.2f} ms/token at concurrency 1)", ms=floor), ((min(xs), floor), (max(xs), floor)))
+            tpot_series.append(line)
+        tpot_chart = Chart(concurrency, "TPOT (ms)", tuple(tpot_series), log_x=True)
         rows = tuple(
             (
-                f"concurrency {lv.concurrency}",
-                f"{lv.ok}/{lv.attempted} ok, TTFT p95 {ms(lv.ttft.p95 if lv.ttft else None)}, "
-                f"TPOT p95 {ms(lv.tpot.p95 if lv.tpot else None)}, {lv.output_tokens_per_s:,.1f} tok/s",
+                _("concurrency {concurrency}", concurrency=lv.concurrency),
+                _(
+                    "{ok}/{attempted} ok, TTFT p95 {ttft}, TPOT p95 {tpot}, {tps:,.1f} tok/s",
+                    ok=lv.ok,
+                    attempted=lv.attempted,
+                    ttft=ms(lv.ttft.p95 if lv.ttft else None),
+                    tpot=ms(lv.tpot.p95 if lv.tpot else None),
+                    tps=lv.output_tokens_per_s,
+                ),
             )
             for lv in levels
         )
         ceiling = self._ceiling_line()
-        extra = ((("ceiling", ceiling),) if ceiling else ()) + (("prompts", bench.prompts.description),)
-        return [HtmlBlock("Live decode: TTFT", rows + extra, ttft_chart), HtmlBlock("Live decode: TPOT", (), tpot_chart)]
+        extra = (((_("ceiling"), ceiling),) if ceiling else ()) + ((_("prompts"), bench.prompts.description),)
+        return [
+            HtmlBlock(_("Live decode: TTFT"), rows + extra, ttft_chart),
+            HtmlBlock(_("Live decode: TPOT"), (), tpot_chart),
+        ]
 
     def metrics(self) -> list[Metric]:
         if self.bench is None:

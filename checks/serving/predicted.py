@@ -10,7 +10,7 @@ import time
 
 from decode_doctor.checks.bandwidth.contract import CONTENDED_CORES, CONTENDED_STEAL
 from decode_doctor.checks.models.contract import DecodePrediction, LiveDecode
-from decode_doctor.i18n import _, ngettext, said, shown
+from decode_doctor.i18n import _, localized, ngettext, said
 
 from .codes import LIV010
 from .diagnosis import Verdict
@@ -134,6 +134,7 @@ def _causes(predicted: DecodePrediction, measured_s: float, error: float, load: 
 def prediction_verdicts(check: PredictionCheck | None) -> list[Verdict]:
     if check is None or abs(check.error) <= GAP:
         return []
+    causes = _("; ").join(localized(cause) for cause in check.causes)
     message = ngettext(
         "decode at concurrency 1: TPOT p50 {measured} against {predicted} predicted by this host's calibration ({engine} {version}, "
         "{threads} thread(s), {weights}), {error:+.0%}. Cause: {causes}.",
@@ -141,7 +142,7 @@ def prediction_verdicts(check: PredictionCheck | None) -> list[Verdict]:
         "{threads} thread(s), {weights}), {error:+.0%}. Causes: {causes}.",
         len(check.causes),
         measured=ms(check.measured_ms), predicted=ms(check.predicted_ms), engine=check.engine, version=check.engine_version,
-        threads=check.threads, weights=check.weight_type, error=check.error, causes=_("; ").join(shown(cause) for cause in check.causes),
+        threads=check.threads, weights=check.weight_type, error=check.error, causes=causes,
     )  # fmt: skip
     evidence = {
         "predicted_ms": round(check.predicted_ms, 4),

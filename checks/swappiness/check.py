@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from decode_doctor.engine import Check, Context, EnvRow, Facts, Finding, FixRef, Metric, Needs, Sample
-from decode_doctor.i18n import _
+from decode_doctor.i18n import N_, _
 
 from .codes import CODES, RETIRED, SWAP001, SWAP003, SWAP004, TARGET, THRESHOLD, SwappinessParams
 from .sysctl import SWAPPINESS, effective_conf_name, persistent_setting, proc_sys_read_only
@@ -73,7 +73,7 @@ class Swappiness(Check):
         "`vm.swappiness` against the swap configured, now and at boot (sysctl.d order); read-only `/proc/sys` in containers. Facts: the"
         " value, the swap, the boot-time setting"
     )
-    description = "vm.swappiness against the swap configured, now and at boot"
+    description = N_("vm.swappiness against the swap configured, now and at boot")
     codes = CODES
     needs = Needs(platforms=("linux",))
     timeout_s = 5.0

@@ -14,7 +14,7 @@ from ..engine.findings import Applicability, Finding
 from ..engine.paths import default_state_dir
 from ..fixes.actions import FixPlan
 from ..fixes.journal import LockBusy, apply_plans, note
-from ..i18n import N_, _
+from ..i18n import N_, _, localized
 from .requests import Dialogue, FixRequest
 from .service import Outcome, recheck
 
@@ -102,7 +102,7 @@ def fix(outcome: Outcome, request: FixRequest, dialogue: Dialogue) -> Outcome:
         dialogue.say(_("Not applying: {why}. Try again when it has finished.", why=exc))
         return outcome
     for item in result.outcomes:
-        dialogue.say(f"{item.code}: {item.shown}: {_(item.status) if item.status in STATUS_WORDS else item.status}")
+        dialogue.say(f"{item.code}: {item.shown}: {localized(item.status)}")
     undo_hint = f"decode-doctor undo {result.run_id}"
     if request.state_dir != default_state_dir():
         undo_hint += f" --state-dir {request.state_dir}"

@@ -52,7 +52,8 @@ def list_checks(fmt: str) -> None:
     for row in rows:
         extra = ", ".join(row["needs"] + ([_("runs alone")] if row["exclusive"] else []))
         origin = "" if row["origin"] == "builtin" else f" [{row['origin']}]"
-        click.echo(f"{row['check']}: {row['description']}" + (f" ({extra})" if extra else "") + origin)
+        described = _("{check}: {description}", check=row["check"], description=_(row["description"]))
+        click.echo(described + (_(" ({needs})", needs=extra) if extra else "") + origin)
         for code in row["codes"]:
             label = ""
             if code["fix"]:

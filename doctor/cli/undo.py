@@ -8,7 +8,7 @@ import click
 
 from ..app.guard import guarded
 from ..app.output import shown
-from ..i18n import N_, _
+from ..i18n import N_, _, localized
 from .common import CONTEXT
 
 
@@ -30,7 +30,7 @@ def undo(run_id: str | None, state_dir: Path | None, list_only: bool, force: boo
     guarded(False, lambda: _undo(run_id, state_dir or default_state_dir(), given, list_only, force))
 
 
-RUN_STATES = (N_("applied"), N_("interrupted"), N_("undone"), N_("nothing applied"), N_("restored"))
+RUN_STATES = (N_("applied"), N_("interrupted"), N_("undone"), N_("nothing applied"), N_("restored"), N_("original"))
 
 
 def _undo(run_id: str | None, state_dir: Path, given: bool, list_only: bool, force: bool) -> int:
@@ -48,7 +48,7 @@ def _undo(run_id: str | None, state_dir: Path, given: bool, list_only: bool, for
             click.echo(_("No fix runs in {path}.", path=state_dir))
         for run in runs:
             actions = _("{count} action(s)", count=run.actions)
-            status = _(run.status) if run.status in RUN_STATES else run.status
+            status = localized(run.status)
             click.echo(shown(f"{run.run_id}  {run.started}  {actions}  {status}  {' '.join(run.argv)}"))
         return 0
     try:
@@ -58,7 +58,7 @@ def _undo(run_id: str | None, state_dir: Path, given: bool, list_only: bool, for
         return 2
     click.echo(_("Undo of fix run {run}:", run=result.run_id))
     for target, status in result.outcomes:
-        click.echo(shown(f"    {target}: {_(status) if status in RUN_STATES else status}"))
+        click.echo(shown(f"    {target}: {localized(status)}"))
     if result.conflicts:
         click.echo(
             _(

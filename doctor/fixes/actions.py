@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..engine.findings import Finding
-from ..i18n import _
+from ..i18n import _, said
 from .atomic import (
     TEMP_SUFFIX,
     UnsafeTarget,
@@ -140,9 +140,9 @@ class ReplaceFile(Action):
 
     def intent(self) -> Record:
         if self.path.is_symlink() or (self.path.exists() and not self.path.is_file()):
-            raise UnsafeTarget(f"{self.path} is not a regular file; refusing to replace it")
+            raise UnsafeTarget(said("{path} is not a regular file; refusing to replace it", path=self.path))
         if self.expected_sha256 is not None and sha256_file(self.path) != self.expected_sha256:
-            raise UnsafeTarget(f"{self.shown} changed since it was checked; run the check again")
+            raise UnsafeTarget(said("{shown} changed since it was checked; run the check again", shown=self.shown))
         if self.within is not None:
             os.close(open_dir_within(self.within, self.path.parent))  # refused now rather than mid-run
         top = existing_ancestor(self.path.parent)
@@ -177,7 +177,7 @@ class ReplaceFile(Action):
         if current == record["sha256_before"]:
             return "original"
         if current != record["sha256_after"] and not force:
-            return f"conflict: {record['shown']} changed after the fix; left as it is"
+            return said("conflict: {file} changed after the fix; left as it is", file=record["shown"])
         if record["existed"] and record.get("within"):
             with dir_within(Path(record["within"]), path.parent) as fd:
                 atomic_write_at(fd, path.name, (run_dir / record["backup"]).read_bytes(), mode=record["mode"])
@@ -234,7 +234,7 @@ class WriteTunable(Action):
 
     def intent(self) -> Record:
         if self.path.is_symlink():
-            raise UnsafeTarget(f"{self.path} is a symbolic link; refusing to write through it")
+            raise UnsafeTarget(said("{path} is a symbolic link; refusing to write through it", path=self.path))
         before = self.path.read_bytes()
         return {
             "path": str(self.path),
@@ -257,7 +257,9 @@ class WriteTunable(Action):
         if sha256_bytes(current) == record["sha256_before"] or current.strip() == record["before"].strip().encode():
             return "original"
         if current.decode("ascii", errors="replace").strip() != str(record["after"]).strip() and not force:
-            return f"conflict: {record['shown']} is now {current.strip().decode(errors='replace')}; left as it is"
+            return said(
+                "conflict: {record} is now {value}; left as it is", record=record["shown"], value=current.strip().decode(errors="replace")
+            )
         backup = run_dir / record["backup"]
         original = backup.read_bytes() if backup.exists() else record["before"].encode()
         write_in_place(path, original)
@@ -275,15 +277,15 @@ def move_file(src: Path, dst: Path, expected_sha256: str | None = None, *, src_d
         dst.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.stat(d, dir_fd=dst_dir, follow_symlinks=False)
-        raise UnsafeTarget(f"{dst} already exists; refusing to overwrite it")
+        raise UnsafeTarget(said("{dst} already exists; refusing to overwrite it", dst=dst))
     except FileNotFoundError:
         pass
     try:
         source = os.stat(s, dir_fd=src_dir, follow_symlinks=False)
     except FileNotFoundError:
-        raise UnsafeTarget(f"{src} is gone (moved by another run?); nothing was moved") from None
+        raise UnsafeTarget(said("{src} is gone (moved by another run?); nothing was moved", src=src)) from None
     if not stat.S_ISREG(source.st_mode):
-        raise UnsafeTarget(f"{src} is not a regular file now; refusing to move it")
+        raise UnsafeTarget(said("{src} is not a regular file now; refusing to move it", src=src))
     target_dev = os.fstat(dst_dir).st_dev if dst_dir is not None else existing_ancestor(dst.parent).stat().st_dev
 
     def sync(fd: int | None, directory: Path) -> None:
@@ -296,9 +298,9 @@ def move_file(src: Path, dst: Path, expected_sha256: str | None = None, *, src_d
         try:  # a link never replaces what another run put at dst meanwhile (a rename would)
             os.link(s, d, src_dir_fd=src_dir, dst_dir_fd=dst_dir, follow_symlinks=False)
         except FileExistsError:
-            raise UnsafeTarget(f"{dst} already exists; refusing to overwrite it") from None
+            raise UnsafeTarget(said("{dst} already exists; refusing to overwrite it", dst=dst)) from None
         except FileNotFoundError:
-            raise UnsafeTarget(f"{src} is gone (moved by another run?); nothing was moved") from None
+            raise UnsafeTarget(said("{src} is gone (moved by another run?); nothing was moved", src=src)) from None
         sync(dst_dir, dst.parent)
         os.unlink(s, dir_fd=src_dir)
         sync(src_dir, src.parent)
@@ -308,7 +310,7 @@ def move_file(src: Path, dst: Path, expected_sha256: str | None = None, *, src_d
         data = handle.read()
     digest = sha256_bytes(data)
     if expected_sha256 and digest != expected_sha256:
-        raise UnsafeTarget(f"{src} changed since it was checked")
+        raise UnsafeTarget(said("{src} changed since it was checked", src=src))
     tmp = f".{dst.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
     tmp_path = tmp if dst_dir is not None else str(dst.parent / tmp)
     out = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dst_dir)
@@ -321,12 +323,12 @@ def move_file(src: Path, dst: Path, expected_sha256: str | None = None, *, src_d
         check = os.open(tmp_path, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dst_dir)
         with os.fdopen(check, "rb") as handle:
             if sha256_bytes(handle.read()) != digest:
-                raise OSError(f"the copy of {src} in {dst.parent} does not match the original")
+                raise OSError(said("the copy of {src} in {parent} does not match the original", src=src, parent=dst.parent))
         os.link(tmp_path, d, src_dir_fd=dst_dir, dst_dir_fd=dst_dir, follow_symlinks=False)  # fails if dst appeared
         os.unlink(tmp_path, dir_fd=dst_dir)
     except FileExistsError:
         os.unlink(tmp_path, dir_fd=dst_dir)
-        raise UnsafeTarget(f"{dst} already exists; refusing to overwrite it") from None
+        raise UnsafeTarget(said("{dst} already exists; refusing to overwrite it", dst=dst)) from None
     except BaseException:
         try:
             os.unlink(tmp_path, dir_fd=dst_dir)
@@ -389,12 +391,12 @@ class MoveFile(Action):
 
     def intent(self) -> Record:
         if self.path.is_symlink() or not self.path.is_file():
-            raise UnsafeTarget(f"{self.path} is not a regular file; refusing to move it")
+            raise UnsafeTarget(said("{path} is not a regular file; refusing to move it", path=self.path))
         digest = sha256_file(self.path)
         if self.expected_sha256 and digest != self.expected_sha256:
-            raise UnsafeTarget(f"{self.path} changed since it was checked; run the check again")
+            raise UnsafeTarget(said("{path} changed since it was checked; run the check again", path=self.path))
         if self.destination.exists():
-            raise UnsafeTarget(f"{self.destination} already exists; refusing to overwrite it")
+            raise UnsafeTarget(said("{destination} already exists; refusing to overwrite it", destination=self.destination))
         if self.within is not None:
             os.close(open_dir_within(self.within, self.path.parent))
         top = existing_ancestor(self.destination.parent)
@@ -415,7 +417,7 @@ class MoveFile(Action):
         """Nothing is overwritten: the file itself is what moves. The manifest is written here,
         before the move, so a quarantined file is never without its record."""
         if not self.path.is_file():
-            raise UnsafeTarget(f"{self.path} is gone (moved by another run?); nothing was moved")
+            raise UnsafeTarget(said("{path} is gone (moved by another run?); nothing was moved", path=self.path))
         if self.manifest is None:
             return
         _append_manifest(
@@ -443,17 +445,17 @@ class MoveFile(Action):
         here, there = src.is_file(), dst.is_file()
         if here and not there:  # never moved (killed before the move, or the move was refused)
             withdrawn = MoveFile.withdraw(record)
-            return "original" + (f" ({withdrawn})" if withdrawn else "")
+            return said("original ({withdrawn})", withdrawn=withdrawn) if withdrawn else "original"
         if here and there:  # killed between the copy and the delete of a cross-filesystem move
             if sha256_file(dst) == record["sha256"] == sha256_file(src):
                 dst.unlink()
                 withdrawn = MoveFile.withdraw(record)
-                return "restored" + (f" ({withdrawn})" if withdrawn else "")
-            return f"conflict: both {src} and {dst} exist and differ; left as they are"
+                return said("restored ({withdrawn})", withdrawn=withdrawn) if withdrawn else "restored"
+            return said("conflict: both {src} and {dst} exist and differ; left as they are", src=src, dst=dst)
         if not there:
-            return f"conflict: {dst} is gone; cannot restore {src}"
+            return said("conflict: {dst} is gone; cannot restore {src}", dst=dst, src=src)
         if sha256_file(dst) != record["sha256"] and not force:
-            return f"conflict: {dst} changed after the move; left as it is"
+            return said("conflict: {dst} changed after the move; left as it is", dst=dst)
         if record.get("within"):
             with dir_within(Path(record["within"]), src.parent) as fd:
                 move_file(dst, src, dst_dir=fd)
@@ -491,9 +493,9 @@ class MoveFile(Action):
         if not rest and not record.get("manifest_existed", True):
             manifest.unlink(missing_ok=True)
             _tidy_quarantine(record)
-            return f"its line in {manifest.name} withdrawn, and the manifest removed: nothing was moved"
+            return said("its line in {file} withdrawn, and the manifest removed: nothing was moved", file=manifest.name)
         atomic_write(manifest, "".join(rest).encode("utf-8"), mode=0o644)
-        return f"its line in {manifest.name} withdrawn: this run's move never happened"
+        return said("its line in {file} withdrawn: this run's move never happened", file=manifest.name)
 
 
 def _entry(line: str) -> Record | None:
@@ -549,7 +551,7 @@ class ShowCommands(Action):
         return True
 
     def intent(self) -> Record:
-        raise UnsafeTarget("a display-only fix is never applied by decode-doctor")
+        raise UnsafeTarget(said("a display-only fix is never applied by decode-doctor"))
 
 
 ACTION_KINDS: dict[str, type[Action]] = {cls.kind: cls for cls in (ReplaceFile, WriteTunable, MoveFile)}

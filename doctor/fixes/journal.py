@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..i18n import reason, said
 from .actions import ACTION_KINDS, FixPlan
 from .atomic import TEMP_SUFFIX, UnsafeTarget, fsync_dir, leftover_temps
 
@@ -163,7 +164,11 @@ def apply_plans(plans: Sequence[FixPlan], state_dir: Path, meta: dict[str, Any],
                     for earlier in reversed(done_in_plan + this):
                         status = ACTION_KINDS[earlier["kind"]].undo(earlier, run_dir)
                         journal.append({"type": "undo", "seq": earlier["seq"], "result": status})
-                    result.outcomes.append(ActionOutcome(plan.finding.code, getattr(action, "shown", str(action.path)), f"failed: {exc}"))
+                    result.outcomes.append(
+                        ActionOutcome(
+                            plan.finding.code, getattr(action, "shown", str(action.path)), said("failed: {error}", error=reason(exc))
+                        )
+                    )
                     break
                 done_in_plan.append(record)
                 result.outcomes.append(ActionOutcome(plan.finding.code, record.get("shown", str(action.path)), "applied"))
@@ -196,7 +201,7 @@ def run_info(run_dir: Path) -> RunInfo:
     elif undos:  # an undo ran and left conflicts: the latest result of each step counts
         latest = {r.get("seq"): str(r.get("result", "")) for r in undos}
         restored = sum(1 for result in latest.values() if not result.startswith("conflict"))
-        status = f"partly undone ({restored} of {len(intents)} restored)"
+        status = said("partly undone ({restored} of {count} restored)", restored=restored, count=len(intents))
     elif not intents:
         status = "nothing applied"
     elif "finished" in types:
@@ -239,12 +244,12 @@ def undo_run(state_dir: Path, run_id: str | None = None, force: bool = False) ->
         for record in reversed([r for r in records if r.get("type") == "intent"]):
             kind = ACTION_KINDS.get(record["kind"])
             if kind is None:
-                outcomes.append((record.get("shown", "?"), f"conflict: unknown action kind {record['kind']!r}"))
+                outcomes.append((record.get("shown", "?"), said("conflict: unknown action kind {kind}", kind=repr(record["kind"]))))
                 continue
             try:
                 status = kind.undo(record, run_dir, force)
             except Exception as exc:  # keep going: undo what can be undone, report the rest
-                status = f"conflict: {type(exc).__name__}: {exc}"
+                status = said("conflict: {kind}: {error}", kind=type(exc).__name__, error=reason(exc))
             journal.append({"type": "undo", "seq": record["seq"], "result": status})
             outcomes.append((record.get("shown", record.get("path", "?")), status))
             for leftover in _leftovers(record):  # a fix killed inside an atomic write

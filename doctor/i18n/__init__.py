@@ -146,7 +146,7 @@ class _Joined(Said):
         return joined, (self.message, self.items)
 
     def text(self) -> str:
-        return _(self.message).join(shown(item) for item in self.items)
+        return _(self.message).join(localized(item) for item in self.items)
 
 
 def joined(separator: str, items: Iterable[str]) -> Said:
@@ -159,7 +159,7 @@ def reason(exc: BaseException) -> str:
     return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Said) else str(exc)
 
 
-def shown(text: str) -> str:
+def localized(text: str) -> str:
     """A text as the user reads it: a Said in their language, a message marked with N_ translated."""
     return text.text() if isinstance(text, Said) else _(text)
 

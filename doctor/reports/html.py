@@ -99,7 +99,8 @@ def svg_chart(chart: Chart, width: int = 720, height: int = 320) -> str:
         return top + (1 - y / y1) * (plot_height - top - bottom)
 
     base = py(0)
-    parts = [f'<svg width="{width}" height="{height}" role="img" aria-label="{_e(chart.y_label)} against {_e(chart.x_label)}">']
+    label = _("{y} against {x}", y=chart.y_label, x=chart.x_label)
+    parts = [f'<svg width="{width}" height="{height}" role="img" aria-label="{_e(label)}">']
     parts.append(f'<line x1="{left}" y1="{base:.1f}" x2="{width - right}" y2="{base:.1f}" stroke="#888"/>')
     parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{base:.1f}" stroke="#888"/>')
     for x in sorted(set(xs)):
