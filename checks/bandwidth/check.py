@@ -70,7 +70,7 @@ class Bandwidth(Check):
         Option(
             "--threads",
             "Threads the CPU bandwidth probe reads with [default: one per usable CPU].",
-            type=whole(1, 4096, "a number of threads"),
+            type=whole(1, 4096, N_("a number of threads")),
             metavar="N",
         ),
     )

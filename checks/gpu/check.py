@@ -49,7 +49,7 @@ class GpuStack(Check):
         Option(
             "--nvidia-smi-timeout",
             "Seconds nvidia-smi may take before it counts as hung [default: 15].",
-            type=amount(0.0, 3600.0, "seconds"),
+            type=amount(0.0, 3600.0, N_("seconds")),
             metavar="SECONDS",
         ),
     )

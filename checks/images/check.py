@@ -163,10 +163,10 @@ class Images(Check):
         Option(
             "--image-timeout",
             f"Seconds one image may take to decode [default: {FILE_TIMEOUT_S:g}].",
-            type=amount(0.0, 3600.0, "seconds"),
+            type=amount(0.0, 3600.0, N_("seconds")),
             metavar="SECONDS",
         ),
-        Option("--jobs", "Decoding processes [default: one per usable CPU].", type=whole(1, 256, "a number of processes"), metavar="N"),
+        Option("--jobs", "Decoding processes [default: one per usable CPU].", type=whole(1, 256, N_("a number of processes")), metavar="N"),
     )
     timeout_s = 7 * 24 * 3600.0  # a dataset of millions takes hours; --timeout caps it
     facts_type = ImagesFacts

@@ -78,13 +78,13 @@ class DecodeBudget(Check):
         Option(
             "--context",
             "Context length to budget for [default: 4096, or the model's maximum if lower].",
-            type=whole(1, 1 << 24, "a number of tokens"),
+            type=whole(1, 1 << 24, N_("a number of tokens")),
             metavar="TOKENS",
         ),
         Option(
             "--concurrency",
             "Sequences decoded at once [default: 1].",
-            type=whole(1, 1 << 20, "a number of sequences"),
+            type=whole(1, 1 << 20, N_("a number of sequences")),
             default=1,
             metavar="N",
         ),
@@ -92,7 +92,7 @@ class DecodeBudget(Check):
         Option(
             "--target-tps",
             "Tokens/s per sequence the deployment needs; below it is a warning.",
-            type=amount(0.0, 1e7, "tokens/s"),
+            type=amount(0.0, 1e7, N_("tokens/s")),
             metavar="TOKENS/S",
         ),
         Option("--bandwidth", "Memory bandwidth to budget with instead of the measured one: 900GB/s, 3.35TB/s, or GB/s.", type=parse_rate),

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ..i18n import N_, _
+from ..i18n import N_, _, localized
 from .common import CONTEXT
 
 INPUT_FLAGS = {"models": "--model", "images": "--images", "endpoint": "--endpoint"}  # Needs.inputs → the flag
@@ -61,7 +61,7 @@ def list_checks(fmt: str) -> None:
             severity = ljust(_(SEVERITY_WORDS.get(code["severity"], code["severity"])), 8)
             click.echo(f"    {code['code']:<9} {severity} {explanation(code['code'], 'title', code['title'])}{label}")
     for error in registry.errors:
-        click.echo(_("could not load: {error}", error=error), err=True)
+        click.echo(_("could not load: {error}", error=localized(error)), err=True)
 
 
 @click.command(context_settings=CONTEXT)

@@ -13,6 +13,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
+from ..i18n import _
 from .findings import FAIL_ON_LEVELS, Finding
 
 KNOWN_KEYS = {"select", "ignore", "fail-on", "timeout"}
@@ -35,15 +36,28 @@ class Config:
 def _parse(table: dict[str, Any], source: str) -> Config:
     unknown = set(table) - KNOWN_KEYS
     if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(KNOWN_KEYS))}")
+        raise ConfigError(
+            _(
+                "{source}: unknown key(s) {unknown}; known: {known}",
+                source=source,
+                unknown=", ".join(sorted(unknown)),
+                known=", ".join(sorted(KNOWN_KEYS)),
+            )
+        )
     config = Config(source=source)
     select = table.get("select", [])
     if not isinstance(select, list) or not all(isinstance(s, str) for s in select):
-        raise ConfigError(f"{source}: select must be a list of codes or check names")
+        raise ConfigError(_("{source}: select must be a list of codes or check names", source=source))
     config.select = select
     ignore = table.get("ignore", [])
     if not isinstance(ignore, list):
-        raise ConfigError(f'{source}: ignore must be a list of codes or {{code = "…", reason = "…"}} tables, not {ignore!r:.40}')
+        raise ConfigError(
+            _(
+                '{source}: ignore must be a list of codes or {{code = "…", reason = "…"}} tables, not {ignore:.40}',
+                source=source,
+                ignore=repr(ignore),
+            )
+        )
     for item in ignore:
         if isinstance(item, str):
             config.ignore.append(item)
@@ -52,14 +66,16 @@ def _parse(table: dict[str, Any], source: str) -> Config:
             if item.get("reason"):
                 config.reasons[item["code"]] = str(item["reason"])
         else:
-            raise ConfigError(f'{source}: ignore items are codes or {{code = "…", reason = "…"}} tables, not {item!r:.40}')
+            raise ConfigError(
+                _('{source}: ignore items are codes or {{code = "…", reason = "…"}} tables, not {item:.40}', source=source, item=repr(item))
+            )
     fail_on = table.get("fail-on")
     if fail_on is not None and (not isinstance(fail_on, str) or fail_on not in FAIL_ON_LEVELS):
-        raise ConfigError(f"{source}: fail-on must be one of {', '.join(FAIL_ON_LEVELS)}")
+        raise ConfigError(_("{source}: fail-on must be one of {levels}", source=source, levels=", ".join(FAIL_ON_LEVELS)))
     config.fail_on = fail_on
     timeout = table.get("timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 7 * 86400):
-        raise ConfigError(f"{source}: timeout must be a number of seconds above 0 and at most a week")
+        raise ConfigError(_("{source}: timeout must be a number of seconds above 0 and at most a week", source=source))
     config.timeout = float(timeout) if timeout is not None else None
     return config
 
@@ -69,19 +85,19 @@ def _read_toml(path: Path) -> dict[str, Any]:
         with open(path, "rb") as handle:
             return tomllib.load(handle)
     except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+        raise ConfigError(_("cannot read {path}: {strerror}", path=path, strerror=exc.strerror)) from None
     except (ValueError, RecursionError) as exc:  # TOMLDecodeError, not UTF-8, a 5,000-digit number
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+        raise ConfigError(_("{path} is not valid TOML: {exc}", path=path, exc=exc)) from None
 
 
 def _table(data: dict[str, Any], source: str) -> dict[str, Any]:
     if "tool" in data:
         tool = data["tool"]
         if not isinstance(tool, dict) or "decode-doctor" not in tool:
-            raise ConfigError(f"{source} has no [tool.decode-doctor] table")
+            raise ConfigError(_("{source} has no [tool.decode-doctor] table", source=source))
         data = tool["decode-doctor"]
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: [tool.decode-doctor] must be a table, not {type(data).__name__}")
+        raise ConfigError(_("{source}: [tool.decode-doctor] must be a table, not {name}", source=source, name=type(data).__name__))
     return data
 
 

@@ -23,6 +23,7 @@ from importlib import metadata
 from types import ModuleType
 from typing import Any, TypeVar
 
+from ..i18n import joined, said
 from .check import Check
 from .facts import Facts
 from .findings import Applicability, Code, Finding, FixableCode, FixParams
@@ -99,14 +100,22 @@ def _discover(package: str, group: str, base: type[T], errors: list[str]) -> lis
                 if not sub.name.startswith("_") and sub.name != "commands":
                     importlib.import_module(f"{name}.{sub.name}")
         except Exception as exc:  # a broken module must not take the CLI down
-            errors.append(f"{name}: {type(exc).__name__}: {exc}")
+            errors.append(said("{module}: {kind}: {error}", module=name, kind=type(exc).__name__, error=str(exc)))
             continue
         found.extend((cls, "builtin") for cls in _defined_in(module, base))
     for entry in metadata.entry_points(group=group):
         try:
             obj: Any = entry.load()
         except Exception as exc:
-            errors.append(f"plugin {entry.name} ({entry.value}): {type(exc).__name__}: {exc}")
+            errors.append(
+                said(
+                    "plugin {plugin} ({value}): {kind}: {error}",
+                    plugin=entry.name,
+                    value=entry.value,
+                    kind=type(exc).__name__,
+                    error=str(exc),
+                )
+            )
             continue
         origin = f"plugin {entry.dist.name if entry.dist else entry.value}"
         classes = _defined_in(obj, base) if inspect.ismodule(obj) else [obj]
@@ -114,7 +123,7 @@ def _discover(package: str, group: str, base: type[T], errors: list[str]) -> lis
             if inspect.isclass(cls) and issubclass(cls, base):
                 found.append((cls, origin))
             else:
-                errors.append(f"plugin {entry.name}: {cls!r} is not a {base.__name__} subclass")
+                errors.append(said("plugin {plugin}: {cls} is not a {base} subclass", plugin=entry.name, cls=repr(cls), base=base.__name__))
     return found
 
 
@@ -124,15 +133,38 @@ def _add_checks(registry: Registry, found: list[tuple[type[Check], str]]) -> Non
     for cls, origin in found:
         name = cls.name
         if name in registry.checks:
-            registry.errors.append(f"{origin}: check name {name!r} already taken by {registry.origins['check:' + name]}")
+            registry.errors.append(
+                said(
+                    "{origin}: check name {name} already taken by {origins}",
+                    origin=origin,
+                    name=repr(name),
+                    origins=registry.origins["check:" + name],
+                )
+            )
             continue
-        clashes = [f"code {c.code} already belongs to {code_owner[c.code]!r}" for c in cls.codes if c.code in code_owner]
-        clashes += [f"option {o.flag} already belongs to {flag_owner[o.flag]!r}" for o in cls.options if o.flag in flag_owner]
+        clashes: list[str] = [
+            said("code {code} already belongs to {code_owner}", code=c.code, code_owner=repr(code_owner[c.code]))
+            for c in cls.codes
+            if c.code in code_owner
+        ]
+        clashes += [
+            said("option {flag} already belongs to {flag_owner}", flag=o.flag, flag_owner=repr(flag_owner[o.flag]))
+            for o in cls.options
+            if o.flag in flag_owner
+        ]
         clashes += _code_problems(cls)
         if cls.facts_type is not None and cls.facts_type in registry.publishers:
-            clashes.append(f"its facts {cls.facts_type.__name__} are already published by {registry.publishers[cls.facts_type]!r}")
+            clashes.append(
+                said(
+                    "its facts {name} are already published by {publishers}",
+                    name=cls.facts_type.__name__,
+                    publishers=repr(registry.publishers[cls.facts_type]),
+                )
+            )
         if clashes:
-            registry.errors.append(f"check {name!r} ({origin}) not loaded: {'; '.join(clashes)}")
+            registry.errors.append(
+                said("check {name} ({origin}) not loaded: {clashes}", name=repr(name), origin=origin, clashes=joined("; ", clashes))
+            )
             continue
         registry.checks[name] = cls
         registry.origins["check:" + name] = origin
@@ -143,20 +175,26 @@ def _add_checks(registry: Registry, found: list[tuple[type[Check], str]]) -> Non
     for name, cls in list(registry.checks.items()):
         unpublished = [r.facts.__name__ for r in cls.needs.reads if r.facts not in registry.publishers]
         if unpublished:
-            registry.errors.append(f"check {name!r} not loaded: it reads {', '.join(unpublished)}, which no check publishes")
+            registry.errors.append(
+                said(
+                    "check {name} not loaded: it reads {unpublished}, which no check publishes",
+                    name=repr(name),
+                    unpublished=", ".join(unpublished),
+                )
+            )
             del registry.checks[name]
 
 
 def _code_problems(cls: type[Check]) -> list[str]:
-    problems = []
+    problems: list[str] = []
     for spec in cls.codes:
         if not isinstance(spec, Code):
-            problems.append(f"{spec!r} is not a Code")
+            problems.append(said("{spec} is not a Code", spec=repr(spec)))
         elif isinstance(spec, FixableCode):
             if not spec.fix_safety.strip():
-                problems.append(f"{spec.code} offers a fix but declares no fix_safety")
+                problems.append(said("{code} offers a fix but declares no fix_safety", code=spec.code))
             if not (isinstance(spec.params, type) and issubclass(spec.params, FixParams)):
-                problems.append(f"{spec.code} declares fix params {spec.params!r}, not a FixParams type")
+                problems.append(said("{code} declares fix params {params}, not a FixParams type", code=spec.code, params=repr(spec.params)))
     return problems
 
 
@@ -164,36 +202,44 @@ def _add_fixers(registry: Registry, found: list[tuple[type[Fixer], str]]) -> Non
     codes = registry.codes()
     for cls, origin in found:
         name = cls.name
-        problems = []
+        problems: list[str] = []
         if name in registry.fixers:
-            problems.append(f"fixer name {name!r} already taken by {registry.origins['fixer:' + name]}")
+            problems.append(
+                said("fixer name {name} already taken by {origins}", name=repr(name), origins=registry.origins["fixer:" + name])
+            )
         offered: set[type[FixParams]] = set()
         for spec, applicability in cls.claims.items():
             code = getattr(spec, "code", spec)
             if not isinstance(spec, Code) or code not in codes:
-                problems.append(f"claims {code}, which no check declares")
+                problems.append(said("claims {code}, which no check declares", code=code))
             elif codes[code][0] != spec or not isinstance(spec, FixableCode) or not spec.declares_fix:
-                problems.append(f"claims {code}, which declares no fix (no fix_safety)")
+                problems.append(said("claims {code}, which declares no fix (no fix_safety)", code=code))
             elif code in registry.claims:
-                problems.append(f"claims {code}, already claimed by fixer {registry.claims[code].fixer!r}")
+                problems.append(said("claims {code}, already claimed by fixer {fixer}", code=code, fixer=repr(registry.claims[code].fixer)))
             elif spec.params not in cls.takes:
-                problems.append(f"claims {code}, whose fix takes {spec.params.__name__}, which it does not take")
+                problems.append(said("claims {code}, whose fix takes {name}, which it does not take", code=code, name=spec.params.__name__))
             else:
                 offered.add(spec.params)
             if not isinstance(applicability, Applicability):
-                problems.append(f"gives {code} the applicability {applicability!r}, not an Applicability")
+                problems.append(
+                    said(
+                        "gives {code} the applicability {applicability}, not an Applicability", code=code, applicability=repr(applicability)
+                    )
+                )
         unused = [kind.__name__ for kind in cls.takes if kind not in offered]
         if unused and not problems:
-            problems.append(f"takes {', '.join(unused)}, which no code it claims offers")
+            problems.append(said("takes {unused}, which no code it claims offers", unused=", ".join(unused)))
         if problems:
-            registry.errors.append(f"fixer {name!r} ({origin}) not loaded: {'; '.join(problems)}")
+            registry.errors.append(
+                said("fixer {name} ({origin}) not loaded: {problems}", name=repr(name), origin=origin, problems=joined("; ", problems))
+            )
             continue
         registry.fixers[name] = cls
         registry.origins["fixer:" + name] = origin
         registry.claims.update({spec.code: Claim(name, applicability) for spec, applicability in cls.claims.items()})
     for code, (declared, check) in codes.items():
         if declared.declares_fix and code not in registry.claims:
-            registry.errors.append(f"check {check.name!r}: {code} declares a fix, but no fixer claims it")
+            registry.errors.append(said("check {check}: {code} declares a fix, but no fixer claims it", check=repr(check.name), code=code))
 
 
 def build() -> Registry:

@@ -74,7 +74,7 @@ def _child_main(conn: Connection, cls: type[Check], ctx: Context) -> None:
     try:
         conn.send(payload)
     except Exception as exc:  # unpicklable findings or facts
-        conn.send(("crash", f"result could not be sent back: {exc}", traceback.format_exc(), []))
+        conn.send(("crash", _("result could not be sent back: {error}", error=exc), traceback.format_exc(), []))
     conn.close()
 
 
@@ -109,9 +109,9 @@ def _kill(job: _Job) -> CheckResult:
         kill_group(pgid)
     job.child.reap()
     hung = [" ".join(argv) for argv in job.groups.values() if argv]
-    reason = f"timed out after {job.timeout_s:g} s"
+    reason = _("timed out after {seconds} s", seconds=format(job.timeout_s, "g"))
     if hung:
-        reason += f" while running: {'; '.join(hung)}"
+        reason += _(" while running: {commands}", commands="; ".join(hung))
     records = [
         CommandRecord(tuple(argv), None, job.timeout_s, "", "", timed_out=True, error="killed with its check")
         for argv in job.groups.values()
@@ -132,7 +132,7 @@ def _drive(jobs: list[_Job], results: dict[str, CheckResult], progress: Progress
                 except (EOFError, OSError):
                     reason = child.reap()
                     duration = time.monotonic() - job.started
-                    results[job.cls.name] = CheckResult(job.cls.name, State.CRASHED, duration, reason=reason + " without a result")
+                    results[job.cls.name] = CheckResult(job.cls.name, State.CRASHED, duration, reason=reason + _(" without a result"))
                 else:
                     if _relay(job, message, progress):
                         continue
@@ -206,7 +206,7 @@ def run_checks(
         ready = [cls for cls in pending if not waits[cls.name] - set(results)]
         if not ready:
             for cls in pending:
-                reason = f"waits on {', '.join(sorted(waits[cls.name]))}, which never ran (a cycle?)"
+                reason = _("waits on {checks}, which never ran (a cycle?)", checks=", ".join(sorted(waits[cls.name])))
                 results[cls.name] = CheckResult(cls.name, State.SKIPPED, 0.0, reason=reason)
             break
         run_wave([cls for cls in ready if not cls.needs.exclusive])

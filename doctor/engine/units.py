@@ -7,6 +7,8 @@ import math
 import re
 from collections.abc import Callable
 
+from ..i18n import N_, _
+
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgtp]?i?b?)?\s*$", re.I)
 _RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgtp]?i?b?)?\s*(?:/\s*s|ps)?\s*$", re.I)
 DECIMAL = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
@@ -24,10 +26,10 @@ def parse_bytes(text: str) -> int:
     """'80GiB', '24GB', '24' (GiB) → bytes; ValueError with a one-line reason otherwise."""
     match = _SIZE.match(str(text))
     if not match:
-        raise ValueError(f"{text!r} is not a size: write 80GiB, 24GB or 512MiB")
+        raise ValueError(_("{text} is not a size: write 80GiB, 24GB or 512MiB", text=repr(text)))
     value = float(match.group(1)) * _scale(match.group(2) or "", "GiB")
     if value <= 0:
-        raise ValueError(f"{text!r}: a size must be more than 0")
+        raise ValueError(_("{text}: a size must be more than 0", text=repr(text)))
     return int(value)
 
 
@@ -35,41 +37,59 @@ def parse_rate(text: str) -> float:
     """'3.35TB/s', '900GB/s', '204.8' (GB/s) → GB/s."""
     match = _RATE.match(str(text))
     if not match:
-        raise ValueError(f"{text!r} is not a bandwidth: write 3.35TB/s or 900GB/s")
+        raise ValueError(_("{text} is not a bandwidth: write 3.35TB/s or 900GB/s", text=repr(text)))
     value = float(match.group(1)) * _scale(match.group(2) or "", "GB") / 1e9
     if value <= 0:
-        raise ValueError(f"{text!r}: a bandwidth must be more than 0")
+        raise ValueError(_("{text}: a bandwidth must be more than 0", text=repr(text)))
     return value
 
 
-def whole(minimum: int = 1, maximum: int | None = None, what: str = "a whole number") -> Callable[[str], int]:
+def whole(minimum: int = 1, maximum: int | None = None, what: str = N_("a whole number")) -> Callable[[str], int]:
     """A command-line type: an integer within [minimum, maximum]; ValueError names the range."""
 
     def parse(text: str) -> int:
         try:
             value = int(str(text).strip())
         except ValueError:
-            raise ValueError(f"{text!r} is not {what}") from None
+            raise ValueError(_("{text} is not {what}", text=repr(text), what=_(what))) from None
         if value < minimum or (maximum is not None and value > maximum):
-            upper = f" to {maximum:,}" if maximum is not None else " or more"
-            raise ValueError(f"{value} is out of range: give {what} from {minimum:,}{upper}")
+            if maximum is not None:
+                message = _(
+                    "{value} is out of range: give {what} from {minimum:,} to {maximum:,}",
+                    value=value,
+                    what=_(what),
+                    minimum=minimum,
+                    maximum=maximum,
+                )
+            else:
+                message = _("{value} is out of range: give {what} from {minimum:,} or more", value=value, what=_(what), minimum=minimum)
+            raise ValueError(message)
         return value
 
     parse.__name__ = what
     return parse
 
 
-def amount(minimum: float = 0.0, maximum: float | None = None, what: str = "a number") -> Callable[[str], float]:
+def amount(minimum: float = 0.0, maximum: float | None = None, what: str = N_("a number")) -> Callable[[str], float]:
     """A command-line type: a finite number above minimum (exclusive) and at most maximum."""
 
     def parse(text: str) -> float:
         try:
             value = float(str(text).strip())
         except ValueError:
-            raise ValueError(f"{text!r} is not {what}") from None
+            raise ValueError(_("{text} is not {what}", text=repr(text), what=_(what))) from None
         if not math.isfinite(value) or value <= minimum or (maximum is not None and value > maximum):
-            upper = f" and at most {maximum:g}" if maximum is not None else ""
-            raise ValueError(f"{text} is out of range: give {what} above {minimum:g}{upper}")
+            if maximum is not None:
+                message = _(
+                    "{text} is out of range: give {what} above {minimum:g} and at most {maximum:g}",
+                    text=text,
+                    what=_(what),
+                    minimum=minimum,
+                    maximum=maximum,
+                )
+            else:
+                message = _("{text} is out of range: give {what} above {minimum:g}", text=text, what=_(what), minimum=minimum)
+            raise ValueError(message)
         return value
 
     parse.__name__ = what

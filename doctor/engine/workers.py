@@ -18,6 +18,8 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from ..i18n import _
+
 CRASH_STATUS = 70  # a child whose target raised exits with this status
 
 
@@ -119,17 +121,17 @@ class Child:
     def reap(self) -> str:
         """Waits for the child; says how it ended."""
         if self.reaped:
-            return "the process had ended"
+            return _("the process had ended")
         self.reaped = True
         try:
-            _, status = os.waitpid(self.pid, 0)
+            _pid, status = os.waitpid(self.pid, 0)
         except ChildProcessError:
-            return "the process vanished"
+            return _("the process vanished")
         finally:
             self.conn.close()
         if os.WIFSIGNALED(status):
-            return f"the process was killed by {signal.Signals(os.WTERMSIG(status)).name}"
-        return f"the process exited with status {os.WEXITSTATUS(status)}"
+            return _("the process was killed by {signal}", signal=signal.Signals(os.WTERMSIG(status)).name)
+        return _("the process exited with status {status}", status=os.WEXITSTATUS(status))
 
 
 def wait_ready(children: Iterable[Child]) -> tuple[list[Child], list[Child]]:

@@ -7,7 +7,7 @@ import shlex
 from typing import TextIO
 
 from ..engine.findings import Finding, Severity, State
-from ..i18n import N_, _, ngettext
+from ..i18n import N_, _, localized, ngettext
 from ..i18n.width import ljust
 from .view import ReportView
 
@@ -141,7 +141,7 @@ def footer(view: ReportView) -> list[str]:
         )
     if view.findings:
         lines.append(_("Details: decode-doctor explain {code}", code=view.findings[0].code))
-    lines.extend(_("could not load: {error}", error=error) for error in view.load_errors)
+    lines.extend(_("could not load: {error}", error=localized(error)) for error in view.load_errors)
     return lines
 
 
