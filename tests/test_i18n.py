@@ -143,6 +143,26 @@ def test_no_message_is_marked_inside_an_f_string():
     assert offenders == []
 
 
+def test_every_literal_message_reaches_the_catalog():
+    """A _("…"), said("…"), N_("…") or ngettext("…") with a literal that extraction missed (a file
+    claimed by another Babel method, a message nested where Babel does not look) would print English
+    in Chinese output: every such literal is a message id of the template."""
+    from decode_doctor.i18n.messages import extract
+
+    ids = {message.id[0] if isinstance(message.id, (tuple, list)) else message.id for message in extract() if message.id}
+    missed = []
+    for folder in ("doctor", "checks", "fixers"):
+        for path in REPOSITORY.joinpath(folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args):
+                    continue
+                first = node.args[0]
+                literal = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
+                if node.func.id in ("_", "said", "N_", "ngettext", "N_plural") and literal and literal not in ids:
+                    missed.append(f"{path.relative_to(REPOSITORY)}:{node.lineno} {literal[:60]!r}")
+    assert missed == []
+
+
 def _assigns_and_calls_underscore(function: ast.AST) -> bool:
     """Whether a function both binds the name _ in its own scope (a throwaway `for _, x in …`) and
     calls _(): the binding makes _ local to the whole function, and the call then fails."""

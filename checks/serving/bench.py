@@ -22,6 +22,7 @@ import click
 
 from decode_doctor.checks.models.contract import BudgetAt
 from decode_doctor.engine.hfcache import cached_snapshot
+from decode_doctor.i18n import _, localized, reason, said
 
 from . import engines, prompts, reading
 from .check import Measured
@@ -69,11 +70,14 @@ def concurrency_levels(text: str) -> tuple[int, ...]:
         if not part:
             continue
         if not part.isdecimal() or not 1 <= int(part) <= MAX_CONCURRENCY:
-            raise click.BadParameter(f"{part!r}: each level is a whole number from 1 to {MAX_CONCURRENCY}", param_hint="--concurrency")
+            raise click.BadParameter(
+                _("{part}: each level is a whole number from 1 to {most}", part=repr(part), most=MAX_CONCURRENCY),
+                param_hint="--concurrency",
+            )
         if int(part) not in levels:
             levels.append(int(part))
     if not levels or len(levels) > MAX_LEVELS:
-        raise click.BadParameter(f"give 1 to {MAX_LEVELS} levels, e.g. 1,2,4,8", param_hint="--concurrency")
+        raise click.BadParameter(_("give 1 to {most} levels, e.g. 1,2,4,8", most=MAX_LEVELS), param_hint="--concurrency")
     return tuple(levels)
 
 
@@ -102,7 +106,7 @@ def model_files(given: Path | None, model_id: str | None) -> tuple[Path | None, 
         cached = cached_snapshot(model_id, os.environ)
         if cached is not None:
             return cached, None
-    return None, f"the served model {model_id!r} is not a local path or in the Hugging Face cache: give --model-files"
+    return None, said("the served model {model} is not a local path or in the Hugging Face cache: give --model-files", model=repr(model_id))
 
 
 class Bar:
@@ -125,9 +129,19 @@ class Bar:
     def level(self, concurrency: int, done: int, total: int, failed: int, started: float) -> None:
         cells = 24
         filled = cells * done // max(total, 1)
-        failures = f", {failed} failed" if failed else ""
+        failures = _(", {failed} failed", failed=failed) if failed else ""
         bar = "#" * filled + "." * (cells - filled)
-        self.show(f"concurrency {concurrency}: [{bar}] {done}/{total}{failures}, {time.monotonic() - started:.0f} s")
+        self.show(
+            _(
+                "concurrency {concurrency}: [{bar}] {done}/{total}{failures}, {seconds:.0f} s",
+                concurrency=concurrency,
+                bar=bar,
+                done=done,
+                total=total,
+                failures=failures,
+                seconds=time.monotonic() - started,
+            )
+        )
 
     def clear(self) -> None:
         if self.enabled and self.text:
@@ -179,10 +193,12 @@ async def measure(
     try:
         model_id, owner = await reading.models(endpoint, FETCH_TIMEOUT_S)
     except reading.Unreachable as exc:
-        raise Unusable(str(exc)) from None
+        raise Unusable(localized(reason(exc))) from None
     model = params["model"] or model_id
     if not model:
-        raise click.ClickException(f"{endpoint.label} lists no model (GET {endpoint.path('models')}): give --model")
+        raise click.ClickException(
+            _("{endpoint} lists no model (GET {path}): give --model", endpoint=endpoint.label, path=endpoint.path("models"))
+        )
     plan = LoadPlan(
         api=params["api"],
         model=model,
@@ -194,7 +210,9 @@ async def measure(
         ignore_eos=params["ignore_eos"],
         temperature=params["temperature"],
     )
-    before, metrics_note = (None, "not read (--no-metrics)") if params["no_metrics"] else await reading.metrics(endpoint, FETCH_TIMEOUT_S)
+    before, metrics_note = (
+        (None, said("not read (--no-metrics)")) if params["no_metrics"] else await reading.metrics(endpoint, FETCH_TIMEOUT_S)
+    )
     engine = before.engine if before is not None and before.engine != "unknown" else owner
     metrics_note = reading.hinted(metrics_note, engine)
 
@@ -202,7 +220,7 @@ async def measure(
     path, body = plan.request("hello", max_tokens=4)
     warmup = await stream(endpoint, endpoint.path(path), body, plan.limits())
     if warmup.kind == "connect":
-        raise Unusable(warmup.error or "cannot connect")
+        raise Unusable(localized(warmup.error) if warmup.error else _("cannot connect"))
 
     bar.show("preparing prompts")
     tokenizer = await prompts.find_tokenizer(endpoint, model, FETCH_TIMEOUT_S)
@@ -240,7 +258,7 @@ async def measure(
     after = None
     if before is not None:
         after, after_note = await reading.metrics(endpoint, FETCH_TIMEOUT_S)
-        metrics_note = f"after the run, {after_note}" if after is None else metrics_note
+        metrics_note = said("after the run, {note}", note=after_note) if after is None else metrics_note
     bar.clear()
     return Measurement(model, engine, prompt_set, runs, before, after, watch, metrics_note, interrupted, started, load)
 
@@ -286,10 +304,18 @@ def validate(params: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...], 
     levels = concurrency_levels(params["concurrency"])
     counts = _counts(levels, params["requests"])
     if sum(counts) > MAX_TOTAL_REQUESTS:
-        raise click.BadParameter(f"{sum(counts):,} requests in all; at most {MAX_TOTAL_REQUESTS:,}", param_hint="--requests")
+        raise click.BadParameter(
+            _("{counts:,} requests in all; at most {most:,}", counts=sum(counts), most=MAX_TOTAL_REQUESTS),
+            param_hint="--requests",
+        )
     if sum(counts) * params["input_tokens"] > MAX_PROMPT_TOKENS:
         raise click.BadParameter(
-            f"{sum(counts):,} prompts of {params['input_tokens']:,} tokens: at most {MAX_PROMPT_TOKENS:,} prompt tokens in all",
+            _(
+                "{counts:,} prompts of {tokens:,} tokens: at most {most:,} prompt tokens in all",
+                counts=sum(counts),
+                params=params["input_tokens"],
+                most=MAX_PROMPT_TOKENS,
+            ),
             param_hint="--input-tokens",
         )
     slo: tuple[SloTerm, ...] = ()
@@ -307,7 +333,7 @@ def validate(params: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...], 
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--bandwidth") from None
     if params["device"] and params["device"] != "cpu" and not params["device"].startswith("cuda:"):
-        raise click.BadParameter(f"{params['device']!r}: write cpu or cuda:N", param_hint="--device")
+        raise click.BadParameter(_("{device}: write cpu or cuda:N", device=repr(params["device"])), param_hint="--device")
     return levels, counts, slo, bandwidth
 
 
@@ -331,7 +357,7 @@ def _run(params: dict[str, Any]) -> int:
     try:
         measurement = loop.run_until_complete(measure(endpoint, params, levels, counts, stop.event, bar))
     except ClientError as exc:
-        raise Unusable(str(exc)) from None
+        raise Unusable(localized(reason(exc))) from None
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         bar.clear()
@@ -353,9 +379,9 @@ def report(
     files, ceiling_note = model_files(params["model_files"], measurement.model)
     local = _is_local(endpoint.host)
     if files is not None and not local and not bandwidth:
-        ceiling_note = f"the server at {endpoint.host} is not on this host: give --bandwidth (its device's) to judge"
+        ceiling_note = said("the server at {host} is not on this host: give --bandwidth (its device's) to judge", host=endpoint.host)
     elif files is not None and measurement.interrupted and bandwidth is None:
-        ceiling_note = "interrupted before this host's bandwidth was measured: give --bandwidth to judge"
+        ceiling_note = said("interrupted before this host's bandwidth was measured: give --bandwidth to judge")
     judged = files is not None and ceiling_note is None
     watch = measurement.watch
     peaks = Peaks(watch.readings, watch.peak_kv_usage, watch.peak_waiting, watch.peak_running) if watch.readings else None

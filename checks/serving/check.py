@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from decode_doctor.checks.models.contract import Budget, BudgetFacts, DecodePrediction
 from decode_doctor.engine import Analysis, Check, Context, Finding, Needs, Option, Reads, Severity
-from decode_doctor.i18n import N_
+from decode_doctor.i18n import N_, _, localized, reason, said
 
 from . import reading
 from .client import Endpoint
@@ -21,7 +21,7 @@ from .observe import ServerLoad
 from .pasted import READS, analyze
 from .predicted import against_prediction, prediction_verdicts
 
-DIAGNOSIS = "the server's own diagnosis (KV-cache pressure, queueing, preemption)"
+DIAGNOSIS = N_("the server's own diagnosis (KV-cache pressure, queueing, preemption)")
 
 
 @dataclass(frozen=True)
@@ -124,15 +124,16 @@ class Serving(Check):
             )
             self._coverage(ctx, measured.after)
         elif measured.metrics_note:
-            verdicts.append(Verdict(SRV005, f"{measured.endpoint}: {measured.metrics_note}.", {"endpoint": measured.endpoint}))
+            message = _("{endpoint}: {why}.", endpoint=measured.endpoint, why=localized(measured.metrics_note))
+            verdicts.append(Verdict(SRV005, message, {"endpoint": measured.endpoint}))
             if not measured.metrics_declined:
-                ctx.not_judged(DIAGNOSIS, measured.metrics_note)
+                ctx.not_judged(_(DIAGNOSIS), localized(measured.metrics_note))
         return self._findings(verdicts, measured.endpoint)
 
     @staticmethod
     def _coverage(ctx: Context, snap: Snapshot) -> None:
         for what, why in unjudged(snap):
-            ctx.not_judged(f"{what} ({snap.engine})" if snap.engine != "unknown" else what, why)
+            ctx.not_judged(_("{what} ({engine})", what=what, engine=snap.engine) if snap.engine != "unknown" else what, why)
 
     def _read_alone(self, ctx: Context) -> list[Finding]:
         url = str(ctx.options.get("endpoint"))
@@ -140,17 +141,18 @@ class Serving(Check):
         try:
             endpoint = Endpoint.parse(url, api_key=key)
         except ValueError as exc:
-            ctx.publish(ServingFacts(endpoint=url, metrics_note=str(exc)))
-            return [self.finding(SRV006, f"{exc}.", evidence={"endpoint": url}, path=url)]
+            ctx.publish(ServingFacts(endpoint=url, metrics_note=reason(exc)))
+            return [self.finding(SRV006, _("{why}.", why=localized(reason(exc))), evidence={"endpoint": url}, path=url)]
         label = endpoint.label
         result = asyncio.run(reading.read(endpoint, timeout=5.0))
         ctx.publish(ServingFacts(endpoint=label, engine=result.engine, model=result.model, after=result.snapshot, metrics_note=result.note))
         if not result.reachable:
-            return [self.finding(SRV006, f"{label}: {result.note}.", evidence={"endpoint": label}, path=label)]
+            message = _("{endpoint}: {why}.", endpoint=label, why=localized(result.note or ""))
+            return [self.finding(SRV006, message, evidence={"endpoint": label}, path=label)]
         if result.snapshot is None or result.snapshot.engine == "unknown":
-            note = result.note or "GET /metrics answered with metrics of no engine decode-doctor knows"
-            ctx.not_judged(DIAGNOSIS, note)
-            return [self.finding(SRV005, f"{label}: {note}.", evidence={"endpoint": label}, path=label)]
+            note = localized(result.note or said("GET /metrics answered with metrics of no engine decode-doctor knows"))
+            ctx.not_judged(_(DIAGNOSIS), note)
+            return [self.finding(SRV005, _("{endpoint}: {why}.", endpoint=label, why=note), evidence={"endpoint": label}, path=label)]
         self._coverage(ctx, result.snapshot)
         return self._findings(diagnose(result.snapshot), label)
 

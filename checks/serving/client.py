@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from decode_doctor.i18n import reason as reason_of
+from decode_doctor.i18n import said
+
 MAX_HEADER_BYTES = 64 << 10
 MAX_LINE_BYTES = 1 << 20  # one SSE line, one chunk-size line
 MAX_BODY_BYTES = 8 << 20  # a non-streamed answer (/metrics, /tokenize, an error page)
@@ -43,7 +46,7 @@ class Endpoint:
     def parse(cls, url: str, api_key: str | None = None) -> Endpoint:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"{url!r} is not an http(s):// URL")
+            raise ValueError(said("{url} is not an http(s):// URL", url=repr(url)))
         port = parts.port or (443 if parts.scheme == "https" else 80)
         path = parts.path.rstrip("/") or "/v1"
         return cls(parts.scheme, parts.hostname, port, path, api_key)
@@ -111,8 +114,8 @@ async def _connect(endpoint: Endpoint, timeout: float) -> tuple[asyncio.StreamRe
     try:
         return await asyncio.wait_for(asyncio.open_connection(endpoint.host, endpoint.port, ssl=context, limit=MAX_LINE_BYTES), timeout)
     except (OSError, asyncio.TimeoutError) as exc:
-        reason = "timed out" if isinstance(exc, asyncio.TimeoutError) else (exc.strerror or str(exc))
-        raise ClientError(f"cannot connect to {endpoint.origin}: {reason}", "connect") from None
+        reason = said("timed out") if isinstance(exc, asyncio.TimeoutError) else (exc.strerror or str(exc))
+        raise ClientError(said("cannot connect to {origin}: {reason}", origin=endpoint.origin, reason=reason), "connect") from None
 
 
 def _request_bytes(endpoint: Endpoint, method: str, path: str, body: bytes | None, accept: str) -> bytes:
@@ -134,15 +137,15 @@ async def _read_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except asyncio.LimitOverrunError:
-        raise ClientError(f"response headers larger than {MAX_LINE_BYTES >> 10} KiB", "malformed") from None
+        raise ClientError(said("response headers larger than {amount} KiB", amount=MAX_LINE_BYTES >> 10), "malformed") from None
     except asyncio.IncompleteReadError:
-        raise ClientError("the connection closed before the response headers", "dropped") from None
+        raise ClientError(said("the connection closed before the response headers"), "dropped") from None
     if len(head) > MAX_HEADER_BYTES:
-        raise ClientError(f"response headers larger than {MAX_HEADER_BYTES >> 10} KiB", "malformed")
+        raise ClientError(said("response headers larger than {amount} KiB", amount=MAX_HEADER_BYTES >> 10), "malformed")
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)
     if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdecimal():
-        raise ClientError(f"not an HTTP response: {lines[0][:80]!r}", "malformed")
+        raise ClientError(said("not an HTTP response: {lines}", lines=repr(lines[0][:80])), "malformed")
     headers = {}
     for line in lines[1:]:
         if ":" in line:
@@ -158,30 +161,34 @@ async def _body_chunks(reader: asyncio.StreamReader, headers: dict[str, str]) ->
             try:
                 size_line = await reader.readuntil(b"\r\n")
             except (asyncio.LimitOverrunError, asyncio.IncompleteReadError):
-                raise ClientError("the connection broke inside a chunked body", "dropped") from None
+                raise ClientError(said("the connection broke inside a chunked body"), "dropped") from None
             try:
                 size = int(size_line.split(b";", 1)[0].strip(), 16)
             except ValueError:
-                raise ClientError(f"a malformed chunk size: {size_line[:40]!r}", "malformed") from None
+                raise ClientError(said("a malformed chunk size: {size_line}", size_line=repr(size_line[:40])), "malformed") from None
             if size == 0:
                 return
             if size > MAX_BODY_BYTES:
-                raise ClientError(f"a {size:,}-byte chunk, more than {MAX_BODY_BYTES >> 20} MiB", "malformed")
+                raise ClientError(
+                    said("a {size:,}-byte chunk, more than {amount} MiB", size=size, amount=MAX_BODY_BYTES >> 20), "malformed"
+                )
             try:
                 data = await reader.readexactly(size)
                 await reader.readexactly(2)
             except asyncio.IncompleteReadError:
-                raise ClientError("the connection broke inside a chunk", "dropped") from None
+                raise ClientError(said("the connection broke inside a chunk"), "dropped") from None
             yield data
     elif "content-length" in headers:
         try:
             remaining = int(headers["content-length"])
         except ValueError:
-            raise ClientError(f"a malformed Content-Length: {headers['content-length'][:40]!r}", "malformed") from None
+            raise ClientError(
+                said("a malformed Content-Length: {headers}", headers=repr(headers["content-length"][:40])), "malformed"
+            ) from None
         while remaining > 0:
             data = await reader.read(min(remaining, 1 << 16))
             if not data:
-                raise ClientError("the connection closed before the announced Content-Length", "dropped")
+                raise ClientError(said("the connection closed before the announced Content-Length"), "dropped")
             remaining -= len(data)
             yield data
     else:
@@ -203,7 +210,9 @@ async def fetch(endpoint: Endpoint, method: str, path: str, payload: Any = None,
             async for part in _body_chunks(reader, headers):
                 data += part
                 if len(data) > MAX_BODY_BYTES:
-                    raise ClientError(f"{path}: an answer larger than {MAX_BODY_BYTES >> 20} MiB", "malformed")
+                    raise ClientError(
+                        said("{path}: an answer larger than {amount} MiB", path=path, amount=MAX_BODY_BYTES >> 20), "malformed"
+                    )
             return Response(status, headers, bytes(data))
         finally:
             writer.close()
@@ -211,7 +220,7 @@ async def fetch(endpoint: Endpoint, method: str, path: str, payload: Any = None,
     try:
         return await asyncio.wait_for(go(), timeout)
     except asyncio.TimeoutError:
-        raise ClientError(f"{path}: no complete answer within {timeout:g} s", "timeout") from None
+        raise ClientError(said("{path}: no complete answer within {timeout:g} s", path=path, timeout=timeout), "timeout") from None
     except (OSError, ConnectionError) as exc:
         raise ClientError(f"{path}: {exc}", "dropped") from None
 
@@ -250,7 +259,7 @@ async def stream(
         try:
             status, headers = await asyncio.wait_for(_read_head(reader), limits.idle_s)
         except asyncio.TimeoutError:
-            raise ClientError(f"stalled: no response for {limits.idle_s:g} s after 0 tokens", "stall") from None
+            raise ClientError(said("stalled: no response for {idle_s:g} s after 0 tokens", idle_s=limits.idle_s), "stall") from None
         record.status = status
         if status != 200:
             data = bytearray()
@@ -260,7 +269,9 @@ async def stream(
                     break
             snippet = data[:200].decode("utf-8", "replace").strip().replace("\n", " ")
             kind = "http-429" if status == 429 else ("http-5xx" if status >= 500 else "http-4xx")
-            raise ClientError(f"HTTP {status}" + (f": {snippet}" if snippet else ""), kind)
+            raise ClientError(
+                said("HTTP {status}: {snippet}", status=status, snippet=snippet) if snippet else said("HTTP {status}", status=status), kind
+            )
         buffer = bytearray()
         events = 0
         chunks = _body_chunks(reader, headers).__aiter__()
@@ -270,11 +281,13 @@ async def stream(
             except StopAsyncIteration:
                 break
             except asyncio.TimeoutError:
-                raise ClientError(f"stalled: no bytes for {limits.idle_s:g} s after {record.chunks} tokens", "stall") from None
+                raise ClientError(
+                    said("stalled: no bytes for {idle_s:g} s after {chunks} tokens", idle_s=limits.idle_s, chunks=record.chunks), "stall"
+                ) from None
             now = clock()
             buffer += part
             if len(buffer) > MAX_LINE_BYTES:
-                raise ClientError(f"an SSE line longer than {MAX_LINE_BYTES >> 20} MiB", "malformed")
+                raise ClientError(said("an SSE line longer than {amount} MiB", amount=MAX_LINE_BYTES >> 20), "malformed")
             if b"\n" not in part:  # a line trickling in: only the new bytes are searched (linear time)
                 continue
             *lines, rest = buffer.split(b"\n")
@@ -285,7 +298,11 @@ async def stream(
                     continue  # blank separators, comments (": ping"), event:/id: fields
                 events += 1
                 if events > max_events:
-                    message = f"more than {max_events} events for max_tokens {payload.get('max_tokens')}: a runaway stream"
+                    message = said(
+                        "more than {max_events} events for max_tokens {value}: a runaway stream",
+                        max_events=max_events,
+                        value=payload.get("max_tokens"),
+                    )
                     raise ClientError(message, "runaway")
                 event_data = bytes(line[5:].strip())
                 if event_data == b"[DONE]":
@@ -297,24 +314,29 @@ async def stream(
                 break
         record.e2e = clock() - record.started
         if not record.done:
-            raise ClientError(f"the stream ended without [DONE] after {record.chunks} tokens", "no-done")
+            raise ClientError(said("the stream ended without [DONE] after {chunks} tokens", chunks=record.chunks), "no-done")
         if record.finish_reason is None:
             # [DONE] without a finish_reason: the server ended the answer itself (llama-cpp-python does
             # when another request arrives); the user got a truncated reply.
-            raise ClientError(f"the stream was cut off after {record.chunks} tokens: [DONE] without a finish_reason", "cut-off")
+            raise ClientError(
+                said("the stream was cut off after {chunks} tokens: [DONE] without a finish_reason", chunks=record.chunks), "cut-off"
+            )
 
     try:
         await asyncio.wait_for(run(), limits.total_s)
     except ClientError as exc:
-        record.error, record.kind = str(exc), exc.kind
+        record.error, record.kind = reason_of(exc), exc.kind
         if exc.kind == "dropped" and "tokens" not in record.error:
-            record.error += f" after {record.chunks} tokens"
+            record.error = said("{error} after {chunks} tokens", error=record.error, chunks=record.chunks)
     except asyncio.TimeoutError:
-        record.error, record.kind = f"not finished within {limits.total_s:g} s ({record.chunks} tokens)", "timeout"
+        record.error, record.kind = (
+            said("not finished within {total_s:g} s ({chunks} tokens)", total_s=limits.total_s, chunks=record.chunks),
+            "timeout",
+        )
     except (OSError, ConnectionError) as exc:
-        record.error, record.kind = f"connection lost after {record.chunks} tokens: {exc}", "dropped"
+        record.error, record.kind = said("connection lost after {chunks} tokens: {error}", chunks=record.chunks, error=str(exc)), "dropped"
     except asyncio.CancelledError:
-        record.error, record.kind = "cancelled: the run was stopped", "cancelled"
+        record.error, record.kind = said("cancelled: the run was stopped"), "cancelled"
         raise
     finally:
         if writer is not None:
@@ -327,13 +349,15 @@ def _take(record: Record, data: bytes, now: float, last: float) -> bool:
     try:
         event = json.loads(data)
     except (ValueError, RecursionError):
-        raise ClientError(f"malformed SSE data after {record.chunks} tokens: {data[:60]!r}", "malformed") from None
+        raise ClientError(
+            said("malformed SSE data after {chunks} tokens: {data}", chunks=record.chunks, data=repr(data[:60])), "malformed"
+        ) from None
     if not isinstance(event, dict):
-        raise ClientError(f"an SSE event that is not a JSON object: {data[:60]!r}", "malformed")
+        raise ClientError(said("an SSE event that is not a JSON object: {data}", data=repr(data[:60])), "malformed")
     if isinstance(event.get("error"), (dict, str)):
         error = event["error"]
         text = str(error.get("message") if isinstance(error, dict) else error)[:200]
-        raise ClientError(f"the server reported an error mid-stream: {text}", "server-error")
+        raise ClientError(said("the server reported an error mid-stream: {text}", text=text), "server-error")
     timings = event.get("timings")
     if isinstance(timings, dict):  # llama.cpp's server: its own prompt and decode timing
         record.engine_timings = {k: float(v) for k, v in timings.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}

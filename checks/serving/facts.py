@@ -177,7 +177,7 @@ class ServingFacts(Facts):
                 bandwidth=ceiling.bandwidth_gbps, source=_(ceiling.bandwidth_source),
             )  # fmt: skip
         if self.bench and self.ceiling_note:
-            return _("not judged against a ceiling: {why}", why=self.ceiling_note)
+            return _("not judged against a ceiling: {why}", why=localized(self.ceiling_note))
         return None
 
     def _prediction_lines(self) -> list[str]:
@@ -227,7 +227,7 @@ class ServingFacts(Facts):
         reading = self._reading_line()
         if bench is None:
             head = _("{origin} {source}", origin=self.origin, source=self.endpoint) if self.origin else _("server {where}", where=where)
-            lines.append(head + (_(": {note}", note=self.metrics_note) if self.metrics_note else ""))
+            lines.append(head + (_(": {note}", note=localized(self.metrics_note)) if self.metrics_note else ""))
             lines.extend([f"  {reading}"] if reading else [])
             lines.extend(f"  {note}" for note in self.pasted)
             return lines

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from decode_doctor.i18n import _
+from decode_doctor.i18n import N_, _, localized
 
 from .codes import LIV001, LIV002, LIV003, LIV004, LIV005, LIV006, LIV007, LIV008, LIV009
 from .diagnosis import Verdict
@@ -22,8 +22,10 @@ ERROR_RATE = 0.05  # at or above: an error, below: a warning
 
 
 CUT_OFF_HINTS = {
-    "llama-cpp-python": "llama-cpp-python's server ends a running answer when another request arrives; "
-    "start it with --interrupt_requests False to queue them instead",
+    "llama-cpp-python": N_(
+        "llama-cpp-python's server ends a running answer when another request arrives; "
+        "start it with --interrupt_requests False to queue them instead"
+    ),
 }
 
 
@@ -118,10 +120,10 @@ def _failures(levels: Sequence[LevelStats], engine: str | None) -> list[Verdict]
     first_kind = max(kinds, key=lambda k: kinds[k])
     message = _(
         "{failed} of {attempted} requests failed ({kinds}); for example: {example}",
-        failed=failed, attempted=attempted, kinds=by_kind, example=examples.get(first_kind, ""),
+        failed=failed, attempted=attempted, kinds=by_kind, example=localized(examples.get(first_kind, "")),
     )  # fmt: skip
     if "cut-off" in kinds and engine in CUT_OFF_HINTS:
-        message += f" ({CUT_OFF_HINTS[engine]})"
+        message += _(" ({hint})", hint=_(CUT_OFF_HINTS[engine]))
     evidence = {"failed": failed, "attempted": attempted, "kinds": kinds, "examples": examples, "rate": round(failed / attempted, 4)}
     return [Verdict(LIV004, message, evidence)]
 

@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from decode_doctor.i18n import said
+
 from .client import Endpoint, Record, StreamLimits, stream
 
 API_PATHS = {"chat": "chat/completions", "completions": "completions"}
@@ -120,5 +122,5 @@ async def run_level(
             task.cancel()
     for record in records:  # a cancelled stream leaves its record without an outcome
         if record.error is None and not record.done and record.e2e is None:
-            record.error, record.kind = "cancelled: the run was stopped", "cancelled"
+            record.error, record.kind = said("cancelled: the run was stopped"), "cancelled"
     return LevelRun(concurrency, records, time.perf_counter() - started, ran_out)

@@ -7,21 +7,23 @@ import asyncio
 import json
 from dataclasses import dataclass
 
+from decode_doctor.i18n import N_, Said, reason, said
+
 from . import engines, promtext
 from .client import ClientError, Endpoint, fetch
 
 OWNERS = {"vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp", "me": "llama-cpp-python", "tgi": "TGI"}
 METRICS_HINT = {
-    "vLLM": "vLLM serves /metrics unless started with --disable-log-stats",
-    "SGLang": "start SGLang with --enable-metrics",
-    "llama.cpp": "start llama-server with --metrics",
-    "llama-cpp-python": "llama-cpp-python's server has no /metrics",
+    "vLLM": N_("vLLM serves /metrics unless started with --disable-log-stats"),
+    "SGLang": N_("start SGLang with --enable-metrics"),
+    "llama.cpp": N_("start llama-server with --metrics"),
+    "llama-cpp-python": N_("llama-cpp-python's server has no /metrics"),
 }
 
 
 def hinted(note: str | None, engine: str | None) -> str | None:
     """Why there is no reading, with how to turn the engine's metrics on when it is known."""
-    return f"{note} ({METRICS_HINT[engine]})" if note and engine in METRICS_HINT else note
+    return said("{note} ({hint})", note=note, hint=Said(METRICS_HINT[engine])) if note and engine in METRICS_HINT else note
 
 
 @dataclass(frozen=True)
@@ -47,14 +49,14 @@ class Answer:
         return self.status is not None
 
     def describe(self, path: str) -> str:
-        return f"{path} answered HTTP {self.status}" if self.answered else str(self.error)
+        return said("{path} answered HTTP {status}", path=path, status=self.status) if self.answered else (self.error or "")
 
 
 async def get(endpoint: Endpoint, path: str, timeout: float) -> Answer:
     try:
         answer = await fetch(endpoint, "GET", path, timeout=timeout)
     except ClientError as exc:
-        return Answer(None, error=str(exc), kind=exc.kind)
+        return Answer(None, error=reason(exc), kind=exc.kind)
     return Answer(answer.status, answer.body)
 
 
@@ -77,12 +79,12 @@ def models_from(answer: Answer) -> tuple[str | None, str | None]:
 
 def snapshot_from(answer: Answer) -> tuple[engines.Snapshot | None, str | None]:
     if not answer.answered:
-        return None, f"GET /metrics: {answer.error}"
+        return None, said("GET /metrics: {error}", error=answer.error)
     if answer.status != 200:
-        return None, f"GET /metrics answered HTTP {answer.status}"
+        return None, said("GET /metrics answered HTTP {status}", status=answer.status)
     exposition = promtext.parse(answer.body)
     if not exposition.samples:
-        return None, "GET /metrics answered, but with no Prometheus samples"
+        return None, said("GET /metrics answered, but with no Prometheus samples")
     return engines.snapshot(exposition), None
 
 
@@ -126,14 +128,22 @@ def failure(listing: Answer, metrics: Answer, timeout: float) -> str | None:
     """Why the endpoint is not serving, when neither GET gave a usable answer: nothing listens, it
     accepts and never answers (or drops the connection), or it answers only server errors."""
     if listing.kind == "connect" and metrics.kind == "connect":
-        return str(listing.error)
+        return listing.error
     if not listing.answered and not metrics.answered:
         if listing.kind == "timeout" and metrics.kind == "timeout":
-            return f"it accepts connections but answered neither the model list nor /metrics within {timeout:g} s (a hung server)"
-        return f"no HTTP answer: {listing.error}; {metrics.error}"
+            return said(
+                "it accepts connections but answered neither the model list nor /metrics within {seconds} s (a hung server)",
+                seconds=format(timeout, "g"),
+            )
+        return said("no HTTP answer: {listing}; {metrics}", listing=listing.error, metrics=metrics.error)
     statuses = [a.status for a in (listing, metrics) if a.answered]
     if statuses and all(status is not None and status >= 500 for status in statuses):
-        return f"it answers only server errors ({listing.describe('the model list')}; {metrics.describe('/metrics')})"
+        model_list = said("the model list")  # Babel does not see a message nested in another's arguments here
+        return said(
+            "it answers only server errors ({listing}; {metrics})",
+            listing=listing.describe(model_list),
+            metrics=metrics.describe("/metrics"),
+        )
     return None
 
 

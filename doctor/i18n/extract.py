@@ -72,13 +72,18 @@ def command_texts() -> Iterator[str]:
 
 def cli_help(
     fileobj: IO[bytes], keywords: Mapping[str, Any], comment_tags: Collection[str], options: Mapping[str, Any]
-) -> Iterator[tuple[int, str, tuple[str, str], list[str]]]:
-    """Babel's extractor protocol, for doctor/cli/main.py: every help text, in the context "cli"."""
+) -> Iterator[tuple[Any, ...]]:
+    """Babel's extractor protocol, for doctor/cli/main.py: every help text, in the context "cli", and
+    the file's own _() messages (a file gets one extraction method, so the Python one is run here too)."""
+    from babel.messages.extract import extract_python
+
     seen = set()
     for text in command_texts():
         if text not in seen:
             seen.add(text)
             yield 1, "pgettext", ("cli", text), []
+    fileobj.seek(0)
+    yield from extract_python(fileobj, keywords, comment_tags, dict(options))  # type: ignore[arg-type]
 
 
 def xid_catalog(
