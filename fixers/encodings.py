@@ -10,7 +10,7 @@ from decode_doctor.checks.encodings.codes import ENC001, ENC006, ConvertParams, 
 from decode_doctor.checks.encodings.textenc import Verdict, converted_bytes, parses
 from decode_doctor.engine import Applicability, Context, Finding, Fixer
 from decode_doctor.fixes.actions import FixPlan, ReplaceFile
-from decode_doctor.i18n import _
+from decode_doctor.i18n import _, said
 
 
 class EncodingsFixer(Fixer):
@@ -20,7 +20,7 @@ class EncodingsFixer(Fixer):
 
     def plan(self, finding: Finding, ctx: Context) -> FixPlan:
         if finding.fix is None or finding.path is None:
-            raise ValueError(f"{finding.code} names no file to fix")
+            raise ValueError(said("{code} names no file to fix", code=finding.code))
         params = finding.fix.params
         path = Path(finding.path)
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
@@ -30,17 +30,17 @@ class EncodingsFixer(Fixer):
         if not isinstance(params, (ConvertParams, DropBomParams)):
             raise TypeError(f"{finding.code} carries {type(params).__name__}")
         if sha != params.sha256:
-            raise ValueError(f"{path} changed since it was checked; run the check again")
+            raise ValueError(said("{path} changed since it was checked; run the check again", path=path))
         if isinstance(params, DropBomParams):
             if not data.startswith(b"\xef\xbb\xbf"):
-                raise ValueError(f"{path} no longer starts with a UTF-8 BOM")
+                raise ValueError(said("{path} no longer starts with a UTF-8 BOM", path=path))
             content, description = data[3:], _("remove the UTF-8 byte-order mark")
         else:
             encoding = params.encoding
             text = data.decode(encoding)  # strict: the check decided on exactly these bytes
             content = converted_bytes(Verdict("convert", encoding, text=text), keep_utf8_bom=False)
             if not parses(content.decode("utf-8"), path.suffix.lower()):
-                raise ValueError(f"{path}: the converted text does not parse; not converting")
+                raise ValueError(said("{path}: the converted text does not parse; not converting", path=path))
             description = _("convert from {encoding} to UTF-8", encoding=encoding)
         crlf = b"\r\n" in data
         notes = [

@@ -31,7 +31,14 @@ class AcceleratorFacts(Facts):
         for gpu in self.amd:
             memory = f"{gpu.memory_mib / 1024:.0f} GiB" if gpu.memory_mib else _("memory unknown")
             details = ", ".join(x for x in (gpu.gfx, f"amdgpu {gpu.driver}" if gpu.driver else None) if x)
-            lines.append(f"AMD GPU {gpu.index}: {gpu.name} ({memory}, {gpu.bandwidth_class}{', ' + details if details else ''})")
+            lines.append(
+                _(
+                    "AMD GPU {index}: {name} ({details})",
+                    index=gpu.index,
+                    name=gpu.name,
+                    details=_(", ").join([memory, gpu.bandwidth_class, *([details] if details else [])]),
+                )
+            )
         if self.rocm:
             lines.append(f"ROCm {self.rocm}")
         if self.jetson:

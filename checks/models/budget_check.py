@@ -107,7 +107,7 @@ class DecodeBudget(Check):
         artifacts = ctx.facts.get(ArtifactsFacts)  # its damaged models are its to report
         damaged = artifacts.damaged if artifacts is not None else {}
         for path in ctx.models:
-            what = f"the decode budget of {Path(path).name}"
+            what = _("the decode budget of {model}", model=Path(path).name)
             for name in ("config.json", "model.safetensors.index.json"):
                 if (Path(path) / name).is_file():
                     ctx.note_file(Path(path) / name)
@@ -116,7 +116,7 @@ class DecodeBudget(Check):
             except ModelFormatError as exc:
                 problems = damaged.get(str(path))
                 if problems:  # the artifacts check found why: say that it stopped the budget, even unselected
-                    ctx.not_judged(what, f"model-artifacts found {problems[0]}", cause=problems[0].split(":", 1)[0])
+                    ctx.not_judged(what, _("model-artifacts found {problems}", problems=problems[0]), cause=problems[0].split(":", 1)[0])
                 else:
                     where = exc.path or str(path)
                     findings.append(self.finding(DEC010, str(exc), evidence={"file": where}, path=where))
@@ -128,10 +128,10 @@ class DecodeBudget(Check):
                 continue
             missing = model.missing_hyperparameters() or ["layers, kv_heads, head_dim"]
             if not sizing(model).cache:
-                message = f"{model.name}: cannot size the KV cache: no {', '.join(missing)} in its config."
+                message = _("{model}: cannot size the KV cache: no {missing} in its config.", model=model.name, missing=", ".join(missing))
                 evidence = {"missing": missing, "format": model.format}
                 findings.append(self.finding(DEC011, message, evidence=evidence, path=str(path)))
-                ctx.not_judged(what, f"no {', '.join(missing)} in its config", cause=DEC011.code)
+                ctx.not_judged(what, _("no {missing} in its config", missing=", ".join(missing)), cause=DEC011.code)
                 continue
             entry = self._budget(ctx, model)
             budgets.append(entry)

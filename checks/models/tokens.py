@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from decode_doctor.i18n import _
+
 from .modelfiles import ModelFormatError, read_config
 
 MAX_ID_DIGITS = 12  # no vocabulary has a trillion tokens; int() of a 5,000-digit key raises
@@ -62,7 +64,7 @@ def _ints(value: Any) -> list[int]:
 
 
 def _kind(value: Any) -> str:
-    return f"a JSON {type(value).__name__} ({str(value)[:40]})"
+    return _("a JSON {kind} ({value})", kind=type(value).__name__, value=str(value)[:40])
 
 
 def read_tokenizer(root: Path) -> tuple[Tokenizer, list[tuple[Path, ModelFormatError]]]:
@@ -93,13 +95,13 @@ def read_tokenizer(root: Path) -> tuple[Tokenizer, list[tuple[Path, ModelFormatE
         added_tokens = data.get("added_tokens")
         vocab = found_model.get("vocab") if isinstance(found_model, dict) else None
         if found_model is not None and not isinstance(found_model, dict):
-            wrong("tokenizer.json", f"model is {_kind(found_model)}, not an object")
+            wrong("tokenizer.json", _("model is {found_model}, not an object", found_model=_kind(found_model)))
             data = None
         elif vocab is not None and not isinstance(vocab, dict | list):
-            wrong("tokenizer.json", f"model.vocab is {_kind(vocab)}, not a token → id object or a list")
+            wrong("tokenizer.json", _("model.vocab is {vocab}, not a token → id object or a list", vocab=_kind(vocab)))
             data = None
         elif added_tokens is not None and not isinstance(added_tokens, list):
-            wrong("tokenizer.json", f"added_tokens is {_kind(added_tokens)}, not a list")
+            wrong("tokenizer.json", _("added_tokens is {added_tokens}, not a list", added_tokens=_kind(added_tokens)))
             data = None
     if data is not None:
         tokenizer.has_json = True
@@ -121,10 +123,13 @@ def read_tokenizer(root: Path) -> tuple[Tokenizer, list[tuple[Path, ModelFormatE
     decoder = config.get("added_tokens_decoder")
     huge = next((k for k in decoder if len(str(k)) > MAX_ID_DIGITS and str(k).isdecimal()), None) if isinstance(decoder, dict) else None
     if decoder is not None and not isinstance(decoder, dict):
-        wrong("tokenizer_config.json", f"added_tokens_decoder is {_kind(decoder)}, not an id → token object")
+        wrong("tokenizer_config.json", _("added_tokens_decoder is {decoder}, not an id → token object", decoder=_kind(decoder)))
         config = {}
     elif huge is not None:
-        wrong("tokenizer_config.json", f"added_tokens_decoder names id {str(huge)[:20]}… ({len(str(huge)):,} digits): not a token id")
+        wrong(
+            "tokenizer_config.json",
+            _("added_tokens_decoder names id {huge}… ({count:,} digits): not a token id", huge=str(huge)[:20], count=len(str(huge))),
+        )
         config = {}
     for key, added in (config.get("added_tokens_decoder") or {}).items():
         if str(key).isascii() and str(key).isdecimal() and _content(added):  # "²" is a digit int() refuses

@@ -10,6 +10,7 @@ from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
 from ..engine.workers import Child, wait_ready
+from ..i18n import _
 
 T = TypeVar("T")
 
@@ -30,7 +31,7 @@ def _child(conn: Connection, work: Callable[..., Any], args: tuple[Any, ...]) ->
     try:
         conn.send(payload)
     except Exception as exc:  # unpicklable
-        conn.send(("raised", (WorkFailed(f"the result could not be sent back: {exc}"), "")))
+        conn.send(("raised", (WorkFailed(_("the result could not be sent back: {exc}", exc=exc)), "")))
     conn.close()
 
 
@@ -43,7 +44,7 @@ def within(seconds: float, what: str, work: Callable[..., T], *args: Any) -> T:
             readable, overdue = wait_ready([child])
             if overdue:
                 child.kill()
-                raise DeadlineExceeded(f"{what} did not finish within {seconds:g} s and was stopped")
+                raise DeadlineExceeded(_("{what} did not finish within {seconds:g} s and was stopped", what=what, seconds=seconds))
             if readable:
                 break
         try:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import click
 
+from ..i18n import _
 from .deadline import DeadlineExceeded, WorkFailed
 
 
@@ -34,14 +35,20 @@ def guarded(debug: bool, action: Callable[[], int]) -> None:
         if debug:
             traceback.print_exc()
         if exc.filename is None:
-            click.echo(f"decode-doctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", err=True)
+            click.echo(
+                _("decode-doctor: internal error: {name}: {exc} (rerun with --debug for the traceback)", name=type(exc).__name__, exc=exc),
+                err=True,
+            )
         else:  # a path the user gave or owns: unwritable, missing, read-only, full
             target = exc.filename if exc.filename2 is None else f"{exc.filename} → {exc.filename2}"
-            click.echo(f"decode-doctor: {exc.strerror or exc}: {target}", err=True)
+            click.echo(_("decode-doctor: {value}: {target}", value=exc.strerror or exc, target=target), err=True)
         sys.exit(2)
     except Exception as exc:
         if debug:
             traceback.print_exc()
-        click.echo(f"decode-doctor: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", err=True)
+        click.echo(
+            _("decode-doctor: internal error: {name}: {exc} (rerun with --debug for the traceback)", name=type(exc).__name__, exc=exc),
+            err=True,
+        )
         sys.exit(2)
     sys.exit(code)

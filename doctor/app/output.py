@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from ..engine.registry import Registry
+from ..i18n import _
 from ..reports.redact import Redactor
 from ..reports.render import FORMATS, render
 from ..reports.report import Report
@@ -75,7 +76,7 @@ def render_report(report: Report, registry: Registry, out: OutputRequest) -> Non
         if to_file:
             stream.close()
     if to_file:
-        say(f"report written to {out.output}")
+        say(_("report written to {output}", output=out.output))
 
 
 def emit(document: Document, out: OutputRequest) -> None:
@@ -90,4 +91,4 @@ def emit(document: Document, out: OutputRequest) -> None:
         if to_file:
             stream.close()
     if to_file:
-        say(f"written to {out.output}")
+        say(_("written to {output}", output=out.output))

@@ -14,6 +14,7 @@ import click
 
 from ..app.choices import FAIL_ON_LEVELS, INCOMPLETE_HELP, INCOMPLETE_POLICIES
 from ..engine.config import ConfigError, load_config, split_selectors
+from ..i18n import _
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 # Flags of the commands themselves: a check option may not take one of these.
@@ -104,7 +105,7 @@ def _check_options(func: Callable[..., Any]) -> Callable[..., Any]:
     for cls in registry.checks.values():
         for option in cls.options:
             if option.flag in CORE_FLAGS:
-                message = f"check {cls.name!r}: option {option.flag} is one of decode-doctor's own; left out"
+                message = _("check {file}: option {flag} is one of decode-doctor's own; left out", file=repr(cls.name), flag=option.flag)
                 if message not in registry.errors:
                     registry.errors.append(message)
                 continue
@@ -182,9 +183,11 @@ def _selectors(values: list[str], where: str, retired_note: list[str]) -> list[s
 
     sorted_out = sort_selectors(load(), values)
     if sorted_out.unknown:
-        raise click.UsageError(f"{where} {', '.join(sorted_out.unknown)} matches no check or code; see `decode-doctor list`")
+        raise click.UsageError(
+            _("{where} {unknown} matches no check or code; see `decode-doctor list`", where=where, unknown=", ".join(sorted_out.unknown))
+        )
     for code, why in sorted_out.retired.items():
-        retired_note.append(f"{where} {code}: a retired code, left out: {why}")
+        retired_note.append(_("{where} {code}: a retired code, left out: {why}", where=where, code=code, why=why))
     return list(sorted_out.known)
 
 

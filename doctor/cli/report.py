@@ -11,6 +11,7 @@ import click
 
 from ..app.choices import BUNDLE_FORMATS
 from ..app.guard import guarded
+from ..i18n import _
 from .common import CONTEXT, Progress, run_options, run_request
 
 
@@ -85,10 +86,20 @@ def _report(request: Any) -> int:
     finally:
         progress.clear()
     if result.mapping is not None:
-        click.echo(f"placeholder mapping kept on this machine only: {result.mapping}", err=True)
+        click.echo(_("placeholder mapping kept on this machine only: {mapping}", mapping=result.mapping), err=True)
     kind = "bundle" if request.fmt == "bundle" else "report"
-    no_verdict = f", {result.unjudged} check(s) reached no verdict" if result.unjudged else ""
-    click.echo(f"{kind} written to {result.written} ({result.files} file(s)); {result.findings} finding(s){no_verdict}", err=True)
+    no_verdict = _(", {unjudged} check(s) reached no verdict", unjudged=result.unjudged) if result.unjudged else ""
+    click.echo(
+        _(
+            "{kind} written to {written} ({files} file(s)); {findings} finding(s){no_verdict}",
+            kind=kind,
+            written=result.written,
+            files=result.files,
+            findings=result.findings,
+            no_verdict=no_verdict,
+        ),
+        err=True,
+    )
     return 0  # the bundle is written: `decode-doctor report && upload` uploads it, whatever it holds
 
 
@@ -127,6 +138,6 @@ def merge(reports: tuple[Path, ...], fmt: str, output: Path | None) -> None:
     text = _compared(lambda: compare.merge(reports, fmt))
     if output:
         output.write_text(text)
-        click.echo(f"fleet matrix written to {output}", err=True)
+        click.echo(_("fleet matrix written to {output}", output=output), err=True)
     else:
         click.echo(text, nl=False)

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..i18n import said
+
 
 class UnsafeTarget(Exception):
     """Raised instead of writing through a symlink or onto something that is not a regular file."""
@@ -46,7 +48,7 @@ def open_dir_within(top: Path, directory: Path) -> int:
     try:
         parts = directory.relative_to(top).parts
     except ValueError:
-        raise UnsafeTarget(f"{directory} is not inside {top}; refusing to write there") from None
+        raise UnsafeTarget(said("{directory} is not inside {top}; refusing to write there", directory=directory, top=top)) from None
     flags = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(top, flags)
     for part in parts:
@@ -55,7 +57,13 @@ def open_dir_within(top: Path, directory: Path) -> int:
         except OSError as exc:
             os.close(fd)
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                raise UnsafeTarget(f"{directory}: {part} is now a symbolic link or not a directory; refusing to write through it") from None
+                raise UnsafeTarget(
+                    said(
+                        "{directory}: {part} is now a symbolic link or not a directory; refusing to write through it",
+                        directory=directory,
+                        part=part,
+                    )
+                ) from None
             raise
         os.close(fd)
         fd = child
@@ -82,7 +90,7 @@ def atomic_write_at(
     except FileNotFoundError:
         old = None
     if old is not None and not stat.S_ISREG(old.st_mode):
-        raise UnsafeTarget(f"{name} is not a regular file; refusing to replace it")
+        raise UnsafeTarget(said("{name} is not a regular file; refusing to replace it", name=name))
     if old is not None:
         mode = old.st_mode & 0o7777 if mode is None else mode
         uid = old.st_uid if uid is None else uid
@@ -110,7 +118,7 @@ def atomic_write_at(
 def atomic_write(path: Path, data: bytes, *, mode: int | None = None, uid: int | None = None, gid: int | None = None) -> None:
     """atomic_write_at in path's directory."""
     if path.is_symlink():
-        raise UnsafeTarget(f"{path} is a symbolic link; refusing to replace it")
+        raise UnsafeTarget(said("{path} is a symbolic link; refusing to replace it", path=path))
     fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     try:
         atomic_write_at(fd, path.name, data, mode=mode, uid=uid, gid=gid)
@@ -143,7 +151,7 @@ def write_in_place(path: Path, data: bytes) -> None:
     """For kernel tunables (/proc/sys): procfs files cannot be renamed over, only rewritten. A regular
     file standing for one (under --root) is replaced atomically: a kill never leaves it empty."""
     if path.is_symlink():
-        raise UnsafeTarget(f"{path} is a symbolic link; refusing to write through it")
+        raise UnsafeTarget(said("{path} is a symbolic link; refusing to write through it", path=path))
     if not _on_kernel_filesystem(path):
         atomic_write(path, data)
         return

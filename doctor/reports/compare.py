@@ -17,6 +17,7 @@ from typing import Any
 from ..engine.check import Check
 from ..engine.facts import Facts
 from ..engine.findings import Severity
+from ..i18n import _
 from .report import SCHEMA_VERSION
 
 MAX_REPORT_BYTES = 64 << 20
@@ -39,20 +40,24 @@ def load_report(path: Path) -> dict[str, Any]:
             with open(path, "rb") as handle:
                 raw = handle.read(MAX_REPORT_BYTES + 1)
         if len(raw) > MAX_REPORT_BYTES:
-            raise ReportError(f"{path}: larger than {MAX_REPORT_BYTES >> 20} MiB; not a decode-doctor report")
+            raise ReportError(_("{path}: larger than {amount} MiB; not a decode-doctor report", path=path, amount=MAX_REPORT_BYTES >> 20))
         data = json.loads(raw.decode("utf-8"))
     except (OSError, StopIteration, ValueError, tarfile.TarError, RecursionError) as exc:
-        raise ReportError(f"{path}: not a decode-doctor report ({type(exc).__name__}: {exc})") from None
+        raise ReportError(_("{path}: not a decode-doctor report ({name}: {exc})", path=path, name=type(exc).__name__, exc=exc)) from None
     if not isinstance(data, dict) or "findings" not in data:
-        raise ReportError(f"{path}: not a decode-doctor report")
+        raise ReportError(_("{path}: not a decode-doctor report", path=path))
     if data.get("schema_version") != SCHEMA_VERSION:
         raise ReportError(
-            f"{path}: report schema {str(data.get('schema_version'))[:20]!r}; this decode-doctor reads schema {SCHEMA_VERSION} "
-            "(run the check again with this version)"
+            _(
+                "{path}: report schema {value}; this decode-doctor reads schema {schema} (run the check again with this version)",
+                path=path,
+                value=repr(str(data.get("schema_version"))[:20]),
+                schema=SCHEMA_VERSION,
+            )
         )
     problem = shape_problem(data)
     if problem:
-        raise ReportError(f"{path}: not a decode-doctor report: {problem}")
+        raise ReportError(_("{path}: not a decode-doctor report: {problem}", path=path, problem=problem))
     return data
 
 
@@ -66,23 +71,23 @@ def shape_problem(data: dict[str, Any]) -> str | None:
         if key in ("findings", "results") and key not in data:
             return f"no {key}"
         if key in data and not isinstance(data[key], kind):
-            return f"{key} is a {type(data[key]).__name__}, not a {kind.__name__}"
+            return _("{key} is a {kind}, not a {expected}", key=key, kind=type(data[key]).__name__, expected=kind.__name__)
     for index, finding in enumerate(data.get("findings") or []):
         if not isinstance(finding, dict):
-            return f"findings[{index}] is not an object"
+            return _("findings[{index}] is not an object", index=index)
         for key in ("code", "check", "message"):
             if not isinstance(finding.get(key), str):
-                return f"findings[{index}].{key} is not a string"
+                return _("findings[{index}].{key} is not a string", index=index, key=key)
         if not isinstance(finding.get("severity"), str) or finding["severity"] not in SEVERITIES:
-            return f"findings[{index}].severity is {str(finding.get('severity'))[:20]!r}"
+            return _("findings[{index}].severity is {value}", index=index, value=repr(str(finding.get("severity"))[:20]))
         if not isinstance(finding.get("path"), str | None):
-            return f"findings[{index}].path is not a string"
+            return _("findings[{index}].path is not a string", index=index)
     for index, result in enumerate(data.get("results") or []):
         if not isinstance(result, dict) or not isinstance(result.get("check"), str) or not isinstance(result.get("state"), str):
-            return f"results[{index}] lacks a check and a state"
+            return _("results[{index}] lacks a check and a state", index=index)
     for key in ("host", "started"):
         if not isinstance((data.get("run") or {}).get(key, ""), str):
-            return f"run.{key} is not a string"
+            return _("run.{key} is not a string", key=key)
     if not isinstance((data.get("tool") or {}).get("version", ""), str):
         return "tool.version is not a string"
     return None

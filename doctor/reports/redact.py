@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..i18n import _
+
 SENSITIVE_NAME = re.compile(r"TOKEN|SECRET|KEY|PASSWORD|PASSWD|AUTH|CREDENTIAL", re.I)
 SENSITIVE_JSON_KEYS = {"auth", "auths", "password", "identitytoken", "registrytoken", "token", "access_token", "authorization", "secret"}
 
@@ -103,7 +105,7 @@ class Redactor:
             elif self.enabled and random_token(value):
                 self._secret(value)
                 out[name] = placeholder("high-entropy")
-                self.notes.append(f"{name}: its value looks like a key or token (a long random-looking run), redacted")
+                self.notes.append(_("{name}: its value looks like a key or token (a long random-looking run), redacted", name=name))
             elif self.enabled and self.hosts and name.lower() in PROXY_LIST:  # a list of host names and domains
                 out[name] = ",".join(self._list_entry(entry) for entry in value.split(","))
             else:
