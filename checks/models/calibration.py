@@ -168,8 +168,9 @@ def for_model(
     return ForModel(found, bounded(predicted, ceiling), ceiling)
 
 
-def lookup(state_dir: Path, weight_type: str, threads: int) -> tuple[Calibration | None, str]:
-    """This host's reusable calibration for weight_type at threads, or why there is none."""
+def lookup(state_dir: Path, weight_type: str, threads: int, in_estimate: bool = False) -> tuple[Calibration | None, str]:
+    """This host's reusable calibration for weight_type at threads, or why there is none (in_estimate:
+    said to a user of estimate, who calibrates with its --calibrate)."""
     engine = engine_version()
     if engine is None:
         return None, said("llama-cpp-python is not installed, so llama.cpp cannot be calibrated on this host")
@@ -188,6 +189,8 @@ def lookup(state_dir: Path, weight_type: str, threads: int) -> tuple[Calibration
             threads=threads,
             weight_type=weight_type,
         )
+        if in_estimate:
+            return None, said("{why}: run with --calibrate", why=why)
         return None, said("{why}: run estimate --calibrate", why=why)
     return found, ""
 

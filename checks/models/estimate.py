@@ -18,7 +18,7 @@ from decode_doctor.checks.bandwidth.contract import BandwidthFacts
 from decode_doctor.checks.gpu.contract import GpuFacts
 from decode_doctor.engine.facts import Facts
 from decode_doctor.engine.units import human_binary, human_bytes
-from decode_doctor.i18n import N_, _, localized, said, width
+from decode_doctor.i18n import N_, _, localized, reason, said, width
 
 from . import bwcache, calibration, hardware, serve
 from .calibration import Calibration, Prediction
@@ -55,7 +55,7 @@ def _measured(kind: type[F], select: str, what: str, options: dict[str, Any] | N
     from decode_doctor.app.output import say
     from decode_doctor.app.requests import RunRequest
 
-    say(f"measuring {what}…")
+    say(_("measuring {what}…", what=what))
     outcome = service.run(RunRequest(select=(select,), options=options or {}))
     return outcome.report.fact(kind)
 
@@ -85,7 +85,9 @@ def _cpu(threads: int | None, bandwidth: float | None, memory: int | None, remea
             said("bandwidth: this host's best recent figure, {reading} (--measure to measure again)", reading=cached.describe())
         )
         return cpu
-    facts = _measured(BandwidthFacts, "bandwidth", f"memory bandwidth with {threads} thread(s) (about a second)", {"threads": threads})
+    facts = _measured(
+        BandwidthFacts, "bandwidth", _("memory bandwidth with {threads} thread(s) (about a second)", threads=threads), {"threads": threads}
+    )
     if facts is None:
         cpu.bandwidth_source = "unknown"
         return cpu
@@ -119,11 +121,17 @@ def _cpu(threads: int | None, bandwidth: float | None, memory: int | None, remea
 
 def _local_gpu(spec: str, bandwidth: float | None, memory: int | None) -> Hardware:
     index = int(spec[5:])
-    stack = _measured(GpuFacts, "gpu", f"the GPUs of this host for {spec}")
+    stack = _measured(GpuFacts, "gpu", _("the GPUs of this host for {spec}", spec=spec))
     listed = next((d for d in stack.devices if d.index == index), None) if stack is not None else None
     if listed is None:
-        raise EstimateError(f"{spec} is not on this host (no NVIDIA GPU {index} found); plan for one you do not have with --gpu NAME")
-    facts = _measured(BandwidthFacts, "bandwidth", f"{spec}'s memory bandwidth")
+        raise EstimateError(
+            _(
+                "{spec} is not on this host (no NVIDIA GPU {index} found); plan for one you do not have with --gpu NAME",
+                spec=spec,
+                index=index,
+            )
+        )
+    facts = _measured(BandwidthFacts, "bandwidth", _("{spec}'s memory bandwidth", spec=spec))
     measured = facts.gpu(index) if facts is not None else None
     name = measured.name if measured else listed.name
     known = None
@@ -160,7 +168,7 @@ def validate(params: dict[str, Any]) -> None:
     elif params["gpus"] > 1 and (device_spec or "cpu") == "cpu":
         raise click.UsageError("--gpus is tensor parallelism across GPUs: give --gpu NAME or --device cuda:N")
     if device_spec and device_spec != "cpu" and not (device_spec.startswith("cuda:") and device_spec[5:].isdecimal()):
-        raise click.BadParameter(f"{device_spec!r}: use cpu or cuda:N", param_hint="--device")
+        raise click.BadParameter(_("{device_spec}: use cpu or cuda:N", device_spec=repr(device_spec)), param_hint="--device")
 
 
 def _hardware(params: dict[str, Any]) -> Hardware:
@@ -206,7 +214,7 @@ def _run(params: dict[str, Any]) -> int:
     try:
         document = within(params.get("timeout") or DEADLINE_S, "estimate", plan_document, params)
     except ModelFormatError as exc:
-        click.echo(f"decode-doctor estimate: {exc}", err=True)
+        click.echo(_("decode-doctor estimate: {exc}", exc=exc), err=True)
         return 2
     except EstimateError as exc:
         raise click.UsageError(str(exc)) from None
@@ -219,10 +227,10 @@ def plan_document(params: dict[str, Any]) -> PlanDocument:
     model = read_model(params["model_path"])
     size = sizing(model)
     if not size.cache:
-        said = next((note for note in size.notes if note.startswith("the cache is unknown")), None)
-        missing = ", ".join(model.missing_hyperparameters()) or "layers, KV heads and head dim"
-        why = said or f"cannot size the KV cache: no {missing} in its config"
-        raise ModelFormatError(f"{model.name}: {why}", model.path)
+        unknown = next((note for note in size.notes if note.startswith("the cache is unknown")), None)
+        missing = ", ".join(model.missing_hyperparameters()) or _("layers, KV heads and head dim")
+        why = localized(unknown) if unknown else _("cannot size the KV cache: no {missing} in its config", missing=missing)
+        raise ModelFormatError(_("{model}: {why}", model=model.name, why=why), model.path)
     per_node = params.get("gpus_per_node") or GPUS_PER_NODE
     _check_parallel(size, params["gpus"], per_node, bool(params["gpu_name"] or (params["device_spec"] or "cpu") != "cpu"))
     device = _hardware(params)
@@ -307,14 +315,14 @@ def _prediction(params: dict[str, Any], model: ModelInfo, size: Sizing, plan: De
     weight_type = (model.dominant_dtype or "").upper()
     threads = params["threads"] or usable_cpus()
     state_dir = _state_dir(params["state_dir"])
-    found, why = calibration.lookup(state_dir, weight_type, threads)
+    found, why = calibration.lookup(state_dir, weight_type, threads, in_estimate=True)
     if params.get("calibrate") and calibration.engine_version() and weight_type in calibration.WEIGHT_TYPES:
         try:
             found = calibration.calibrate(threads, weight_type, state_dir, say)
         except (calibration.CalibrationError, OSError) as exc:
-            return Predicted(None, None, None, f"the calibration failed: {exc}")
+            return Predicted(None, None, None, said("the calibration failed: {error}", error=reason(exc)))
     if found is None:
-        return Predicted(None, None, None, why.replace("run estimate --calibrate", "run with --calibrate"))
+        return Predicted(None, None, None, why)
     bandwidth = plan.hardware.bandwidth_gbps
     start = calibration.for_model(size, weight_type, threads, plan.kv_dtype, 0, bandwidth, found)
     end = calibration.for_model(size, weight_type, threads, plan.kv_dtype, plan.context, bandwidth, found)
@@ -329,16 +337,31 @@ def _check_parallel(size: Sizing, gpus: int, per_node: int, on_gpus: bool) -> No
         return
     tensor = min(gpus, per_node)
     if gpus > per_node and gpus % per_node:
-        raise EstimateError(f"--gpus {gpus}: more than one node of {per_node} must fill whole nodes; give a multiple of {per_node}")
+        raise EstimateError(
+            _(
+                "--gpus {gpus}: more than one node of {per_node} must fill whole nodes; give a multiple of {per_node}",
+                gpus=gpus,
+                per_node=per_node,
+            )
+        )
     valid = valid_tensor_sizes(size, per_node)
     if tensor not in valid:
-        parts = [f"{size.heads} attention heads"] + ([f"{size.kv_heads} KV heads"] if size.kv_heads and not size.mla else [])
+        parts = [_("{count} attention heads", count=size.heads)]
+        parts += [_("{count} KV heads", count=size.kv_heads)] if size.kv_heads and not size.mla else []
         parts += [f"{count} {what}" for what, count in size.tp_units.items()]
-        heads = ", ".join(parts[:-1]) + f" and {parts[-1]}" if len(parts) > 1 else parts[0]
+        heads = _("{items} and {last}", items=_(", ").join(parts[:-1]), last=parts[-1]) if len(parts) > 1 else parts[0]
+        refused = f'"Total number of attention heads ({size.heads}) must be divisible by tensor parallel size ({tensor})"'
         raise EstimateError(
-            f"--gpus {gpus}: vLLM splits the {heads} evenly across tensor-parallel GPUs, so it refuses {tensor} "
-            f'("Total number of attention heads ({size.heads}) must be divisible by tensor parallel size ({tensor})"); '
-            f"valid sizes up to {per_node}: {', '.join(map(str, valid))}"
+            _(
+                "--gpus {gpus}: vLLM splits the {heads} evenly across tensor-parallel GPUs, so it refuses {tensor} ({refused}); "
+                "valid sizes up to {per_node}: {valid}",
+                gpus=gpus,
+                heads=heads,
+                tensor=tensor,
+                refused=refused,
+                per_node=per_node,
+                valid=", ".join(map(str, valid)),
+            )
         )
 
 

@@ -26,7 +26,7 @@ def guarded(debug: bool, action: Callable[[], int]) -> None:
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(141)
     except KeyboardInterrupt:
-        click.echo("decode-doctor: interrupted", err=True)
+        click.echo(_("decode-doctor: interrupted"), err=True)
         sys.exit(130)
     except (DeadlineExceeded, WorkFailed) as exc:
         click.echo(f"decode-doctor: {exc}", err=True)

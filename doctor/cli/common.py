@@ -213,9 +213,9 @@ def run_request(params: dict[str, Any]) -> Any:
     config_select = _selectors(config.select, f"{config.source}: select", notes) if config.source else []
     config_ignore = _selectors(config.ignore, f"{config.source}: ignore", notes) if config.source else []
     for note in notes:
-        click.echo(f"decode-doctor: warning: {note}", err=True)
+        click.echo(_("decode-doctor: warning: {note}", note=note), err=True)
     if (split_selectors(params["select"]) and not flags_select) or (config.select and not config_select and not flags_select):
-        raise click.UsageError("the selection names only retired codes: nothing is left to run")
+        raise click.UsageError(_("the selection names only retired codes: nothing is left to run"))
     return RunRequest(
         root=params["root"].resolve(),
         models=tuple(p.resolve() for p in params["models"]),

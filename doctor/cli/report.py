@@ -68,8 +68,10 @@ def _report(request: Any) -> int:
 
     if not request.redact:
         click.secho(
-            "WARNING: --no-redact: the bundle holds tokens, passwords, keys and host names exactly as found. "
-            "Do not attach it to a ticket or send it anywhere.",
+            _(
+                "WARNING: --no-redact: the bundle holds tokens, passwords, keys and host names exactly as found. "
+                "Do not attach it to a ticket or send it anywhere."
+            ),
             fg="red",
             bold=True,
             err=True,
@@ -78,16 +80,16 @@ def _report(request: Any) -> int:
     try:
         result = write_report(request, progress=progress)
     except LeakError as exc:
-        click.echo("decode-doctor report: the bundle was NOT written: secrets would remain in it after redaction:", err=True)
+        click.echo(_("decode-doctor report: the bundle was NOT written: secrets would remain in it after redaction:"), err=True)
         for problem in exc.problems[:20]:
             click.echo(f"    {problem}", err=True)
-        click.echo("Report this as a bug, or remove the secret from its source; --no-redact writes it anyway (locally only).", err=True)
+        click.echo(_("Report this as a bug, or remove the secret from its source; --no-redact writes it anyway (locally only)."), err=True)
         return 2
     finally:
         progress.clear()
     if result.mapping is not None:
         click.echo(_("placeholder mapping kept on this machine only: {mapping}", mapping=result.mapping), err=True)
-    kind = "bundle" if request.fmt == "bundle" else "report"
+    kind = _("bundle") if request.fmt == "bundle" else _("report")
     no_verdict = _(", {unjudged} check(s) reached no verdict", unjudged=result.unjudged) if result.unjudged else ""
     click.echo(
         _(
