@@ -234,7 +234,7 @@ class Referrers(Check):
     description = N_("probes registries and mirrors for the OCI referrers API containerd's pulls depend on")
     codes = CODES_REFERRERS
     needs = Needs(reads=(Reads(DockerFacts),))  # the Engine's image store decides how much a broken mirror matters
-    reads = 'docker pull\'s "failed to decode referrers index" errors'
+    reads = N_('docker pull\'s "failed to decode referrers index" errors')
 
     @classmethod
     def analyze(cls, text: str, source: str) -> Analysis | None:

@@ -55,7 +55,7 @@ class GpuStack(Check):
     )
     timeout_s = 45.0
     facts_type = GpuFacts
-    reads = "nvidia-smi's table, -q and -q -x and its errors, kernel logs (Xids), torch/vLLM collect_env, PyTorch's CUDA errors"
+    reads = N_("nvidia-smi's table, -q and -q -x and its errors, kernel logs (Xids), torch/vLLM collect_env, PyTorch's CUDA errors")
     retired = RETIRED
 
     def run(self, ctx: Context) -> list[Finding]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from decode_doctor.engine import Analysis, Check, Code, Finding, NotJudged, Severity
-from decode_doctor.i18n import _, ngettext
+from decode_doctor.i18n import N_, _, ngettext
 
 from .codes import LIV004, LIV005, LIV009, SRV001, SRV002, SRV007
 from .diagnosis import Verdict, diagnose, with_flag
@@ -18,7 +18,7 @@ from .facts import Peaks, ServingFacts
 from .logtext import Cited, ServerLog, StatsLine, read_log
 from .ssetext import Transcript, read_transcript
 
-READS = (
+READS = N_(
     "vLLM's stats, preemption and startup lines, SGLang's batch and retraction lines, llama-server's slot lines, "
     "a captured SSE stream (curl -N)"
 )

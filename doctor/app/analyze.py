@@ -15,6 +15,7 @@ from .. import __version__, i18n
 from ..engine.files import open_regular
 from ..engine.findings import CheckResult, State
 from ..engine.registry import Registry, load
+from ..i18n import _
 from ..reports.report import Report
 from .deadline import within
 from .requests import RequestError
@@ -38,7 +39,7 @@ def read_input(name: str) -> str:
         with open_regular(name) as handle:
             data = handle.read(MAX_INPUT + 1)
     if len(data) > MAX_INPUT:
-        raise RequestError(f"{name}: larger than {MAX_INPUT >> 20} MiB; paste the relevant part")
+        raise RequestError(_("{name}: larger than {mib} MiB; paste the relevant part", name=name, mib=MAX_INPUT >> 20))
     return data.decode("utf-8", errors="replace")
 
 
@@ -67,11 +68,11 @@ def _judge(texts: list[tuple[str, str]]) -> list[tuple[str, CheckResult]]:
 def analyze(request: AnalyzeRequest, registry: Registry | None = None) -> Report:
     registry = registry or load()
     texts = [(name, read_input(name)) for name in request.files]
-    judged = within(request.timeout, "reading the pasted texts", _judge, texts)
+    judged = within(request.timeout, _("reading the pasted texts"), _judge, texts)
     unknown = [name for name in request.files if name not in {name for name, _ in judged}]
     if unknown:
-        known = "; ".join(f"{cls.name}: {cls.reads}" for cls in registry.checks.values() if cls.reads)
-        raise RequestError(f"{', '.join(unknown)}: no check reads this kind of text (read: {known})")
+        known = _("; ").join(_("{check}: {reads}", check=cls.name, reads=_(cls.reads)) for cls in registry.checks.values() if cls.reads)
+        raise RequestError(_("{files}: no check reads this kind of text (read: {known})", files=", ".join(unknown), known=known))
     results = [result for _, result in judged]
     meta: dict[str, Any] = {
         "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

@@ -80,7 +80,7 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, clihelp.help_text(help_text)) for name, (_, _, help_text) in CORE.items()]
-        rows += [(name, clihelp.help_text(command.get_short_help_str(200))) for name, command in feature_commands().items()]
+        rows += [(name, clihelp.short_help(command)) for name, command in feature_commands().items()]
         with formatter.section(_("Commands")):
             formatter.write_dl(rows)
 

@@ -111,6 +111,34 @@ def help_text(english: str | None) -> str:
     return found if found != english else translations.gettext(english)
 
 
+class Formatter(click.HelpFormatter):
+    """click's help layout; in Chinese a heading ends with "：" and "用法：" takes no space after it."""
+
+    def write_heading(self, heading: str) -> None:
+        if chinese():
+            self.write(f"{'':>{self.current_indent}}{heading}：\n")
+        else:
+            super().write_heading(heading)
+
+    def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
+        if chinese() and prefix is None:
+            prefix = catalog(current()).gettext("Usage:")
+        super().write_usage(prog, args, prefix)
+
+
+def short_help(command: click.Command) -> str:
+    """A command's one line for the group's listing: click's first sentence in English; in Chinese the
+    first sentence of the translated help (click's cut at ". " does not see "。")."""
+    english = command.get_short_help_str(200)
+    if not chinese() or command.short_help:
+        return help_text(english)
+    whole = help_text(command.help)
+    if whole == command.help:
+        return english
+    first = whole.strip().split("\n\n", 1)[0].replace("\n", "")
+    return first.split("。", 1)[0] + ("。" if "。" in first else "")
+
+
 def translated_params(params: list[click.Parameter]) -> list[click.Parameter]:
     """params with their help texts in the current language (copies; English: params themselves)."""
     return _translated_params(params) if chinese() else params
@@ -175,6 +203,7 @@ def _point_click_here() -> None:
     """click's modules look their words up here from now on (in English: click's own words)."""
     import importlib
 
+    click.Context.formatter_class = Formatter
     for name in CLICK_MODULES:
         module = importlib.import_module(f"click.{name}")
         if hasattr(module, "_"):
