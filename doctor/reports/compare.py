@@ -17,8 +17,11 @@ from typing import Any
 from ..engine.check import Check
 from ..engine.facts import Facts
 from ..engine.findings import Severity
-from ..i18n import _
+from ..i18n import _, current, ngettext
+from ..i18n.width import ljust
+from ..i18n.width import width as display_width
 from .report import SCHEMA_VERSION
+from .text import severity_word, state_word
 
 MAX_REPORT_BYTES = 64 << 20
 ABSENT = "absent"
@@ -139,18 +142,37 @@ class Difference:
 
     def lines(self) -> list[str]:
         out = [
-            f"before: {self.before['host']} at {self.before['started']} ({self.before['file']})",
-            f"after:  {self.after['host']} at {self.after['started']} ({self.after['file']})",
+            _("before: {run}", run=_("{host} at {started} ({file})", **self.before)),
+            _("after:  {run}", run=_("{host} at {started} ({file})", **self.after)),
         ]
-        out += [f"changed  {name}: {a} → {b}" for name, (a, b) in self.changed.items()]
-        out += [f"+ {f['code']} {f['severity']} {f['check']}: {f['message']}" for f in self.appeared]
-        out += [f"- {f['code']} {f['severity']} {f['check']}: {f['message']}" for f in self.disappeared]
-        out += [f"state    {check}: {a} → {b}" for check, (a, b) in self.states.items()]
+        out += [_("changed  {name}: {before} → {after}", name=name, before=a, after=b) for name, (a, b) in self.changed.items()]
+        out += [f"+ {f['code']} {_finding_text(f)}" for f in self.appeared]
+        out += [f"- {f['code']} {_finding_text(f)}" for f in self.disappeared]
+        out += [
+            _("state    {check}: {before} → {after}", check=check, before=state_word(a), after=state_word(b))
+            for check, (a, b) in self.states.items()
+        ]
         for name, (a, b, change) in self.measured.items():
-            out.append(f"measured {name}: {a:g} → {b:g}" + (f" ({change:+.1f} %)" if change is not None else ""))
+            change_text = f" ({change:+.1f} %)" if change is not None else ""
+            out.append(_("measured {name}: {before} → {after}", name=name, before=format(a, "g"), after=format(b, "g")) + change_text)
         if len(out) == 2:
-            out.append("no differences")
+            out.append(_("no differences"))
         return out
+
+
+def _finding_text(finding: dict[str, Any]) -> str:
+    """A finding of a compared report: its severity in the user's language, its message as the report has it."""
+    severity = str(finding.get("severity"))
+    word = severity_word(Severity(severity)) if severity in {s.value for s in Severity} else severity
+    return _("{severity} {check}: {message}", severity=word, check=finding.get("check"), message=finding.get("message"))
+
+
+def _cell_text(cell: str) -> str:
+    """A matrix cell (kept in English: the HTML classes are its severity) as the user reads it."""
+    severity, _colon, codes = cell.partition(": ")
+    if codes and severity in {s.value for s in Severity}:
+        return _("{severity}: {codes}", severity=severity_word(Severity(severity)), codes=codes)
+    return state_word(cell)
 
 
 def _key(finding: dict[str, Any]) -> tuple[str, str, str]:
@@ -218,32 +240,37 @@ def render_matrix(hosts: list[str], checks: list[str], cells: dict[tuple[str, st
     if fmt == "html":
         return _matrix_html(hosts, checks, cells)
     if fmt == "markdown":
-        lines = ["| host | " + " | ".join(checks) + " |", "|---" * (len(checks) + 1) + "|"]
-        lines += ["| " + h + " | " + " | ".join(cells.get((h, c), "—") for c in checks) + " |" for h in hosts]
+        lines = ["| " + _("host") + " | " + " | ".join(checks) + " |", "|---" * (len(checks) + 1) + "|"]
+        shown = {key: _cell_text(cell) for key, cell in cells.items()}
+        lines += ["| " + h + " | " + " | ".join(shown.get((h, c), "—") for c in checks) + " |" for h in hosts]
         return "\n".join(lines) + "\n"
-    width = max(len(h) for h in hosts)
-    widths = [max(len(c), *(len(cells.get((h, c), "—")) for h in hosts)) for c in checks]
-    lines = [" " * width + "  " + "  ".join(c.ljust(w) for c, w in zip(checks, widths, strict=True))]
+    shown = {key: _cell_text(cell) for key, cell in cells.items()}
+    width = max(display_width(h) for h in hosts)
+    widths = [max(display_width(c), *(display_width(shown.get((h, c), "—")) for h in hosts)) for c in checks]
+    lines = [" " * width + "  " + "  ".join(ljust(c, w) for c, w in zip(checks, widths, strict=True))]
     for h in hosts:
-        lines.append(h.ljust(width) + "  " + "  ".join(cells.get((h, c), "—").ljust(w) for c, w in zip(checks, widths, strict=True)))
+        lines.append(ljust(h, width) + "  " + "  ".join(ljust(shown.get((h, c), "—"), w) for c, w in zip(checks, widths, strict=True)))
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
 def _matrix_html(hosts: list[str], checks: list[str], cells: dict[tuple[str, str], str]) -> str:
+    shown = {key: _cell_text(cell) for key, cell in cells.items()}
     head = "".join(f"<th>{html.escape(c)}</th>" for c in checks)
     rows = "".join(
         "<tr><th>"
         + html.escape(h)
         + "</th>"
         + "".join(
-            f'<td class="{html.escape(cells.get((h, c), "").split(":")[0])}">{html.escape(cells.get((h, c), "—"))}</td>' for c in checks
+            f'<td class="{html.escape(cells.get((h, c), "").split(":")[0])}">{html.escape(shown.get((h, c), "—"))}</td>' for c in checks
         )
         + "</tr>"
         for h in hosts
     )
+    title, host = html.escape(_("decode-doctor fleet")), html.escape(_("host"))
+    heading = html.escape(ngettext("decode-doctor fleet: {count} host", "decode-doctor fleet: {count} hosts", len(hosts)))
     return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>decode-doctor fleet</title><style>'
+        f'<!DOCTYPE html><html lang="{html.escape(current())}"><head><meta charset="utf-8"><title>{title}</title><style>'
         "body{font:14px system-ui,sans-serif;margin:2rem}table{border-collapse:collapse}th,td{border:1px solid #ddd;padding:.3rem .5rem}"
         ".error{background:#fde7e9}.warning{background:#fff4d6}.info{background:#e8f0fe}.passed{background:#e6f4ea}</style></head>"
-        f"<body><h1>decode-doctor fleet: {len(hosts)} hosts</h1><table><tr><th>host</th>{head}</tr>{rows}</table></body></html>\n"
+        f"<body><h1>{heading}</h1><table><tr><th>{host}</th>{head}</tr>{rows}</table></body></html>\n"
     )
