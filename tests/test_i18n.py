@@ -433,3 +433,71 @@ def test_chinese_without_a_compiled_catalog_says_so_and_prints_english(monkeypat
     result = cli("explain", "SWAP001", "--lang", "zh-CN")
     assert "the zh-CN catalog is not compiled (python -m decode_doctor.i18n.compile); printing in English" in result.stderr
     assert result.stdout.startswith("SWAP001 (warning, check: swappiness)") and result.exit_code == 0
+
+
+# --- findings whose English stays in the evidence ------------------------------------------------
+
+ENGLISH_RUN = re.compile(r"(?<![-/.\w])[A-Za-z][a-z]+(?:[ ,]+[A-Za-z][a-z]+){3,}")
+# words a Chinese line quotes as the source wrote them: a board's model name, the Docker SDK's error
+QUOTED = ("Jetson Nano Developer Kit", "Error while fetching server API version")
+
+
+def _english_runs(text: str) -> list[str]:
+    return [m.group(0) for line in text.splitlines() for m in [ENGLISH_RUN.search(line)] if m and not any(q in line for q in QUOTED)]
+
+
+@pytest.mark.parametrize("host", sorted(p.name for p in (FIXTURES / "hosts").iterdir()))
+def test_every_fixture_host_reads_in_chinese_without_english_sentences(host, tmp_path):
+    """Findings, not-judged lines, the info lines and the environment table: no run of four English
+    words in zh-CN text or Markdown output (flags, paths, codes and quoted source text aside)."""
+    env = _host_env(tmp_path)
+    for fmt in ("text", "markdown"):
+        out = cli("check", "--root", str(FIXTURES / "hosts" / host), "--format", fmt, "-v", "--lang", "zh-CN", env=env)
+        body = out.stdout.split("```json")[0] if fmt == "text" else re.sub(r"```json.*?```", "", out.stdout, flags=re.S)
+        assert _english_runs(body) == [], (fmt, out.stdout[:2000])
+
+
+def test_a_pasted_xid_log_is_judged_in_chinese_with_english_evidence():
+    log = str(FIXTURES / "nvidia" / "kernel-logs" / "dmesg-ctime-xid-13x3-109-gpud.txt")
+    english = cli("analyze", log, "--format", "json", "--lang", "en").json()["findings"]
+    chinese = cli("analyze", log, "--format", "json", "--lang", "zh-CN").json()["findings"]
+    assert [f["code"] for f in chinese] == [f["code"] for f in english] == ["GPU018"]
+    assert chinese[0]["evidence"] == english[0]["evidence"]
+    assert "中有 NVIDIA Xid 错误" in chinese[0]["message"] and "复位 GPU" in chinese[0]["message"]
+    assert "holds NVIDIA Xid errors" in english[0]["message"]
+
+
+def test_a_broken_image_is_reported_in_chinese_and_quarantined_with_english_reasons(tmp_path):
+    from PIL import Image
+
+    dataset = tmp_path / "images"
+    dataset.mkdir()
+    Image.new("RGB", (40, 40), "red").save(dataset / "whole.jpg")
+    data = (dataset / "whole.jpg").read_bytes()
+    (dataset / "cut.jpg").write_bytes(data[: len(data) // 2])
+    (dataset / "page.png").write_bytes(b"<html><body>not found</body></html>")
+    args = ("check", "--images", str(dataset), "--select", "images", "--format", "json")
+    english = {f["path"]: f for f in cli(*args, "--lang", "en").json()["findings"]}
+    chinese = {f["path"]: f for f in cli(*args, "--lang", "zh-CN").json()["findings"]}
+    page = str(dataset / "page.png")
+    assert chinese[page]["evidence"] == english[page]["evidence"]
+    assert "HTML 网页，不是图片" in chinese[page]["message"] and "an HTML page, not an image" in english[page]["message"]
+    assert english[page]["evidence"]["reasons"][0]["message"].startswith("an HTML page, not an image")
+    preview = cli("check", "--images", str(dataset), "--select", "images", "--fix", "--dry-run", "--lang", "zh-CN").stdout
+    assert "（不是图片：HTML 网页，不是图片" in preview
+    cli("check", "--images", str(dataset), "--select", "images", "--fix", "--yes", "--lang", "zh-CN")
+    manifest = (tmp_path / "images.quarantine" / "manifest.jsonl").read_text()
+    assert "not an image: an HTML page, not an image" in manifest and "不是图片" not in manifest
+
+
+def test_estimate_from_a_config_alone_reads_in_chinese_and_its_json_stays_english(tmp_path):
+    model = tmp_path / "oss"
+    model.mkdir()
+    (model / "config.json").write_text((FIXTURES / "models" / "configs" / "gpt-oss-20b.json").read_text())
+    args = ("estimate", "--model", str(model), "--bandwidth", "50", "--memory", "12GiB", "--state-dir", str(tmp_path / "state"))
+    text = cli(*args, "--lang", "zh-CN").stdout
+    assert "仅凭配置" in text and "调整项" in text and "llama-server 读取的是 GGUF" in text
+    assert _english_runs(text.split("llama-server -m")[0]) == []
+    english = cli(*args, "--format", "json", "--lang", "en").stdout
+    assert cli(*args, "--format", "json", "--lang", "zh-CN").stdout == english
+    assert "the config alone" in english
