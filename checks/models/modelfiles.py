@@ -195,17 +195,7 @@ def check_sizes(config: dict[str, Any], path: Path) -> None:
                 )
             limit = SIZE_LIMITS.get(key, 1 << 32)
             if value > limit:  # no model has that many: a typo or a hostile file, never sized
-                raise ModelFormatError(
-                    _(
-                        "{file}: {prefix}{key} is {value:,}, more than any model has (≤ {limit:,})",
-                        file=path.name,
-                        prefix=prefix,
-                        key=key,
-                        value=value,
-                        limit=limit,
-                    ),
-                    path,
-                )
+                raise _beyond_any_model(path, prefix + key, value, limit)
         heads = next((scope[k] for k in ("num_attention_heads", "n_head", "num_heads", "n_heads") if isinstance(scope.get(k), int)), None)
         kv = next((scope[k] for k in ("num_key_value_heads", "n_head_kv", "num_kv_heads") if isinstance(scope.get(k), int)), None)
         if heads and kv and (kv > heads or heads % kv):
@@ -234,17 +224,13 @@ def check_sizes(config: dict[str, Any], path: Path) -> None:
                 )
             limit = 1 << 20
             if value > limit:  # no model has that many: a typo or a hostile file, never sized
-                raise ModelFormatError(
-                    _(
-                        "{file}: {prefix}{key} is {value:,}, more than any model has (≤ {limit:,})",
-                        file=path.name,
-                        prefix=prefix,
-                        key=key,
-                        value=value,
-                        limit=limit,
-                    ),
-                    path,
-                )
+                raise _beyond_any_model(path, prefix + key, value, limit)
+
+
+def _beyond_any_model(path: Path, key: str, value: int, limit: int) -> ModelFormatError:
+    """A size or count no model has: a typo or a hostile file, never sized."""
+    message = _("{file}: {key} is {value:,}, more than any model has (≤ {limit:,})", file=path.name, key=key, value=value, limit=limit)
+    return ModelFormatError(message, path)
 
 
 def read_config(path: Path, limit: int = JSON_LIMIT) -> dict[str, Any]:
