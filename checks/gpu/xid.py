@@ -12,7 +12,7 @@ from importlib import resources
 from typing import Any
 
 from decode_doctor.engine import Check, Finding, Severity
-from decode_doctor.i18n import _, sentences
+from decode_doctor.i18n import _, localized, said, sentences
 
 from .codes import GPU018
 
@@ -146,7 +146,7 @@ def line_time(prefix: str) -> str | None:
         inner = prefix[bracket + 1 : end].strip() if end > bracket else ""
         if inner and (inner[0].isdecimal() or inner[:3].lower() in {"mon", "tue", "wed", "thu", "fri", "sat", "sun"}):
             syslog = _syslog_time(prefix[:bracket])
-            return syslog or (inner if not _is_uptime(inner) else f"{inner} s after boot")
+            return syslog or (inner if not _is_uptime(inner) else said("{seconds} s after boot", seconds=inner))
     return _syslog_time(prefix) or _iso_time(prefix)
 
 
@@ -285,7 +285,8 @@ def summary(item: XidGroup, causes: list[int] | None = None) -> str:
     times = ""
     if item.first and item.first.time:
         last_time = item.last.time if item.last else None
-        span = f"{item.first.time} → {last_time}" if last_time and item.count > 1 and last_time != item.first.time else item.first.time
+        first_time = localized(item.first.time)
+        span = f"{first_time} → {localized(last_time)}" if last_time and item.count > 1 and last_time != item.first.time else first_time
         times = _(", {time}", time=span)
     step = sentences(*(_(part) for part in entry.action_parts)) if entry else _("Look it up in NVIDIA's Xid catalog.")
     if item.number == 154 and item.last and (action := recovery_action(item.last.text)):
