@@ -281,26 +281,28 @@ class Redactor:
         if not self.enabled:
             return []
         problems = []
-        for member, content in [(f"{name} (its name)", name.encode()) for name in files] + list(files.items()):
+        for member, content in [(_("{name} (its name)", name=name), name.encode()) for name in files] + list(files.items()):
             name, text = member, content.decode("utf-8", errors="replace")
             for secret in self.secrets:
                 if secret in text:
-                    problems.append(f"{name}: a secret value ({secret[:4]}…) is still present")
+                    problems.append(_("{name}: a secret value ({secret}…) is still present", name=name, secret=secret[:4]))
             for kind, pattern in PATTERNS:
                 for match in pattern.finditer(text):
                     value = match.group(match.lastindex or 0)
                     if not value.startswith("[REDACTED"):
-                        problems.append(f"{name}: {kind} pattern still matches")
+                        problems.append(_("{name}: {kind} pattern still matches", name=name, kind=kind))
                         break
             if PEM_LEAK.search(text) or PEM_BEGIN.search(text) or PEM_END.search(text):  # a marker left means a body may be
-                problems.append(f"{name}: a private key is still present")
+                problems.append(_("{name}: a private key is still present", name=name))
             if self.hosts:
                 for real in self.mapping:
                     if real in text and len(real) >= 3:
-                        problems.append(f"{name}: {self.mapping[real]} ({real[:2]}…) is still present")
+                        problems.append(
+                            _("{name}: {mapping} ({real}…) is still present", name=name, mapping=self.mapping[real], real=real[:2])
+                        )
                 homes = [user for user in HOME.findall(text) if not PLACEHOLDER.match(user)]
                 if homes or ROOT_HOME.search(text):
-                    problems.append(f"{name}: a home path is still present")
+                    problems.append(_("{name}: a home path is still present", name=name))
         return problems
 
     def local_mapping(self) -> dict[str, str]:
