@@ -206,7 +206,7 @@ class DockerEngine(Check):
                 refused = _("The Engine at {url} refuses this client's API version: {error}", url=url, error=str(exc)[:160])
                 return [self.finding(DKR005, refused, evidence=evidence)]
             state = _("no socket") if socket_path and not os.path.exists(socket_path) else _("connection refused")
-            where = f"{socket_path}: {state}" if socket_path else url
+            where = _("{socket}: {state}", socket=socket_path, state=state) if socket_path else url
             return [self.finding(DKR003, _("The Docker daemon is not running ({where}).", where=where), evidence=evidence)]
         facts = self._facts(ctx, base, *engine_answers(version, info))
         ctx.publish(facts)
