@@ -102,7 +102,7 @@ def fix(outcome: Outcome, request: FixRequest, dialogue: Dialogue) -> Outcome:
         dialogue.say(_("Not applying: {why}. Try again when it has finished.", why=exc))
         return outcome
     for item in result.outcomes:
-        dialogue.say(f"{item.code}: {item.shown}: {localized(item.status)}")
+        dialogue.say(_("{code}: {target}: {status}", code=item.code, target=item.shown, status=localized(item.status)))
     undo_hint = f"decode-doctor undo {result.run_id}"
     if request.state_dir != default_state_dir():
         undo_hint += f" --state-dir {request.state_dir}"

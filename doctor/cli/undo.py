@@ -58,7 +58,7 @@ def _undo(run_id: str | None, state_dir: Path, given: bool, list_only: bool, for
         return 2
     click.echo(_("Undo of fix run {run}:", run=result.run_id))
     for target, status in result.outcomes:
-        click.echo(shown(f"    {target}: {localized(status)}"))
+        click.echo(shown("    " + _("{target}: {status}", target=target, status=localized(status))))
     if result.conflicts:
         click.echo(
             _(
