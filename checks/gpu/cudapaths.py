@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from decode_doctor.engine import Check, Context, Finding, Severity
-from decode_doctor.i18n import _
+from decode_doctor.i18n import Said, _, said
 
 from .codes import GPU027, GPU028, GPU029, GPU031
 
@@ -209,19 +209,18 @@ def path_findings(check: Check, ctx: Context, torch_cuda: str | None) -> list[Fi
     versions = {t.root: t.version for t in toolkits}
     label = lambda root: _("{root} ({version})", root=root, version=versions.get(root) or _("version unknown"))  # noqa: E731
     findings = []
-    named = {"build (" + chosen.build_from + ")": chosen.build, "nvcc on PATH": chosen.nvcc, "libcudart on LD_LIBRARY_PATH": chosen.runtime}
-    said = {  # the evidence keeps named's English keys
-        "build (" + chosen.build_from + ")": _("build ({source})", source=chosen.build_from),
-        "nvcc on PATH": _("nvcc on PATH"),
-        "libcudart on LD_LIBRARY_PATH": _("libcudart on LD_LIBRARY_PATH"),
+    named: dict[Said, str] = {  # English keys in the evidence, the user's language in the message
+        said("build ({source})", source=chosen.build_from): chosen.build,
+        said("nvcc on PATH"): chosen.nvcc,
+        said("libcudart on LD_LIBRARY_PATH"): chosen.runtime,
     }
     distinct = {root for root in named.values() if root}
     if len(distinct) > 1 or chosen.missing_home:
-        parts = [_("{what}: {toolkit}", what=said[what], toolkit=label(root)) for what, root in named.items() if root]
+        parts = [_("{what}: {toolkit}", what=what.text(), toolkit=label(root)) for what, root in named.items() if root]
         missing = _("{variable} names a directory that is not there. ", variable=chosen.missing_home) if chosen.missing_home else ""
         listed = _(", ").join(label(t.root) for t in toolkits) or _("none")
         message = missing + _("Installed: {installed}; {picks}.", installed=listed, picks=_("; ").join(parts))
-        evidence = {"installed": {t.root: t.version for t in toolkits}, **{k: v for k, v in named.items() if v}}
+        evidence: dict[str, object] = {"installed": {t.root: t.version for t in toolkits}, **{k: v for k, v in named.items() if v}}
         findings.append(check.finding(GPU027, message, evidence=evidence))
     for where, directory, shadows in stub_dirs(ctx):
         if shadows:

@@ -31,10 +31,13 @@ class CatalogEntry:
     immediate: str
     investigatory: str
     cause: str
-    action: str  # what to do now
+    action_parts: tuple[str, ...]  # what to do now: its sentences as the catalog file has them, each a message (extract.xid_catalog)
     follow_up: str  # what to do when it recurs ("" when nothing more)
     urgency: str  # gpu, report, application, info
-    action_parts: tuple[str, ...] = ()  # action's sentences as the catalog file has them, each a message (extract.json_texts)
+
+    @property
+    def action(self) -> str:
+        return " ".join(self.action_parts)
 
     @property
     def next_step(self) -> str:
@@ -82,16 +85,16 @@ def catalog() -> dict[int, CatalogEntry]:
     entries = {}
     for number, mnemonic, meaning, immediate, investigatory in data["xids"]:
         cause, extra = notes.get(str(number), ["", ""])
-        action, follow_up = buckets[immediate][1], ""
-        parts: tuple[str, ...] = (action,)
+        parts: tuple[str, ...] = (buckets[immediate][1],)
+        follow_up = ""
         step = buckets[investigatory][1]
         if investigatory and investigatory != immediate and not investigatory.startswith(("IGNORE", "N/A")):
             follow_up = step if step.startswith("When") else "If it recurs: " + step[0].lower() + step[1:]
         # a note's next step replaces the buckets' words, or with a leading "+" comes after them
         if extra.startswith("+"):
-            action, parts = f"{action} {extra[1:]}", (action, extra[1:])
+            parts += (extra[1:],)
         elif extra:
-            action, follow_up, parts = extra, "", (extra,)
+            parts, follow_up = (extra,), ""
         meaning = " ".join(meaning.split())
         entries[number] = CatalogEntry(
             number,
@@ -100,10 +103,9 @@ def catalog() -> dict[int, CatalogEntry]:
             immediate,
             investigatory,
             cause or f"{meaning} ({mnemonic.split()[0]}).",
-            action,
+            parts,
             follow_up,
             buckets[immediate][0],
-            parts,
         )
     return entries
 

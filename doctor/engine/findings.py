@@ -7,6 +7,8 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..i18n import _
+
 if TYPE_CHECKING:
     from .facts import Facts
 
@@ -220,8 +222,6 @@ class NotJudged:
         return {"what": self.what, "why": self.why, "cause": self.cause}
 
     def text(self) -> str:
-        from decode_doctor.i18n import _
-
         return _("{what} ({why})", what=self.what, why=self.why)
 
 

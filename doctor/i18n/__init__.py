@@ -165,7 +165,7 @@ def localized(text: str) -> str:
 
 
 def said(message: str, /, **values: object) -> Said:
-    """message and its values, to be said in English (evidence) or in the user's language (str())."""
+    """message and its values, to be said in English (the string itself) or in the user's language (text())."""
     return Said(message, tuple(values.items()))
 
 

@@ -239,12 +239,11 @@ def render_matrix(hosts: list[str], checks: list[str], cells: dict[tuple[str, st
     """The fleet matrix as text, Markdown or one HTML page."""
     if fmt == "html":
         return _matrix_html(hosts, checks, cells)
+    shown = {key: _cell_text(cell) for key, cell in cells.items()}
     if fmt == "markdown":
         lines = ["| " + _("host") + " | " + " | ".join(checks) + " |", "|---" * (len(checks) + 1) + "|"]
-        shown = {key: _cell_text(cell) for key, cell in cells.items()}
         lines += ["| " + h + " | " + " | ".join(shown.get((h, c), "—") for c in checks) + " |" for h in hosts]
         return "\n".join(lines) + "\n"
-    shown = {key: _cell_text(cell) for key, cell in cells.items()}
     width = max(display_width(h) for h in hosts)
     widths = [max(display_width(c), *(display_width(shown.get((h, c), "—")) for h in hosts)) for c in checks]
     lines = [" " * width + "  " + "  ".join(ljust(c, w) for c, w in zip(checks, widths, strict=True))]
