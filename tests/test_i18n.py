@@ -438,8 +438,8 @@ def test_chinese_without_a_compiled_catalog_says_so_and_prints_english(monkeypat
 # --- findings whose English stays in the evidence ------------------------------------------------
 
 ENGLISH_RUN = re.compile(r"(?<![-/.\w])[A-Za-z][a-z]+(?:[ ,]+[A-Za-z][a-z]+){3,}")
-# words a Chinese line quotes as the source wrote them: a board's model name, the Docker SDK's error
-QUOTED = ("Jetson Nano Developer Kit", "Error while fetching server API version")
+# words a Chinese line quotes as the source wrote them: a board's model name, the Docker SDK's error, a kernel log line
+QUOTED = ("Jetson Nano Developer Kit", "Error while fetching server API version", "NVRM: ")
 
 
 def _english_runs(text: str) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from decode_doctor.checks.bandwidth import membw
+from decode_doctor.checks.bandwidth import membw, quiet
 
 from .conftest import FIXTURES, REPO
 from .support.fakes import FAKES
@@ -27,7 +27,7 @@ README = REPO / "README.md"
 TABLE_START = "<!-- checks table"
 TABLE_END = "<!-- end of checks table -->"
 # commands that need --root (the copied host), not the live one
-ROOTED = ("check", "report")
+ROOTED = ("check", "report", "agent")
 QWEN_SHAPE = {
     "model_type": "qwen2",
     "num_attention_heads": 4,
@@ -114,8 +114,10 @@ def _fixed_bandwidth(buffer_bytes: int, budget_s: float = 1.0, threads: int | No
 @pytest.fixture
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(membw, "measure_cpu", _fixed_bandwidth)  # the forked checks inherit it: no second of measuring each
+    monkeypatch.setattr(quiet, "serving", lambda ctx: None)  # the agent's idle test, whatever else this machine runs
     top = tmp_path / "work"
     top.mkdir()
+    (top / "textfile").mkdir()
     host = tmp_path / "host"
     shutil.copytree(FIXTURES / "hosts/swap60-rhel7", host, symlinks=True)
     home = tmp_path / "home"
@@ -158,7 +160,7 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             "http://127.0.0.1:8000/v1": server.url,
             "~/": f"{home}/",
             "-o /tmp/": f"-o {tmp_path}/",
-            "/var/lib/node_exporter/textfile/": f"{top}/",
+            "/var/lib/node_exporter/textfile": str(top / "textfile"),
         }
         yield Workspace(top, host, tmp_path / "state", server, substitutions)
 
@@ -201,7 +203,7 @@ def test_every_command_line_of_the_readme_runs(workspace: Workspace):
     top = workspace.top
     assert (top / "r.json").is_file() and (top / "r.html").is_file() and (top / "fleet.html").is_file()
     assert list(top.glob("decode-doctor-*.tar.gz"))  # `report` wrote its bundle where it ran
-    assert (top / "decode_doctor.prom.tmp").is_file()
+    assert (top / "textfile/decode_doctor.prom").is_file()
 
 
 def test_the_configuration_example_runs_and_a_retired_code_is_a_warning_naming_the_file(tmp_path, monkeypatch):

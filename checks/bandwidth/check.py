@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import replace
 
 from decode_doctor.engine import Check, Context, Finding, Needs, Option
-from decode_doctor.engine.units import whole
-from decode_doctor.i18n import N_, _, said
+from decode_doctor.engine.units import duration, whole
+from decode_doctor.i18n import N_, _, localized, said
 
 from .codes import BW002, BW003, BW005, RETIRED
 from .contract import MEASURED_ELSEWHERE, BandwidthFacts, CpuMemory, MemorySpec, of_peak
+from .quiet import QuietFigure
 
 LOW_RATIO = 0.5  # measured / spec below this: something leaves bandwidth on the table
 GPU_LOW_RATIO = 0.6
@@ -68,6 +70,14 @@ class Bandwidth(Check):
     options = (
         Option("--thorough", "Measure bandwidth longer (about 4 s) with a larger buffer (up to 4 GiB).", is_flag=True, default=False),
         Option(
+            "--reuse-bandwidth",
+            "For a node agent on a serving host: measure only while it is idle and at most once per AGE (seconds, or 12h, 1d); "
+            "otherwise reuse the last figure measured on a quiet host, said so [default: always measure].",
+            type=duration(1.0, 365 * 86400.0),
+            metavar="AGE",
+        ),
+        Option("--cpu-bandwidth-only", "Measure the CPU's memory only, not GPU copies (which need torch or cupy).", is_flag=True),
+        Option(
             "--threads",
             "Threads the CPU bandwidth probe reads with [default: one per usable CPU].",
             type=whole(1, 4096, N_("a number of threads")),
@@ -79,8 +89,48 @@ class Bandwidth(Check):
     retired = RETIRED
 
     def run(self, ctx: Context) -> list[Finding]:
+        reuse_s = ctx.options.get("reuse_bandwidth")
+        if reuse_s:
+            from .quiet import load_quiet, machine_key, serving, store_quiet
+
+            machine = machine_key(ctx)
+            stored = load_quiet()
+            figure = stored if isinstance(stored, QuietFigure) and stored.machine == machine else None
+            age = time.time() - figure.measured_at if figure else None
+            busy = None if age is not None and age < reuse_s else serving(ctx)
+            if figure is not None and (busy is not None or (age is not None and age < reuse_s)):
+                return self._reuse(ctx, figure, busy)
+            if busy is not None:
+                unusable = _(" ({why})", why=localized(stored)) if isinstance(stored, str) else ""
+                why = _(
+                    "the host is serving ({busy}) and no figure measured on it while quiet is stored{unusable}",
+                    busy=localized(busy),
+                    unusable=unusable,
+                )
+                ctx.not_judged(_("the memory bandwidth"), why)
+                return []
+            findings = self._measure(ctx)
+            facts = ctx.published
+            if isinstance(facts, BandwidthFacts) and not facts.cpu.measured.contended and facts.measured_at is not None:
+                store_quiet(QuietFigure(facts.measured_at, machine, facts))
+            return findings
+        return self._measure(ctx)
+
+    def _reuse(self, ctx: Context, figure: QuietFigure, busy: str | None) -> list[Finding]:
+        from .quiet import age_words
+
+        when = age_words(time.time() - figure.measured_at)
+        if busy is not None:
+            reused = said("measured {when} on the quiet host, reused: the host is serving now ({busy})", when=when, busy=busy)
+        else:
+            reused = said("measured {when} on the quiet host, reused (--reuse-bandwidth)", when=when)
+        ctx.publish(replace(figure.facts, reused=reused))
+        return []
+
+    def _measure(self, ctx: Context) -> list[Finding]:
         from .membw import buffer_size, cache_caveat, llc_bytes, measure_cpu, measure_gpus, nvml_theoretical
 
+        measured_at = time.time()
         thorough = bool(ctx.options.get("thorough"))
         llc = llc_bytes(ctx.read_text)
         buffer = buffer_size(llc, ctx.meminfo_bytes("MemAvailable"), thorough)
@@ -94,21 +144,21 @@ class Bandwidth(Check):
             llc_bytes=llc,
             numa_nodes=_numa_nodes(ctx),
             governor=_governor(ctx),
-            measured_on="this host" if ctx.live_host else MEASURED_ELSEWHERE,
+            measured_on="this host" if ctx.live_devices else MEASURED_ELSEWHERE,
             spec=spec,
             spec_gbps=round(spec.peak_gbps, 1) if spec and spec.peak_gbps else None,
             spec_unavailable=spec_missing,
             caveat=cache_caveat(measured.buffer_bytes, llc, thorough),
         )
         gpus = []
-        if _gpu_present(ctx):
+        if _gpu_present(ctx) and not ctx.options.get("cpu_bandwidth_only"):
             peaks = nvml_theoretical()
             for gpu in measure_gpus(budget_s=2.0 if thorough else 0.5):
                 peak = peaks.get(gpu.index)
                 gpus.append(replace(gpu, theoretical_gbps=round(peak, 1) if peak else None))
             if not gpus:
                 ctx.not_judged(_("the GPUs' memory bandwidth"), _("neither torch nor cupy can run CUDA copies in this Python"))
-        facts = BandwidthFacts(cpu, gpus)
+        facts = BandwidthFacts(cpu, gpus, measured_at=round(measured_at, 3))
         ctx.publish(facts)
         evidence = facts.to_dict()
         findings = []

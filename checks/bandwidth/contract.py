@@ -95,6 +95,10 @@ class CpuMemory:
 class BandwidthFacts(Facts):
     cpu: CpuMemory
     gpus: list[GpuBandwidth] = field(default_factory=list)
+    measured_at: float | None = None  # Unix time of the measurement
+    # why an earlier quiet figure stands in for a measurement now (--reuse-bandwidth): the host is serving,
+    # or the figure is younger than the age asked for
+    reused: str | None = None
 
     @property
     def cpu_read_gbps(self) -> float:
@@ -119,6 +123,8 @@ class BandwidthFacts(Facts):
             line += _("; spec unknown: {why}", why=localized(self.cpu.spec_unavailable or ""))
         if self.cpu.caveat:
             line += _("; ") + localized(self.cpu.caveat)
+        if self.reused:
+            line += _("; ") + localized(self.reused)
         gpus = [
             _("GPU {index} ({name}): copy {copy:.0f} GB/s{of_peak}", index=g.index, name=g.name, copy=g.copy_gbps, of_peak=of_peak(g))
             for g in self.gpus
@@ -140,11 +146,19 @@ class BandwidthFacts(Facts):
     def metrics(self) -> list[Metric]:
         measured = self.cpu.measured
         samples = [
-            Sample({"device": "cpu", "kind": "read"}, measured.read_gbps),
-            Sample({"device": "cpu", "kind": "copy"}, measured.copy_gbps),
+            Sample({"device": "cpu", "kind": "read"}, round(measured.read_gbps * GB)),
+            Sample({"device": "cpu", "kind": "copy"}, round(measured.copy_gbps * GB)),
         ]
-        samples += [Sample({"device": f"cuda:{g.index}", "kind": "copy"}, g.copy_gbps) for g in self.gpus]
-        return [Metric("decode_doctor_memory_bandwidth_gbps", "Measured memory bandwidth in GB/s.", tuple(samples))]
+        samples += [Sample({"device": f"cuda:{g.index}", "kind": "copy"}, round(g.copy_gbps * GB)) for g in self.gpus]
+        found = [
+            Metric("decode_doctor_memory_bandwidth_bytes_per_second", "Measured memory bandwidth, in bytes per second.", tuple(samples))
+        ]
+        if self.measured_at is not None:
+            stamp = Sample({}, round(self.measured_at, 3))
+            found.append(
+                Metric("decode_doctor_memory_bandwidth_measured_timestamp_seconds", "When the bandwidth figures were measured.", (stamp,))
+            )
+        return found
 
     def compared(self) -> dict[str, str | float]:
         values: dict[str, str | float] = {

@@ -18,7 +18,8 @@ from .board import nvidia_pci_devices, tegra_board
 from .codes import CODES, GPU015, GPU024, GPU030, RETIRED
 from .contract import DriverInfo, GpuFacts, TorchBuild
 from .cudapaths import path_findings
-from .kernellog import kernel_findings, kernel_texts
+from .kernellog import kernel_findings, kernel_logs
+from .procdriver import read_proc_driver
 from .smi import read_nvidia_smi
 from .software import judge_software
 from .toolkits import toolkits
@@ -62,20 +63,28 @@ class GpuStack(Check):
         from .nvidia import probe_nvml
 
         findings: list[Finding] = []
-        info: DriverInfo | None = probe_nvml() if ctx.live_host else None
+        info: DriverInfo | None = probe_nvml() if ctx.live_devices else None
         smi_failed = False
         if info is None:
             info, smi_failed = read_nvidia_smi(self, ctx, findings)
-        findings.extend(kernel_findings(self, kernel_texts(ctx), findings))
+        logs = kernel_logs(ctx)
+        findings.extend(kernel_findings(self, logs.texts, findings))
         board = tegra_board(ctx)
         pci = nvidia_pci_devices(ctx)
         driver_dir = ctx.host_path("/proc/driver/nvidia").is_dir()
+        if info is None and driver_dir and not smi_failed and board is None:
+            # the kernel module is loaded: what it says of itself, and what only NVML could have said
+            info = read_proc_driver(ctx)
+            if info is not None:
+                ctx.not_judged(_("the GPUs' memory and the CUDA version the driver supports"), unreachable_nvml(ctx))
         if info is None and board is None and not pci and not driver_dir and not findings:
             return self._without_gpu(ctx)
+        if logs.unread:
+            ctx.not_judged(_("Xid errors and driver events in the kernel log"), logs.unread)
         if board is not None:
             message = _("{board}. CPU and GPU share the system RAM.", board=board.text)
             findings.append(self.finding(GPU030, message, evidence={"model": board.model, "release": board.release}))
-        elif info is None and pci and not smi_failed and not ctx.which("nvidia-smi"):
+        elif info is None and pci and not driver_dir and not smi_failed and not ctx.which("nvidia-smi"):
             message = _("NVIDIA GPU(s) at {addresses} but no nvidia-smi: the driver is not installed.", addresses=", ".join(pci))
             findings.append(self.finding(GPU015, message, evidence={"pci_devices": pci}))
         torch = probe_torch(ctx)
@@ -134,3 +143,15 @@ class GpuStack(Check):
         message = _("No NVIDIA GPU here yet. ") + listed
         findings = [self.finding(GPU024, message, evidence={"needs": needs})]
         return findings + judge_software(self, facts, gpu_host=False) + path_findings(self, ctx, torch.cuda if torch else None)
+
+
+def unreachable_nvml(ctx: Context) -> str:
+    """Why neither NVML nor nvidia-smi answered although the driver is loaded, with the next step."""
+    if not ctx.live_devices:
+        return _("the host under --root is not this machine (--same-host says it is), so NVML was not asked")
+    if ctx.env.get("NVIDIA_VISIBLE_DEVICES") is None and not ctx.live_host:
+        return _(
+            "neither NVML nor nvidia-smi answers in this container: run it with the NVIDIA runtime "
+            "(runtimeClassName: nvidia, NVIDIA_VISIBLE_DEVICES=all, NVIDIA_DRIVER_CAPABILITIES=utility)"
+        )
+    return _("neither NVML (libnvidia-ml.so.1) nor nvidia-smi answers here, although the driver is loaded")

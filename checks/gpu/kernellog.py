@@ -3,6 +3,8 @@ events to codes that both the live check and `analyze` use."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from decode_doctor.engine import Check, Code, Context, Finding
 from decode_doctor.i18n import N_, _
 
@@ -34,23 +36,53 @@ def event_finding(check: Check, kind: str, text: str, suffix: str = "", evidence
 
 
 KERNEL_LOGS = ("/var/log/kern.log", "/var/log/syslog", "/var/log/messages")
+JOURNAL = "/var/log/journal"
+LOG_TAIL = 2 << 20
 
 
-def kernel_texts(ctx: Context) -> list[tuple[str, str]]:
-    """(source, text) for each kernel log there is: the log files, and on a live host dmesg and the
-    journal's kernel messages."""
-    texts = []
+@dataclass(frozen=True)
+class KernelLogs:
+    texts: list[tuple[str, str]]  # (source, text)
+    unread: str | None = None  # why the kernel's driver events could not be read: not judged on a GPU host
+
+
+def kernel_logs(ctx: Context) -> KernelLogs:
+    """(source, text) for each kernel log there is: the log files' newest lines, and on a live host
+    dmesg and the journal's kernel messages; a node agent (--same-host) reads the host's journal
+    with journalctl --directory. Where none could be read on a host being judged, or a log file is
+    unreadable, says why (the Xids are then not judged, never a clean bill)."""
+    texts: list[tuple[str, str]] = []
+    unreadable: list[str] = []
     for log in KERNEL_LOGS:
-        text = ctx.read_text(log, limit=4 << 20)
+        try:
+            text = ctx.read_tail(log, limit=LOG_TAIL)
+        except PermissionError:
+            unreadable.append(log)
+            continue
         if text:
-            texts.append((log, text[-(2 << 20) :]))
+            texts.append((log, text))
+    journal = ctx.host_path(JOURNAL)
+    commands: list[list[str]] = []
     if ctx.live_host:
-        for argv in (["dmesg"], ["journalctl", "-k", "--no-pager", "-o", "short-iso", "-n", "50000"]):
-            if ctx.which(argv[0]):
-                record = ctx.run(argv, timeout_s=10)
-                if record.ok and record.stdout:
-                    texts.append((" ".join(argv[:2]), record.stdout[-(4 << 20) :]))
-    return texts
+        commands = [["dmesg"], ["journalctl", "-k", "--no-pager", "-o", "short-iso", "-n", "50000"]]
+    elif ctx.same_host and journal.is_dir():
+        commands = [["journalctl", "-k", "--no-pager", "-o", "short-iso", "-n", "50000", f"--directory={journal}"]]
+    for argv in commands:
+        if ctx.which(argv[0]):
+            record = ctx.run(argv, timeout_s=10)
+            if record.ok and record.stdout:
+                texts.append((" ".join(argv[:2]), record.stdout[-(4 << 20) :]))
+    why = None
+    if unreadable:
+        why = _("{logs}: permission denied", logs=", ".join(unreadable))
+    elif not texts and (ctx.live_host or ctx.same_host):
+        if ctx.same_host and journal.is_dir() and not ctx.which("journalctl"):
+            why = _("the host keeps its kernel log in the systemd journal ({path}), and journalctl is not installed here", path=journal)
+        elif ctx.same_host:
+            why = _("no kernel log under {root}/var/log (mount the host's /var/log read-only)", root=ctx.root)
+        else:
+            why = _("no kernel log file, and neither dmesg nor journalctl could be read (run as root or in the adm group)")
+    return KernelLogs(texts, why)
 
 
 def kernel_events(texts: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -234,7 +234,7 @@ class BudgetFacts(Facts):
 
     def metrics(self) -> list[Metric]:
         samples = tuple(
-            Sample({"model": entry.model.path, "device": b.device, "context": str(b.context)}, b.tps_per_sequence)
+            Sample({"model": entry.model.name, "device": b.device, "context": str(b.context)}, b.tps_per_sequence)
             for entry in self.models
             for b in entry.budgets
             if b.tps_per_sequence

@@ -334,7 +334,7 @@ class ServingFacts(Facts):
             found.append(Metric(f"decode_doctor_bench_{name}_seconds", f"Measured {metric.upper()} by concurrency and quantile.", samples))
         if self.reach is not None:
             found.append(
-                Metric("decode_doctor_bench_ceiling_fraction", "Decode at concurrency 1 over the ceiling.", (Sample({}, self.reach),))
+                Metric("decode_doctor_bench_ceiling_ratio", "Decode at concurrency 1 over the ceiling.", (Sample({}, self.reach),))
             )
         return found
 

@@ -4,11 +4,13 @@ reports read back with their size and shape checked."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 from ..engine.registry import Registry, load
-from ..reports.compare import ReportError, difference, load_report, matrix, render_matrix
+from ..reports.compare import ReportError, difference, load_report
+from ..reports.fleet import Fleet, fleet, render_fleet
 from .requests import RequestError
 
 
@@ -26,14 +28,10 @@ def diff(before: Path, after: Path, fmt: str = "text", registry: Registry | None
     return "\n".join(change.lines()) + "\n"
 
 
-def merge(reports: tuple[Path, ...], fmt: str = "text") -> str:
-    loaded, seen = [], set()
-    for path in reports:
-        data = _load(path)
-        name = str((data.get("run") or {}).get("host", path.name))
-        if name in seen:
-            name = f"{name} ({path.name})"
-        seen.add(name)
-        loaded.append((name, data))
-    hosts, checks, cells = matrix(loaded)
-    return render_matrix(hosts, checks, cells, fmt)
+def merge(reports: tuple[Path, ...], fail_on: str = "error", max_age_s: float | None = None) -> Fleet:
+    """The fleet from many reports: the newest of each host, judged as of now."""
+    return fleet([(str(path), _load(path)) for path in reports], time.time(), fail_on, max_age_s)
+
+
+def render(merged: Fleet, fmt: str) -> str:
+    return render_fleet(merged, fmt)

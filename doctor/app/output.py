@@ -7,19 +7,28 @@ command may name secret values it knows (an API key) to be removed everywhere as
 
 from __future__ import annotations
 
+import errno
+import io
 import json
+import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
+from ..engine.files import open_regular
 from ..engine.registry import Registry
+from ..fixes.atomic import UnsafeTarget, atomic_write
 from ..i18n import _
+from ..reports.prometheus import Schedule, previous_success
 from ..reports.redact import Redactor
 from ..reports.render import FORMATS, render
 from ..reports.report import Report
 from ..reports.textsafe import ESCAPE, shown
 from ..reports.view import build_view
+
+PREVIOUS_LIMIT = 4 << 20
 
 __all__ = ["FORMATS", "Document", "OutputRequest", "emit", "render_report", "say", "shown"]
 
@@ -31,6 +40,8 @@ class OutputRequest:
     verbose: bool = False
     debug: bool = False
     secrets: tuple[str, ...] = ()  # values the command knows to be secret (an API key)
+    quiet: bool = False  # no "written to" line (cron, an agent)
+    schedule: Schedule | None = None  # a scheduled run's timestamps and interval (the Prometheus textfile)
 
     @property
     def redacted(self) -> bool:
@@ -52,12 +63,42 @@ def _redactor(out: OutputRequest) -> Redactor:
     return redactor
 
 
-def _open(out: OutputRequest) -> tuple[TextIO, bool]:
-    if out.output is not None:
-        return open(out.output, "w", encoding="utf-8", errors=ESCAPE), True  # file names that are not UTF-8: \xNN
+def _stdout() -> TextIO:
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors=ESCAPE)
-    return sys.stdout, False
+    return sys.stdout
+
+
+def write_output(path: Path, text: str) -> None:
+    """A report or document written whole or not at all: a temporary file beside it, renamed over it
+    (a reader such as node_exporter's textfile collector never sees half a file, and a run that dies
+    leaves the last one). A file name that is not UTF-8 is written as \\xNN. A target that is not a
+    regular file (a FIFO, /dev/stdout) is written directly; a symbolic link is written through to
+    the file it names."""
+    data = text.encode("utf-8", errors=ESCAPE)
+    target = Path(os.path.realpath(path))
+    try:
+        regular = stat.S_ISREG(target.stat().st_mode)
+    except FileNotFoundError:
+        regular = True
+    if not regular:
+        with open(target, "wb") as handle:
+            handle.write(data)
+        return
+    try:
+        atomic_write(target, data)
+    except UnsafeTarget as exc:  # replaced by a link or a special file since it was looked at
+        raise OSError(errno.EINVAL, str(exc), str(path)) from None
+
+
+def _saved(out: OutputRequest, text: str) -> None:
+    """text to -o FILE (saying so on stderr unless quiet) or standard output."""
+    if out.output is None:
+        _stdout().write(text)
+        return
+    write_output(out.output, text)
+    if not out.quiet:
+        say(_("written to {output}", output=out.output))
 
 
 def say(text: str) -> None:
@@ -69,14 +110,27 @@ def render_report(report: Report, registry: Registry, out: OutputRequest) -> Non
     """A report rendered in the asked format to -o FILE (saying so on stderr) or standard output."""
     codes = {code: spec for code, (spec, _) in registry.codes().items()}
     view = build_view(report, redactor=_redactor(out), codes=codes, debug=out.debug)
-    stream, to_file = _open(out)
-    try:
-        render(view, out.fmt, stream, tty=not to_file and stream.isatty(), verbose=out.verbose)
-    finally:
-        if to_file:
-            stream.close()
-    if to_file:
+    schedule = out.schedule
+    if out.fmt == "prometheus" and schedule is None and out.output is not None:
+        schedule = Schedule(last_success=textfile_success(out.output))
+    if out.output is None:
+        stream = _stdout()
+        render(view, out.fmt, stream, tty=stream.isatty(), verbose=out.verbose, schedule=schedule)
+        return
+    buffer = io.StringIO()
+    render(view, out.fmt, buffer, tty=False, verbose=out.verbose, schedule=schedule)
+    write_output(out.output, buffer.getvalue())
+    if not out.quiet:
         say(_("report written to {output}", output=out.output))
+
+
+def textfile_success(path: Path) -> float | None:
+    """The last-success stamp of the textfile this run replaces (a run that is not complete carries it on)."""
+    try:
+        with open_regular(path) as handle:
+            return previous_success(handle.read(PREVIOUS_LIMIT).decode("utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return None
 
 
 def emit(document: Document, out: OutputRequest) -> None:
@@ -84,11 +138,4 @@ def emit(document: Document, out: OutputRequest) -> None:
     redactor = _redactor(out)
     text = json.dumps(document.to_json(), indent=2, default=str, ensure_ascii=False) + "\n" if out.fmt == "json" else document.text()
     text = redactor.text(text) if out.redacted else text
-    stream, to_file = _open(out)
-    try:
-        stream.write(text)
-    finally:
-        if to_file:
-            stream.close()
-    if to_file:
-        say(_("written to {output}", output=out.output))
+    _saved(out, text)

@@ -27,6 +27,8 @@ class RequestError(ValueError):
 @dataclass(frozen=True)
 class RunRequest:
     root: Path = Path("/")
+    same_host: bool = False  # root is this machine's filesystem mounted elsewhere (Context.same_host)
+    host_name: str | None = None  # the node's name as the orchestrator knows it (--host-name); None: read it
     models: tuple[Path, ...] = ()
     images: tuple[Path, ...] = ()
     select: tuple[str, ...] = ()  # check names, codes or code prefixes; empty: every check

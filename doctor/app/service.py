@@ -17,6 +17,7 @@ from ..engine.commands import CommandRunner
 from ..engine.config import check_selected, ignored_by
 from ..engine.context import Context
 from ..engine.facts import Board
+from ..engine.files import open_regular
 from ..engine.findings import CheckResult, State
 from ..engine.registry import Registry, load
 from ..engine.runner import Progress, run_checks
@@ -32,13 +33,27 @@ class Outcome:
     registry: Registry
 
 
-def host_name(root: Path) -> str:
-    if root.resolve() != Path("/"):
-        try:
-            return (root / "etc/hostname").read_text().strip() or str(root)
-        except OSError:
-            return str(root)
-    return socket.gethostname()
+HOSTNAME_LIMIT = 256
+
+
+def host_name(request: RunRequest) -> str:
+    """The judged host's name, never a path (it labels metrics and a fleet's rows): as given
+    (--host-name: a Kubernetes node's name from the Downward API), else /etc/hostname under --root,
+    else this machine's own on the live host; a captured tree without one is its folder's name, and
+    a mounted host without one "unknown" (a container's own name is a pod's, not the node's)."""
+    if request.host_name:
+        return request.host_name
+    root = request.root
+    if root.resolve() == Path("/"):
+        return socket.gethostname()
+    try:
+        with open_regular(root / "etc/hostname") as handle:
+            lines = handle.read(HOSTNAME_LIMIT).decode("utf-8", errors="replace").split()
+    except (OSError, ValueError):
+        lines = []
+    if lines and lines[0].isprintable():
+        return lines[0]
+    return "unknown" if request.same_host else (root.name or "unknown")
 
 
 @dataclass(frozen=True)
@@ -108,6 +123,7 @@ def context_for(request: RunRequest) -> Context:
     env = dict(os.environ if request.env is None else request.env)
     return Context(
         root=request.root,
+        same_host=request.same_host,
         runner=CommandRunner(env=env),
         env=env,
         models=request.models,
@@ -136,7 +152,8 @@ def build_report(request: RunRequest, registry: Registry, results: list[CheckRes
                 kept.append(finding)
             else:
                 ignored.append(Ignored(finding, selector, request.reasons.get(selector)))
-    report = Report(results, kept, ignored, meta, request.fail_on, load_errors=list(registry.errors))
+    pulled_in = frozenset(r.check for r in results if not _selected(registry, select, r.check))
+    report = Report(results, kept, ignored, meta, request.fail_on, load_errors=list(registry.errors), pulled_in=pulled_in)
     report.incomplete_fails = request.incomplete_fails
     return report
 
@@ -155,7 +172,7 @@ def run(request: RunRequest, registry: Registry | None = None, progress: Progres
         "started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(timespec="seconds"),
         "duration_s": round(time.time() - started, 3),
         "root": str(request.root),
-        "host": host_name(request.root),
+        "host": host_name(request),
         "argv": list(request.argv),
         "version": __version__,
         "lang": i18n.current(),  # the language of the messages (codes, keys and values stay as they are)

@@ -28,6 +28,7 @@ from .common import CONTEXT, Progress, TerminalDialogue, output_request, run_opt
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the report to this file instead of standard output."
 )
 @click.option("-v", "--verbose", is_flag=True, help="Also show what the checks learned about the host (drivers, bandwidth, versions).")
+@click.option("-q", "--quiet", is_flag=True, help="With -o: no line on stderr saying where the report went (cron mails nothing).")
 @click.option("--fix", is_flag=True, help="Preview the fixes for the findings, then apply them after confirmation.")
 @click.option("--dry-run", is_flag=True, help="With --fix: only preview, change nothing.")
 @click.option("--yes", "-y", is_flag=True, help="With --fix: apply without asking (for scripts).")

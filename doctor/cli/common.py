@@ -20,6 +20,8 @@ CONTEXT = {"help_option_names": ["-h", "--help"]}
 # Flags of the commands themselves: a check option may not take one of these.
 CORE_FLAGS = {
     "--root",
+    "--same-host",
+    "--host-name",
     "--model",
     "--images",
     "--select",
@@ -31,6 +33,8 @@ CORE_FLAGS = {
     "--debug",
     "--verbose",
     "-v",
+    "--quiet",
+    "-q",
     "--format",
     "-o",
     "--output",
@@ -134,6 +138,19 @@ def run_options(func: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="Read /proc, /sys and /etc under this directory (a captured or mounted host).",
         ),
+        click.option(
+            "--same-host",
+            is_flag=True,
+            help="--root is this machine's own filesystem mounted elsewhere (a node agent in a container): NVML, "
+            "nvidia-smi and the bandwidth probe judge that host too.",
+        ),
+        click.option(
+            "--host-name",
+            envvar="DECODE_DOCTOR_HOST_NAME",
+            metavar="NAME",
+            help="The host's name in the report and metrics (on Kubernetes: the node's, from the Downward API) "
+            "[default: /etc/hostname under --root].",
+        ),
         click.option("--model", "models", multiple=True, type=path, help="A model directory or file to check (repeatable)."),
         click.option("--images", "images", multiple=True, type=directory, help="An image dataset directory to check (repeatable)."),
         click.option("--select", multiple=True, help="Only these codes, code prefixes or check names (comma-separated, repeatable)."),
@@ -218,6 +235,8 @@ def run_request(params: dict[str, Any]) -> Any:
         raise click.UsageError(_("the selection names only retired codes: nothing is left to run"))
     return RunRequest(
         root=params["root"].resolve(),
+        same_host=params["same_host"],
+        host_name=_host_name(params["host_name"]),
         models=tuple(p.resolve() for p in params["models"]),
         images=tuple(p.resolve() for p in params["images"]),
         select=tuple(flags_select or config_select),
@@ -231,6 +250,15 @@ def run_request(params: dict[str, Any]) -> Any:
     )
 
 
+def _host_name(value: str | None) -> str | None:
+    if value is None or not value.strip():
+        return None
+    name = value.strip()
+    if len(name) > 253 or not name.isprintable() or "/" in name:
+        raise click.BadParameter(_("{value} is not a host name", value=repr(name[:80])), param_hint="--host-name")
+    return name
+
+
 def output_request(params: dict[str, Any], verbose: bool | None = None) -> Any:
     from ..app.output import OutputRequest
 
@@ -239,4 +267,5 @@ def output_request(params: dict[str, Any], verbose: bool | None = None) -> Any:
         output=params.get("output"),
         verbose=params.get("verbose", False) if verbose is None else verbose,
         debug=params.get("debug", False),
+        quiet=params.get("quiet", False),
     )

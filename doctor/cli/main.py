@@ -25,6 +25,7 @@ CORE = {
     "report": ("decode_doctor.cli.report", "report", "Write a ticket-ready support bundle with secrets removed."),
     "diff": ("decode_doctor.cli.report", "diff", "What differs between two reports."),
     "merge": ("decode_doctor.cli.report", "merge", "A host × check matrix for a fleet of reports."),
+    "agent": ("decode_doctor.cli.agent", "agent", "Run the checks on a schedule for Prometheus (node_exporter textfile)."),
     "undo": ("decode_doctor.cli.undo", "undo", "Roll back the last fix run (or a named one) exactly."),
     "analyze": ("decode_doctor.cli.analyze", "analyze", "Judge pasted nvidia-smi output, its errors and kernel logs."),
 }

@@ -4,15 +4,18 @@ work is the application layer's (app.bundle, app.compare)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
-from ..app.choices import BUNDLE_FORMATS
+from ..app.choices import BUNDLE_FORMATS, FAIL_ON_LEVELS
 from ..app.guard import guarded
 from ..i18n import _
 from .common import CONTEXT, Progress, run_options, run_request
+
+T = TypeVar("T")
 
 
 @click.command("report", context_settings=CONTEXT)
@@ -108,14 +111,13 @@ def _report(request: Any) -> int:
 # --- reading reports back ------------------------------------------------------------------------
 
 
-def _compared(action: Any) -> str:
+def _compared(action: Callable[[], T]) -> T:
     from ..app.requests import RequestError
 
     try:
-        text: str = action()
+        return action()
     except RequestError as exc:
         raise click.BadParameter(str(exc)) from None
-    return text
 
 
 @click.command("diff", context_settings=CONTEXT)
@@ -131,15 +133,41 @@ def diff(before: Path, after: Path, fmt: str) -> None:
 
 @click.command("merge", context_settings=CONTEXT)
 @click.argument("reports", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(("text", "markdown", "html")), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(("text", "markdown", "html", "json")), default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None)
-def merge(reports: tuple[Path, ...], fmt: str, output: Path | None) -> None:
-    """A host × check matrix for a fleet, from many reports (JSON or bundles)."""
+@click.option(
+    "--fail-on",
+    type=click.Choice(FAIL_ON_LEVELS),
+    default="error",
+    show_default=True,
+    help="Exit 1 when a host has a finding at or above this severity (3: a host incomplete or stale wins).",
+)
+@click.option(
+    "--max-age", metavar="TIME", default=None, help="A report older than this (15m, 1h, 1d) is stale: its host counts as not judged."
+)
+@click.option("-q", "--quiet", is_flag=True, help="With -o: no line on stderr saying where the matrix went.")
+def merge(reports: tuple[Path, ...], fmt: str, output: Path | None, fail_on: str, max_age: str | None, quiet: bool) -> None:
+    """A host × check matrix for a fleet, from many reports (JSON or bundles): each host's newest report,
+    its verdict, age and what went unjudged, and totals. Exits 3 when a host is incomplete or stale,
+    1 when one has findings at or above --fail-on, else 0."""
     from ..app import compare
+    from ..app.output import write_output
+    from ..engine.units import duration
 
-    text = _compared(lambda: compare.merge(reports, fmt))
-    if output:
-        output.write_text(text)
-        click.echo(_("fleet matrix written to {output}", output=output), err=True)
-    else:
-        click.echo(text, nl=False)
+    try:
+        max_age_s = duration(1.0, 3650 * 86400.0)(max_age) if max_age is not None else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-age") from None
+    merged = _compared(lambda: compare.merge(reports, fail_on, max_age_s))
+
+    def body() -> int:
+        text = compare.render(merged, fmt)
+        if output:
+            write_output(output, text)
+            if not quiet:
+                click.echo(_("fleet matrix written to {output}", output=output), err=True)
+        else:
+            click.echo(text, nl=False)
+        return merged.exit_code
+
+    guarded(False, body)

@@ -19,6 +19,10 @@ DEFAULT_READ_LIMIT = 1 << 20
 @dataclass
 class Context:
     root: Path = Path("/")
+    # root is this machine's own filesystem mounted elsewhere (a node agent in a container reading the
+    # host under /host): files are read under root, and live devices (NVML) and probes (the bandwidth
+    # probe) judge that same host. --same-host; see live_devices.
+    same_host: bool = False
     runner: CommandRunner = field(default_factory=CommandRunner)
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     models: tuple[Path, ...] = ()
@@ -55,9 +59,23 @@ class Context:
         """Reads a host file (under root); None when it does not exist, or when it is a FIFO, device or
         socket: never opened for a blocking read, it is named at once as not judged. Other errors
         propagate."""
+        return self._read(path, limit, tail=False)
+
+    def read_tail(self, path: str, limit: int = DEFAULT_READ_LIMIT) -> str | None:
+        """The last limit bytes of a host file (a log: its newest lines), from a line's start; None, or
+        not judged, as read_text. PermissionError propagates: the caller says what it could not read."""
+        return self._read(path, limit, tail=True)
+
+    def _read(self, path: str, limit: int, tail: bool) -> str | None:
         target = self.host_path(path)
+        cut = False
         try:
             with open_regular(target) as handle:
+                if tail:
+                    size = os.fstat(handle.fileno()).st_size
+                    cut = size > limit
+                    if cut:
+                        handle.seek(size - limit)
                 data = handle.read(limit)
         except (FileNotFoundError, NotADirectoryError):
             return None
@@ -65,6 +83,8 @@ class Context:
             self.not_judged(path, f"{target} is {exc.strerror}")
             return None
         self.files_read.append(path)
+        if cut:
+            data = data[data.find(b"\n") + 1 :]
         return data.decode("utf-8", errors="replace")
 
     def meminfo_bytes(self, field: str) -> int | None:
@@ -90,4 +110,11 @@ class Context:
 
     @property
     def live_host(self) -> bool:
+        """The files and commands are this machine's own (--root /)."""
         return self.root.resolve() == Path("/")
+
+    @property
+    def live_devices(self) -> bool:
+        """The devices this process can query (NVML) and the memory it can measure are the judged
+        host's: on the host itself, or in a container on it (--same-host)."""
+        return self.same_host or self.live_host

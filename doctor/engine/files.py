@@ -51,3 +51,21 @@ def is_regular(path: Path) -> bool:
         return stat.S_ISREG(path.stat().st_mode)
     except OSError:
         return False
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """path replaced with data whole or not at all: a temporary file beside it, fsynced, renamed over it
+    (a check's own state, such as a quiet bandwidth figure; fixes use fixes.atomic, which also keeps owners)."""
+    import tempfile
+
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".dd-tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

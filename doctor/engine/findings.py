@@ -44,6 +44,27 @@ class State(str, enum.Enum):
     CRASHED = "crashed"
 
 
+class Outcome(str, enum.Enum):
+    """A check's result as a report states it: its state with the findings the report kept (after
+    --ignore and the selection) and what it could not judge. Values are label-safe (metrics)."""
+
+    PASSED = "passed"  # judged everything it was given, no finding kept
+    FINDINGS = "findings"  # at least one finding kept
+    NOT_JUDGED = "not_judged"  # no finding kept, and something it was given could not be judged
+    NOT_SELECTED = "not_selected"  # ran only for facts a selected check reads; its own verdict is not the run's
+    SKIPPED = "skipped"
+    TIMED_OUT = "timed_out"
+    CRASHED = "crashed"
+
+
+class Verdict(str, enum.Enum):
+    """The run's verdict: ready only when every check judged everything it was given and nothing was kept."""
+
+    READY = "ready"
+    FINDINGS = "findings"
+    INCOMPLETE = "incomplete"
+
+
 class Applicability(str, enum.Enum):
     """How far a fix may be trusted (ruff's fix safety); declared by the fixer that claims a code."""
 

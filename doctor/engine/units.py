@@ -110,3 +110,26 @@ def human_binary(value: float) -> str:
         if abs(value) >= size:
             return f"{value / size:g} {unit}" if (value / size).is_integer() else f"{value / size:.1f} {unit}"
     return f"{value:.0f} B"
+
+
+_DURATION_UNITS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def duration(minimum: float, maximum: float) -> Callable[[str], float]:
+    """A command-line type: a time in seconds, written 900, 90s, 15m, 1h or 1d, within [minimum, maximum]."""
+
+    def parse(text: str) -> float:
+        stripped = str(text).strip().lower()
+        digits = stripped.rstrip("abcdefghijklmnopqrstuvwxyz").strip()
+        unit = stripped[len(stripped.rstrip("abcdefghijklmnopqrstuvwxyz")) :]
+        try:
+            value = float(digits) * _DURATION_UNITS[unit]
+        except (ValueError, KeyError):
+            raise ValueError(_("{text} is not a time: write 900, 90s, 15m, 1h or 1d", text=repr(text))) from None
+        if not math.isfinite(value) or value < minimum or value > maximum:
+            raise ValueError(
+                _("{text} is out of range: give a time from {minimum:g} s to {maximum:g} s", text=text, minimum=minimum, maximum=maximum)
+            )
+        return value
+
+    return parse

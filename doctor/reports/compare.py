@@ -1,4 +1,4 @@
-"""Reading reports back: `diff` (two reports) and `merge` (a host × check matrix for a fleet).
+"""Reading reports back: loading one with its size and shape checked (for `diff` and `merge`), and `diff`.
 
 What is compared comes from each feature's facts (Facts.compared): strings are versions and
 settings, numbers are measurements with a change in percent.
@@ -6,7 +6,6 @@ settings, numbers are measurements with a change in percent.
 
 from __future__ import annotations
 
-import html
 import json
 import tarfile
 from collections.abc import Mapping
@@ -17,9 +16,7 @@ from typing import Any
 from ..engine.check import Check
 from ..engine.facts import Facts
 from ..engine.findings import Severity
-from ..i18n import _, current, ngettext
-from ..i18n.width import ljust
-from ..i18n.width import width as display_width
+from ..i18n import _
 from .report import SCHEMA_VERSION
 from .text import severity_word, state_word
 
@@ -167,14 +164,6 @@ def _finding_text(finding: dict[str, Any]) -> str:
     return _("{severity} {check}: {message}", severity=word, check=finding.get("check"), message=finding.get("message"))
 
 
-def _cell_text(cell: str) -> str:
-    """A matrix cell (kept in English: the HTML classes are its severity) as the user reads it."""
-    severity, _colon, codes = cell.partition(": ")
-    if codes and severity in {s.value for s in Severity}:
-        return _("{severity}: {codes}", severity=severity_word(Severity(severity)), codes=codes)
-    return state_word(cell)
-
-
 def _key(finding: dict[str, Any]) -> tuple[str, str, str]:
     return str(finding.get("code")), str(finding.get("check")), str(finding.get("path") or "")
 
@@ -215,61 +204,4 @@ def difference(a: dict[str, Any], b: dict[str, Any], paths: tuple[Path, Path], c
         appeared=[_brief(fb[k]) for k in sorted(set(fb) - set(fa))],
         disappeared=[_brief(fa[k]) for k in sorted(set(fa) - set(fb))],
         states=states,
-    )
-
-
-def matrix(reports: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[str], dict[tuple[str, str], str]]:
-    """(hosts, checks, cell text): the worst severity and its codes, or the check's state."""
-    hosts = [name for name, _ in reports]
-    checks = sorted({r["check"] for _, rep in reports for r in rep["results"]})
-    cells: dict[tuple[str, str], str] = {}
-    for name, rep in reports:
-        for result in rep["results"]:
-            findings = [f for f in rep["findings"] if f["check"] == result["check"]]
-            if findings:
-                worst = max((Severity(f["severity"]) for f in findings), key=lambda s: s.rank)
-                codes = sorted({f["code"] for f in findings if f["severity"] == worst.value})
-                cells[(name, result["check"])] = f"{worst.value}: {', '.join(codes)}"
-            else:
-                cells[(name, result["check"])] = result["state"]
-    return hosts, checks, cells
-
-
-def render_matrix(hosts: list[str], checks: list[str], cells: dict[tuple[str, str], str], fmt: str) -> str:
-    """The fleet matrix as text, Markdown or one HTML page."""
-    if fmt == "html":
-        return _matrix_html(hosts, checks, cells)
-    shown = {key: _cell_text(cell) for key, cell in cells.items()}
-    if fmt == "markdown":
-        lines = ["| " + _("host") + " | " + " | ".join(checks) + " |", "|---" * (len(checks) + 1) + "|"]
-        lines += ["| " + h + " | " + " | ".join(shown.get((h, c), "—") for c in checks) + " |" for h in hosts]
-        return "\n".join(lines) + "\n"
-    width = max(display_width(h) for h in hosts)
-    widths = [max(display_width(c), *(display_width(shown.get((h, c), "—")) for h in hosts)) for c in checks]
-    lines = [" " * width + "  " + "  ".join(ljust(c, w) for c, w in zip(checks, widths, strict=True))]
-    for h in hosts:
-        lines.append(ljust(h, width) + "  " + "  ".join(ljust(shown.get((h, c), "—"), w) for c, w in zip(checks, widths, strict=True)))
-    return "\n".join(line.rstrip() for line in lines) + "\n"
-
-
-def _matrix_html(hosts: list[str], checks: list[str], cells: dict[tuple[str, str], str]) -> str:
-    shown = {key: _cell_text(cell) for key, cell in cells.items()}
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in checks)
-    rows = "".join(
-        "<tr><th>"
-        + html.escape(h)
-        + "</th>"
-        + "".join(
-            f'<td class="{html.escape(cells.get((h, c), "").split(":")[0])}">{html.escape(shown.get((h, c), "—"))}</td>' for c in checks
-        )
-        + "</tr>"
-        for h in hosts
-    )
-    title, host = html.escape(_("decode-doctor fleet")), html.escape(_("host"))
-    heading = html.escape(ngettext("decode-doctor fleet: {count} host", "decode-doctor fleet: {count} hosts", len(hosts)))
-    return (
-        f'<!DOCTYPE html><html lang="{html.escape(current())}"><head><meta charset="utf-8"><title>{title}</title><style>'
-        "body{font:14px system-ui,sans-serif;margin:2rem}table{border-collapse:collapse}th,td{border:1px solid #ddd;padding:.3rem .5rem}"
-        ".error{background:#fde7e9}.warning{background:#fff4d6}.info{background:#e8f0fe}.passed{background:#e6f4ea}</style></head>"
-        f"<body><h1>{heading}</h1><table><tr><th>{host}</th>{head}</tr>{rows}</table></body></html>\n"
     )

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .formats import FORMATS
 from .textsafe import escaped_tree
 from .view import ReportView
 
+if TYPE_CHECKING:
+    from .prometheus import Schedule
+
 __all__ = ["FORMATS", "render"]
 
 
-def render(view: ReportView, fmt: str, stream: TextIO, *, tty: bool, verbose: bool = False) -> None:
+def render(view: ReportView, fmt: str, stream: TextIO, *, tty: bool, verbose: bool = False, schedule: Schedule | None = None) -> None:
     if fmt == "json":
         json.dump(escaped_tree(view.to_json()), stream, indent=2, ensure_ascii=False)
         stream.write("\n")
@@ -27,7 +30,7 @@ def render(view: ReportView, fmt: str, stream: TextIO, *, tty: bool, verbose: bo
     elif fmt == "prometheus":
         from .prometheus import render_prometheus
 
-        stream.write(render_prometheus(view))
+        stream.write(render_prometheus(view, schedule))
     elif tty:
         from .text import rich_text
 

@@ -30,6 +30,8 @@ class Report:
     fixes: dict[str, Any] | None = None
     incomplete_fails: bool = True  # a crashed or timed-out check, or one that could not judge an input, makes the exit code 3
     load_errors: list[str] = field(default_factory=list)
+    # checks that ran only for facts a selected check reads (their findings are listed as not selected)
+    pulled_in: frozenset[str] = frozenset()
 
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity is severity)

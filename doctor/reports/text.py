@@ -21,6 +21,13 @@ STATE_WORDS = {
     State.SKIPPED.value: N_("skipped"),
     State.TIMED_OUT.value: N_("timed out"),
     State.CRASHED.value: N_("crashed"),
+    # the outcomes a report and a fleet state (engine.findings.Outcome, Verdict)
+    "not_judged": N_("not judged"),
+    "not_selected": N_("not selected"),
+    "timed_out": N_("timed out"),
+    "ready": N_("ready"),
+    "incomplete": N_("incomplete"),
+    "stale": N_("stale"),
 }
 SEVERITY_WORDS = {"error": N_("error"), "warning": N_("warning"), "info": N_("info")}
 

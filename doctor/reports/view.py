@@ -8,12 +8,13 @@ renderer names a check, a code or a facts key.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..engine.facts import Chart, EnvRow, HtmlBlock, Metric, Sample, Series
-from ..engine.findings import Code, Finding, FixParams, NotJudged, Severity, State
+from ..engine.findings import Code, Finding, FixParams, NotJudged, Outcome, Severity, State, Verdict
 from .redact import Redactor
 from .report import SCHEMA_VERSION, Report
 
@@ -48,6 +49,8 @@ class ResultView:
     commands: list[dict[str, Any]]
     files: list[str]
     not_judged: list[NotJudged] = field(default_factory=list)
+    outcome: Outcome = Outcome.PASSED
+    ignored: int = 0  # its findings left out by --ignore or the selection
 
     @property
     def complete(self) -> bool:
@@ -57,6 +60,8 @@ class ResultView:
         return {
             "check": self.check,
             "state": self.state.value,
+            "outcome": self.outcome.value,
+            "ignored": self.ignored,
             "duration_s": round(self.duration_s, 4),
             "findings": self.findings,
             "reason": self.reason,
@@ -151,6 +156,18 @@ class ReportView:
         """Every check reached a verdict on everything it was given: only then is a run "Ready"."""
         return all(r.complete for r in self.results)
 
+    @property
+    def verdict(self) -> Verdict:
+        if not self.complete:
+            return Verdict.INCOMPLETE
+        return Verdict.FINDINGS if self.findings else Verdict.READY
+
+    def outcomes(self) -> dict[str, int]:
+        counts = {outcome.value: 0 for outcome in Outcome}
+        for result in self.results:
+            counts[result.outcome.value] += 1
+        return counts
+
     def groups(self) -> list[FindingGroup]:
         """Findings grouped by check and code, the host's first, then by severity: 29 broken images are
         one row that does not bury the two host findings a support engineer needs first."""
@@ -175,6 +192,8 @@ class ReportView:
                 "fail_on": self.fail_on,
                 "exit_code": self.exit_code,
                 "verdict": "complete" if self.complete else "incomplete",
+                "outcome": self.verdict.value,
+                "outcomes": self.outcomes(),
                 "not_judged": len(self.unjudged()),
             },
             "findings": [f.to_dict() for f in self.findings],
@@ -205,6 +224,8 @@ def build_view(
     metrics: list[Metric] = []
     blocks: list[HtmlBlock] = []
     facts_json: dict[str, Any] = {}
+    kept = Counter(f.check for f in report.findings)
+    left_out = Counter(i.finding.check for i in report.ignored)
     for check, item in facts.items():
         rows.extend(item.environment())
         lines.extend(FactLine(check, redact.text(line), item.shown_by_default) for line in item.summary())
@@ -230,6 +251,8 @@ def build_view(
                 [redact.json(c.to_dict(limit=COMMAND_OUTPUT_LIMIT)) for c in r.commands],
                 list(r.files),
                 [NotJudged(redact.text(n.what), redact.text(n.why), n.cause) for n in r.not_judged],
+                outcome_of(r.state, kept[r.check], bool(r.not_judged), r.check in report.pulled_in),
+                left_out[r.check],
             )
             for r in report.results
         ],
@@ -242,6 +265,19 @@ def build_view(
         fixes=redact.json(report.fixes) if report.fixes else report.fixes,
         explanations={code: spec.fix_by_hand for code, spec in (codes or {}).items()},
     )
+
+
+def outcome_of(state: State, kept: int, unjudged: bool, pulled_in: bool) -> Outcome:
+    """What a report says of a check: the state it ended in, then whether it was selected, then the
+    findings kept, then what it could not judge."""
+    ended = {State.SKIPPED: Outcome.SKIPPED, State.TIMED_OUT: Outcome.TIMED_OUT, State.CRASHED: Outcome.CRASHED}
+    if state in ended:
+        return ended[state]
+    if pulled_in:
+        return Outcome.NOT_SELECTED
+    if kept:
+        return Outcome.FINDINGS
+    return Outcome.NOT_JUDGED if unjudged else Outcome.PASSED
 
 
 def _redacted_finding(finding: Finding, redact: Redactor) -> Finding:

@@ -557,7 +557,8 @@ def _image_headers() -> Target:
 
 def _reports(scratch: Scratch) -> Target:
     from decode_doctor.engine.registry import load
-    from decode_doctor.reports.compare import ReportError, difference, load_report, matrix
+    from decode_doctor.reports.compare import ReportError, difference, load_report
+    from decode_doctor.reports.fleet import fleet, render_fleet
 
     from .harness import cli
 
@@ -572,7 +573,8 @@ def _reports(scratch: Scratch) -> Target:
         path = scratch.write("fuzz-report.json", data)
         report = load_report(path)
         before = load_report(baseline)
-        return difference(before, report, (baseline, path), checks).lines(), matrix([("a", before), ("b", report)])
+        merged = fleet([("a", before), ("b", report)], 0.0, max_age_s=60.0)
+        return difference(before, report, (baseline, path), checks).lines(), [render_fleet(merged, fmt) for fmt in ("text", "json", "html")]
 
     return Target("reports for diff and merge", seeds, run, (ReportError,), json_seeds=True)
 

@@ -203,3 +203,88 @@ def unix_http_server(path: Path, route: Route) -> Iterator[str]:
 
 def json_body(data: object) -> bytes:
     return json.dumps(data).encode()
+
+
+# --- the fleet: Debian's prometheus-node-exporter and prometheus on loopback ---------------------------
+
+
+def _binary(name: str, package: str) -> str:
+    found = shutil.which(name) or next((str(p) for p in (Path("/usr/bin") / name,) if p.exists()), None)
+    if found is None:
+        raise FileNotFoundError(f"{name} is not installed (Debian: apt-get install {package})")
+    return found
+
+
+@contextmanager
+def node_exporter(textfile_dir: Path) -> Iterator[str]:
+    """node_exporter with only its textfile collector, reading textfile_dir; returns host:port."""
+    binary = _binary("prometheus-node-exporter", "prometheus-node-exporter")
+    port = free_port()
+    log = textfile_dir.parent / f"node-exporter-{port}.log"
+    argv = [
+        binary,
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--collector.disable-defaults",
+        "--collector.textfile",
+        f"--collector.textfile.directory={textfile_dir}",
+    ]
+    proc = supervised(argv, log)
+    try:
+        _wait_for(lambda: _http_ok(f"http://127.0.0.1:{port}/metrics"), 20, "node_exporter", log)
+        yield f"127.0.0.1:{port}"
+    finally:
+        stop(proc)
+
+
+@contextmanager
+def prometheus(targets: list[str], rule_files: list[Path], base: Path) -> Iterator[str]:
+    """Prometheus scraping targets every second and evaluating rule_files every second; returns its URL."""
+    binary = _binary("prometheus", "prometheus")
+    port = free_port()
+    config = base / "prometheus.yml"
+    listed = ", ".join(f'"{t}"' for t in targets)
+    rules = "".join(f'  - "{path}"\n' for path in rule_files)
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        f"rule_files:\n{rules}"
+        f"scrape_configs:\n  - job_name: node\n    static_configs:\n      - targets: [{listed}]\n"
+    )
+    log = base / "prometheus.log"
+    argv = [
+        binary,
+        f"--config.file={config}",
+        f"--storage.tsdb.path={base / 'tsdb'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--storage.tsdb.retention.time=1h",
+    ]
+    proc = supervised(argv, log)
+    try:
+        _wait_for(lambda: _http_ok(f"http://127.0.0.1:{port}/-/ready"), 60, "prometheus", log)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop(proc)
+
+
+def prometheus_api(url: str, path: str, **params: str) -> object:
+    """The data of a Prometheus HTTP API answer (GET url/api/v1/path?params); raises on an error status."""
+    import urllib.parse
+    import urllib.request
+
+    query = urllib.parse.urlencode(params)
+    with urllib.request.urlopen(f"{url}/api/v1/{path}" + (f"?{query}" if query else ""), timeout=10) as response:
+        answer = json.loads(response.read())
+    if answer.get("status") != "success":
+        raise RuntimeError(f"Prometheus said {answer}")
+    return answer["data"]
+
+
+def wait_until(predicate: Callable[[], object], seconds: float, what: str) -> object:
+    """Polls predicate until it returns something true (and returns it), or fails naming what it waited for."""
+    deadline = time.monotonic() + seconds
+    last: object = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(0.25)
+    raise AssertionError(f"{what}: not within {seconds:g} s (last: {last!r})")

@@ -1,0 +1,137 @@
+"""A serving host's bandwidth, measured without disturbing it.
+
+The CPU probe reads hundreds of MiB as fast as the memory allows: the very resource decode is bound
+by. A node agent (--reuse-bandwidth AGE) therefore measures only while the host is idle and at most
+once per AGE; otherwise it reuses the last figure measured on a quiet host, saying when. The figure
+is kept in the state directory (one record, written atomically, read with a size limit and checked
+like any other input)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from decode_doctor.engine import Context
+from decode_doctor.engine.files import open_regular, replace_file
+from decode_doctor.engine.hostload import Window
+from decode_doctor.engine.paths import default_state_dir
+from decode_doctor.i18n import Said, said
+
+from .contract import BandwidthFacts
+
+STORE = "bandwidth-quiet.json"
+STORE_LIMIT = 1 << 20
+GPU_BUSY_PERCENT = 5  # a GPU this busy over NVML's last sample period is serving
+CPU_BUSY_CORES = 0.5  # other processes' CPU time over the sampling window, in cores
+SAMPLE_S = 1.0
+
+
+@dataclass(frozen=True)
+class QuietFigure:
+    measured_at: float  # Unix time
+    machine: str  # the CPU and memory it was measured on (a figure never crosses hardware)
+    facts: BandwidthFacts
+
+
+def machine_key(ctx: Context) -> str:
+    """The CPU model and memory size of the judged host: a figure is reused only on the same hardware."""
+    model = ""
+    for line in (ctx.read_text("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("model name"):
+            model = line.partition(":")[2].strip()
+            break
+    memory = ctx.meminfo_bytes("MemTotal") or 0
+    return f"{model or 'unknown CPU'}/{memory >> 30} GiB"
+
+
+def _busy_gpus() -> list[tuple[int, int]]:
+    """(index, utilisation %) of each GPU NVML finds busy; [] without NVML."""
+    try:
+        import pynvml
+    except ImportError:
+        return []
+    try:
+        pynvml.nvmlInit()
+    except Exception:
+        return []
+    busy = []
+    try:
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            try:
+                rates = pynvml.nvmlDeviceGetUtilizationRates(pynvml.nvmlDeviceGetHandleByIndex(index))
+            except Exception:
+                continue
+            if max(int(rates.gpu), int(rates.memory)) >= GPU_BUSY_PERCENT:
+                busy.append((index, max(int(rates.gpu), int(rates.memory))))
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+    return busy
+
+
+def serving(ctx: Context) -> Said | None:
+    """Why the host counts as serving now (a busy GPU, other processes' CPU load), or None when idle."""
+    if ctx.live_devices:
+        busy = _busy_gpus()
+        if busy:
+            return said("GPU {gpus} busy", gpus=", ".join(f"{index} ({percent} %)" for index, percent in busy))
+    window = Window()
+    own = time.process_time()
+    time.sleep(SAMPLE_S)
+    load = window.close(time.process_time() - own)
+    if load.foreign_cores >= CPU_BUSY_CORES:
+        return said("other processes used {cores:.1f} cores", cores=load.foreign_cores)
+    return None
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def load_quiet(state_dir: Path | None = None) -> QuietFigure | Said | None:
+    """The stored figure; None when there is none; a Said when the file is there but unusable."""
+    path = (state_dir or default_state_dir()) / STORE
+    try:
+        with open_regular(path) as handle:
+            raw = handle.read(STORE_LIMIT + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return said("{path}: {error}", path=path, error=exc.strerror or exc)
+    if len(raw) > STORE_LIMIT:
+        return said("{path} is larger than {amount} MiB", path=path, amount=STORE_LIMIT >> 20)
+    try:
+        data = json.loads(raw)
+        facts = BandwidthFacts.from_dict(data["facts"])
+        measured = facts.cpu.measured
+        numbers = (data["measured_at"], measured.read_gbps, measured.copy_gbps)
+        if not all(_finite(n) and n > 0 for n in numbers) or data["measured_at"] > time.time() + 300:
+            raise ValueError("a figure or its time is not a positive finite number")
+        if not isinstance(data["machine"], str):
+            raise ValueError("machine is not a string")
+        return QuietFigure(float(data["measured_at"]), data["machine"], facts)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        return said("{path} does not hold a bandwidth figure ({error})", path=path, error=str(exc)[:120])
+
+
+def store_quiet(figure: QuietFigure, state_dir: Path | None = None) -> None:
+    directory = state_dir or default_state_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    data = {"measured_at": figure.measured_at, "machine": figure.machine, "facts": figure.facts.to_dict()}
+    replace_file(directory / STORE, json.dumps(data, indent=1).encode())
+
+
+def age_words(seconds: float) -> Said:
+    if seconds < 120:
+        return said("{count} s ago", count=max(0, int(seconds)))
+    if seconds < 7200:
+        return said("{count} min ago", count=int(seconds // 60))
+    if seconds < 172800:
+        return said("{count} h ago", count=int(seconds // 3600))
+    return said("{count} days ago", count=int(seconds // 86400))

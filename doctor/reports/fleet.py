@@ -1,0 +1,301 @@
+"""`merge` at fleet scale: one row per host (the newest report of each), its verdict, age and what went
+unjudged, a host × check matrix, totals, and an exit code for the whole fleet.
+
+Reports come from `check --format json`, bundles, or the agent's --json-report; each was read back
+with its size and shape checked (compare.load_report). Cells stay English (the HTML classes are
+their severities and states); renderers say them in the user's language.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engine.findings import Outcome, Severity, Verdict, fails
+from ..i18n import _, current, ngettext
+from ..i18n.width import ljust
+from ..i18n.width import width as display_width
+from .text import severity_word, state_word
+
+STALE = "stale"
+VERDICTS = {v.value for v in Verdict}
+OUTCOMES = {o.value for o in Outcome}
+LEGACY_STATES = {"passed": "passed", "findings": "findings", "skipped": "skipped", "timed out": "timed_out", "crashed": "crashed"}
+
+
+def started_at(report: dict[str, Any]) -> float | None:
+    """The run's start as Unix time; None when the report does not say it in ISO 8601."""
+    try:
+        moment = dt.datetime.fromisoformat(str((report.get("run") or {}).get("started", "")))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    stamp = moment.timestamp()
+    return stamp if math.isfinite(stamp) else None
+
+
+def _outcome(result: dict[str, Any], kept: int) -> str:
+    """A result's outcome as the report states it (version 2 reports before outcomes: derived alike)."""
+    if result.get("outcome") in OUTCOMES:
+        return str(result["outcome"])
+    state = LEGACY_STATES.get(str(result.get("state")), "crashed")
+    if state in ("skipped", "timed_out", "crashed"):
+        return state
+    if kept:
+        return "findings"
+    return "not_judged" if result.get("not_judged") else "passed"
+
+
+def _verdict(report: dict[str, Any], outcomes: dict[str, str]) -> str:
+    found = report.get("summary")
+    summary: dict[str, Any] = found if isinstance(found, dict) else {}
+    stated = summary.get("outcome")
+    if stated in VERDICTS:
+        return str(stated)
+    if summary.get("verdict") == "incomplete" or any(o in ("not_judged", "timed_out", "crashed") for o in outcomes.values()):
+        return Verdict.INCOMPLETE.value
+    return Verdict.FINDINGS.value if report["findings"] else Verdict.READY.value
+
+
+@dataclass(frozen=True)
+class HostRow:
+    host: str
+    file: str
+    started: str
+    started_at: float | None
+    verdict: str  # ready, findings, incomplete
+    counts: dict[str, int]  # findings kept by severity
+    not_judged: int
+    cells: dict[str, str]  # check → "severity: CODE, CODE" or its outcome
+    codes: tuple[str, ...]
+
+    def age_s(self, now: float) -> float | None:
+        return max(0.0, now - self.started_at) if self.started_at is not None else None
+
+    def fails(self, fail_on: str) -> bool:
+        return any(fails(Severity(s), fail_on) for s, n in self.counts.items() if n)
+
+
+def host_row(name: str, file: str, report: dict[str, Any]) -> HostRow:
+    kept = Counter(str(f["check"]) for f in report["findings"])
+    cells: dict[str, str] = {}
+    outcomes: dict[str, str] = {}
+    for result in report["results"]:
+        check = str(result["check"])
+        outcomes[check] = _outcome(result, kept[check])
+        findings = [f for f in report["findings"] if f["check"] == check]
+        if findings:
+            worst = max((Severity(f["severity"]) for f in findings), key=lambda s: s.rank)
+            codes = sorted({str(f["code"]) for f in findings if f["severity"] == worst.value})
+            cells[check] = f"{worst.value}: {', '.join(codes)}"
+        else:
+            cells[check] = outcomes[check]
+    counts = Counter(str(f["severity"]) for f in report["findings"])
+    unjudged = sum(len(r.get("not_judged") or []) for r in report["results"] if isinstance(r.get("not_judged"), list))
+    return HostRow(
+        host=name,
+        file=file,
+        started=str((report.get("run") or {}).get("started", "?")),
+        started_at=started_at(report),
+        verdict=_verdict(report, outcomes),
+        counts={s.value: counts.get(s.value, 0) for s in Severity},
+        not_judged=unjudged,
+        cells=cells,
+        codes=tuple(sorted({str(f["code"]) for f in report["findings"]})),
+    )
+
+
+@dataclass
+class Fleet:
+    hosts: list[HostRow]
+    now: float
+    fail_on: str = "error"
+    max_age_s: float | None = None
+    left_out: list[dict[str, str]] = field(default_factory=list)  # older reports of a host given twice
+
+    @property
+    def checks(self) -> list[str]:
+        return sorted({check for row in self.hosts for check in row.cells})
+
+    def stale(self, row: HostRow) -> bool:
+        """Older than --max-age (or of no known time, when an age is asked): its verdict no longer stands."""
+        if self.max_age_s is None:
+            return False
+        age = row.age_s(self.now)
+        return age is None or age > self.max_age_s
+
+    def status(self, row: HostRow) -> str:
+        return STALE if self.stale(row) else row.verdict
+
+    @property
+    def exit_code(self) -> int:
+        """3 when a host is incomplete or stale, else 1 when one has findings at or above --fail-on, else 0."""
+        if any(self.status(row) in (Verdict.INCOMPLETE.value, STALE) for row in self.hosts):
+            return 3
+        return 1 if any(row.fails(self.fail_on) for row in self.hosts) else 0
+
+    def totals(self) -> dict[str, Any]:
+        statuses = Counter(self.status(row) for row in self.hosts)
+        by_code = Counter(code for row in self.hosts for code in row.codes)
+        return {
+            "hosts": len(self.hosts),
+            **{v: statuses.get(v, 0) for v in (*(v.value for v in Verdict), STALE)},
+            **{f"{s.value}s" if s is not Severity.INFO else "infos": sum(r.counts[s.value] for r in self.hosts) for s in Severity},
+            "not_judged": sum(row.not_judged for row in self.hosts),
+            "hosts_by_code": dict(sorted(by_code.items())),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "generated": dt.datetime.fromtimestamp(self.now, dt.timezone.utc).isoformat(timespec="seconds"),
+            "fail_on": self.fail_on,
+            "max_age_s": self.max_age_s,
+            "exit_code": self.exit_code,
+            "totals": self.totals(),
+            "hosts": [
+                {
+                    "host": row.host,
+                    "file": row.file,
+                    "started": row.started,
+                    "age_s": round(age, 1) if (age := row.age_s(self.now)) is not None else None,
+                    "verdict": row.verdict,
+                    "stale": self.stale(row),
+                    "findings": row.counts,
+                    "not_judged": row.not_judged,
+                    "codes": list(row.codes),
+                    "checks": row.cells,
+                }
+                for row in self.hosts
+            ],
+            "left_out": self.left_out,
+        }
+
+
+def fleet(reports: list[tuple[str, dict[str, Any]]], now: float, fail_on: str = "error", max_age_s: float | None = None) -> Fleet:
+    """(file, report) pairs → the fleet: a host given twice keeps its newest report, the older ones
+    are listed as left out (ties: the later file on the command line)."""
+    newest: dict[str, tuple[str, dict[str, Any], float]] = {}
+    left_out: list[dict[str, str]] = []
+    for file, report in reports:
+        name = str((report.get("run") or {}).get("host") or file)
+        stamp = started_at(report)
+        key = -math.inf if stamp is None else stamp
+        if name in newest:
+            kept_file, _kept, kept_key = newest[name]
+            if key >= kept_key:
+                left_out.append({"host": name, "file": kept_file, "kept": file})
+            else:
+                left_out.append({"host": name, "file": file, "kept": kept_file})
+                continue
+        newest[name] = (file, report, key)
+    rows = [host_row(name, file, report) for name, (file, report, _key) in newest.items()]
+    return Fleet(sorted(rows, key=lambda r: r.host), now, fail_on, max_age_s, left_out)
+
+
+def _cell_text(cell: str) -> str:
+    """A matrix cell (kept in English: the HTML classes are its severity) as the user reads it."""
+    severity, _colon, codes = cell.partition(": ")
+    if codes and severity in {s.value for s in Severity}:
+        return _("{severity}: {codes}", severity=severity_word(Severity(severity)), codes=codes)
+    return state_word(cell)
+
+
+def age_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    if seconds < 120:
+        return _("{count} s", count=int(seconds))
+    if seconds < 7200:
+        return _("{count} min", count=int(seconds // 60))
+    if seconds < 172800:
+        return _("{count} h", count=int(seconds // 3600))
+    return _("{count} d", count=int(seconds // 86400))
+
+
+def _columns(f: Fleet) -> tuple[list[str], list[list[str]]]:
+    """The table's heading and rows as the user reads them: host, verdict, age, not judged, then each check."""
+    head = [_("host"), _("verdict"), _("age"), _("not judged"), *f.checks]
+    rows = [
+        [
+            row.host,
+            state_word(f.status(row)),
+            age_text(row.age_s(f.now)),
+            str(row.not_judged),
+            *(_cell_text(row.cells[c]) if c in row.cells else "—" for c in f.checks),
+        ]
+        for row in f.hosts
+    ]
+    return head, rows
+
+
+def totals_line(f: Fleet) -> str:
+    t = f.totals()
+    hosts = ngettext("{count} host", "{count} hosts", t["hosts"])
+    return _(
+        "{hosts}: {ready} ready, {findings} with findings, {incomplete} incomplete, {stale} stale; "
+        "{errors} error(s), {warnings} warning(s), {not_judged} not judged",
+        hosts=hosts,
+        ready=t["ready"],
+        findings=t["findings"],
+        incomplete=t["incomplete"],
+        stale=t[STALE],
+        errors=t["errors"],
+        warnings=t["warnings"],
+        not_judged=t["not_judged"],
+    )
+
+
+def _left_out_lines(f: Fleet) -> list[str]:
+    return [_("{host}: {file} left out, {kept} is newer", host=item["host"], file=item["file"], kept=item["kept"]) for item in f.left_out]
+
+
+def render_fleet(f: Fleet, fmt: str) -> str:
+    if fmt == "json":
+        import json
+
+        return json.dumps(f.to_json(), indent=2, ensure_ascii=False) + "\n"
+    if fmt == "html":
+        return _html(f)
+    head, rows = _columns(f)
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        lines += ["", totals_line(f)] + [f"- {line}" for line in _left_out_lines(f)]
+        return "\n".join(lines) + "\n"
+    widths = [max(display_width(cell) for cell in column) for column in zip(head, *rows, strict=True)]
+    lines = ["  ".join(ljust(cell, w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in [head, *rows]]
+    lines += ["", totals_line(f), *_left_out_lines(f)]
+    return "\n".join(lines) + "\n"
+
+
+def _html(f: Fleet) -> str:
+    head, rows = _columns(f)
+    classes = [
+        ["", f.status(row), "", "", *(row.cells.get(c, "").split(":")[0] for c in f.checks)] for row in f.hosts
+    ]  # the first four columns are the host's, the rest its checks' cells
+    heading = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    body = "".join(
+        "<tr><th>"
+        + html.escape(row[0])
+        + "</th>"
+        + "".join(f'<td class="{html.escape(k)}">{html.escape(cell)}</td>' for cell, k in zip(row[1:], kinds[1:], strict=True))
+        + "</tr>"
+        for row, kinds in zip(rows, classes, strict=True)
+    )
+    title = html.escape(_("decode-doctor fleet"))
+    h1 = html.escape(ngettext("decode-doctor fleet: {count} host", "decode-doctor fleet: {count} hosts", len(f.hosts)))
+    notes = "".join(f"<li>{html.escape(line)}</li>" for line in _left_out_lines(f))
+    return (
+        f'<!DOCTYPE html><html lang="{html.escape(current())}"><head><meta charset="utf-8"><title>{title}</title><style>'
+        "body{font:14px system-ui,sans-serif;margin:2rem}table{border-collapse:collapse}th,td{border:1px solid #ddd;padding:.3rem .5rem}"
+        ".error,.incomplete,.stale,.crashed,.timed_out{background:#fde7e9}.warning,.not_judged{background:#fff4d6}"
+        ".info{background:#e8f0fe}.passed,.ready{background:#e6f4ea}</style></head>"
+        f"<body><h1>{h1}</h1><table><tr>{heading}</tr>{body}</table><p>{html.escape(totals_line(f))}</p>"
+        + (f"<ul>{notes}</ul>" if notes else "")
+        + "</body></html>\n"
+    )
