@@ -580,9 +580,14 @@ def test_a_bench_fit_to_learn_from_teaches_the_hosts_calibration(engine, tmp_pat
 
 
 def test_the_measured_tpot_matches_the_engines_own_timing(engine):
+    from decode_doctor.engine.hostload import Window
+
     plan = LoadPlan("completions", str(engine.model), (1,), (4,), 60.0, 24, 60.0, temperature=0.0)
     before = len(engine.timings())
+    window = Window()
+    own = time.process_time()
     run = asyncio.run(run_level(Endpoint.parse(engine.url), plan, 1, 4, ["the cat and the dog"], asyncio.Event()))
+    load = window.close(time.process_time() - own)  # the server's own CPU counts as foreign here: it is another process
     timings = engine.timings()[before:]
     assert len(timings) == 4 and all(r.error is None and r.output_tokens == 24 for r in run.records)
     for measured, timed in zip(run.records, timings, strict=True):
@@ -591,9 +596,12 @@ def test_the_measured_tpot_matches_the_engines_own_timing(engine):
         # llama-cpp-python's Python server spends about 0.45 ms per chunk (pydantic, SSE) outside the
         # engine's perf counters, most of this tiny model's TPOT (0.63 ms measured against 0.17 ms of
         # decode); on a busy machine it may also flush several chunks at once, so one request's TPOT
-        # can read lower than the engine's. What always holds: the stream ends after the decoding.
-        assert abs(client_ms - engine_ms) <= 0.25 * engine_ms + 0.5, (client_ms, engine_ms)
+        # can read lower than the engine's. What always holds: the stream ends after the decoding; the
+        # two agree when nothing but the server and this client ran (the server's one thread, this
+        # client's one: two cores of the host at most, no steal).
         assert measured.e2e * 1000 >= 0.9 * timed.eval_ms, (measured.e2e, timed.eval_ms)
+        if load.foreign_cores < 1.5 and load.steal < 0.02:
+            assert abs(client_ms - engine_ms) <= 0.25 * engine_ms + 0.5, (client_ms, engine_ms, load)
 
 
 def test_the_judgement_names_a_ttft_tail_an_ignored_max_tokens_early_stops_and_a_missed_slo():

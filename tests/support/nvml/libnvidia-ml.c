@@ -4,6 +4,7 @@
  *   DD_NVML_DRIVER   the driver version ("550.54.15")
  *   DD_NVML_CUDA     the CUDA version the driver supports, as NVML encodes it (12040 = 12.4)
  *   DD_NVML_GPUS     one GPU per ';': name|memory MiB|PCI bus id|UUID|utilisation %
+ *   DD_NVML_CC       the compute capability of every GPU ("9.0", the default: a Hopper part)
  *   DD_NVML_FAIL     when set, nvmlInit fails as it does without a driver (NVML_ERROR_DRIVER_NOT_LOADED)
  * A function this double does not define is NVML_ERROR_FUNCTION_NOT_FOUND to the binding, as on an old
  * driver; the code under test must cope with that anyway. */
@@ -121,3 +122,28 @@ int nvmlDeviceGetMemoryBusWidth(gpu_t *device, unsigned int *width) {
     *width = 6144;
     return SUCCESS;
 }
+
+int nvmlDeviceGetCudaComputeCapability(gpu_t *device, int *major, int *minor) {
+    const char *cc = getenv("DD_NVML_CC");
+    (void)device;
+    *major = 9;
+    *minor = 0;
+    if (cc && sscanf(cc, "%d.%d", major, minor) != 2) return INVALID_ARGUMENT;
+    return SUCCESS;
+}
+
+int nvmlDeviceGetIndex(gpu_t *device, unsigned int *index) {
+    *index = (unsigned int)(device - gpus);
+    return SUCCESS;
+}
+
+int nvmlDeviceGetHandleByUUID(const char *uuid, gpu_t **device) {
+    for (unsigned int i = 0; i < count; i++)
+        if (strcmp(gpus[i].uuid, uuid) == 0) {
+            *device = &gpus[i];
+            return SUCCESS;
+        }
+    return INVALID_ARGUMENT;
+}
+
+int nvmlInit(void) { return nvmlInitWithFlags(0); }
