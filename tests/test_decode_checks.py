@@ -80,9 +80,9 @@ def test_dmidecode_without_root_or_missing(tmp_path):
     script = "echo '/sys/firmware/dmi/tables/smbios_entry_point: Permission denied' >&2; echo '/dev/mem: Permission denied' >&2; exit 1"
     env = fake_tool(tmp_path / "bin", "dmidecode", script)
     ctx = Context(runner=CommandRunner(env={**os.environ, **env}))
-    assert memory_spec(ctx) == (None, "dmidecode needs root to read the memory tables")
+    assert memory_spec(ctx) == (None, "dmidecode needs root to read the memory tables", True)  # True: not judged, not "no DIMMs"
     ctx = Context(runner=CommandRunner(env={"PATH": str(tmp_path / "empty")}))
-    assert memory_spec(ctx) == (None, "dmidecode is not installed")
+    assert memory_spec(ctx) == (None, "dmidecode is not installed", True)
 
 
 def test_budget_with_given_bandwidth_and_target(tmp_path):
@@ -205,7 +205,7 @@ def test_estimate_text_gguf_and_exit_codes(tmp_path):
     gguf = llama_gguf(tmp_path / "tiny.gguf")
     proc = cli("estimate", "--model", str(gguf), "--bandwidth", "100", "--memory", "4", "--kv-dtype", "fp8")
     assert proc.exit_code == 0, proc.stderr
-    assert "decode tok/s in all, by context" in proc.stdout and "KV cache" in proc.stdout and "(fp8)" in proc.stdout
+    assert "decode tok/s in all, by context" in proc.stdout and "KV cache" in proc.stdout and "(fp8 as llama.cpp's q8_0)" in proc.stdout
     big = qwen2_7b(tmp_path / "q", shards=1)
     assert cli("estimate", "--model", str(big), "--bandwidth", "50", "--memory", "8").exit_code == 1
     assert cli("estimate", "--model", str(big), "--bandwidth", "50", "--memory", "80", "--target-tps", "100").exit_code == 1

@@ -104,6 +104,7 @@ def test_fleet_mode_reports_the_gpus_through_nvml_not_gpu015(nvml_double, tmp_pa
     proc = run_dd("check", "--root", str(root), "--same-host", "--select", "gpu", "--format", "json", env=node_env(nvml_double, tmp_path))
     report = json.loads(proc.stdout)
     assert "GPU015" not in {f["code"] for f in report["findings"]}
+    assert "GPU014" not in {f["code"] for f in report["findings"]}  # the Xid 79 in kern.log is an earlier boot's
     gpu = report["facts"]["gpu"]
     assert gpu["source"] == "NVML" and gpu["driver"] == "550.54.15" and gpu["cuda"] == "12.4"
     assert [(d["name"], d["memory_mib"]) for d in gpu["devices"]] == [("NVIDIA H200", 143771)] * 2
@@ -422,7 +423,8 @@ def test_the_manifests_validate_offline_and_run_the_agent_with_the_nvidia_runtim
     assert container["args"][0] == "agent" and "--same-host" in container["args"] and "command" not in container  # PID 1 is the agent
     security = container["securityContext"]
     assert security["readOnlyRootFilesystem"] and security["capabilities"]["drop"] == ["ALL"] and not security["allowPrivilegeEscalation"]
-    assert spec["securityContext"]["runAsUser"] == 65534 and spec["securityContext"]["runAsNonRoot"]
+    assert spec["securityContext"]["runAsUser"] == 10001 and spec["securityContext"]["runAsNonRoot"]
+    assert "cpu" not in container["resources"]["limits"]  # a CPU quota would make the bandwidth probe measure the quota
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     volumes = {v["name"]: v for v in spec["volumes"]}
     for host_path in ("/proc", "/sys", "/etc", "/usr", "/var/log"):
@@ -497,3 +499,94 @@ def test_merge_judges_the_fleet_with_verdicts_ages_totals_and_an_exit_code(tmp_p
     # a report older than --max-age is stale: the fleet is not judged now
     stale = cli("merge", str(tmp_path / "older.json"), "--max-age", "1d", "--format", "json")
     assert stale.exit_code == 3 and stale.json()["totals"]["stale"] == 1
+
+
+def test_root_leftovers_and_a_planted_link_in_the_textfile_directory_are_taken_over_not_followed():
+    """A root cron run left its lock and a root-owned textfile; someone planted a link at the textfile's
+    name. The agent (as nobody, in the group-writable directory) replaces the file and never writes through the link."""
+    if python_for("nobody") is None:
+        pytest.skip("no interpreter the user nobody can run")
+    root = FIXTURES / "hosts/healthy-server"
+    with tempfile.TemporaryDirectory(prefix="dd-leftovers-") as top:
+        os.chmod(top, 0o755)
+        textfile = Path(top) / "textfile"
+        textfile.mkdir()
+        args = ("agent", "--root", str(root), "--select", "swappiness", "--textfile-directory", str(textfile), "--once", "--quiet")
+        assert run_dd(*args, env={"XDG_STATE_HOME": f"{top}/state"}).returncode == 0  # root's run: its lock and file
+        victim = Path(top) / "victim"
+        victim.write_text("keep me\n")
+        victim.chmod(0o666)
+        os.chown(textfile, 0, grp.getgrnam("nogroup").gr_gid if _has_group("nogroup") else 65534)
+        textfile.chmod(0o775)
+        written = run_dd(*args, user="nobody", env={"XDG_STATE_HOME": f"{top}/state-nobody"})
+        assert written.returncode == 0, written.stderr
+        assert (textfile / "decode_doctor.prom").stat().st_uid != 0  # taken over, not refused
+        (textfile / "decode_doctor.prom").unlink()
+        (textfile / "decode_doctor.prom").symlink_to(victim)
+        again = run_dd(*args, user="nobody", env={"XDG_STATE_HOME": f"{top}/state-nobody"})
+        assert again.returncode == 0, again.stderr
+        assert victim.read_text() == "keep me\n" and not (textfile / "decode_doctor.prom").is_symlink()
+
+
+def test_a_run_that_cannot_write_is_said_counted_and_retried():
+    with tempfile.TemporaryDirectory(prefix="dd-failing-") as top:
+        textfile = Path(top) / "textfile"
+        textfile.mkdir()
+        args = ("agent", "--root", str(FIXTURES / "hosts/healthy-server"), "--select", "swappiness", "--textfile-directory", str(textfile))
+        once = run_dd(*args, "--once", "--json-report", f"{top}/missing/report.json")
+        assert once.returncode == 2 and "decode-doctor agent: the run failed: FileNotFoundError" in once.stderr
+        assert len(once.stderr.strip().splitlines()) == 1
+        assert (textfile / "decode_doctor.prom").exists()  # the textfile comes first and was written
+        argv = [sys.executable, "-m", "decode_doctor", *args, "--interval", "1s", "--json-report", f"{top}/missing/report.json"]
+        looping = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+
+            def counted() -> bool:
+                found = samples((textfile / "decode_doctor.prom").read_text()).get("decode_doctor_agent_failed_runs", [])
+                return bool(found) and found[0][1] >= 1
+
+            wait_until(counted, 60, "a failed run counted in the next textfile")
+        finally:
+            os.killpg(looping.pid, signal.SIGTERM)
+            looping.wait(timeout=30)
+        assert looping.returncode == 0 and looping.stderr.read().count("the run failed") >= 1
+
+
+def test_merge_lists_a_file_it_cannot_read_and_distrusts_a_report_from_the_future(tmp_path):
+    good = _report(FIXTURES / "hosts/healthy-server", tmp_path / "good.json", "--ignore", "GPU024")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"findings": [], "schema_version": 1}')
+    merged = cli("merge", str(good), str(bad), "--format", "json")
+    assert merged.exit_code == 3 and merged.json()["unreadable"][0]["file"] == str(bad)
+    assert "not judged:" in cli("merge", str(good), str(bad)).stdout
+    future = json.loads(good.read_text())
+    future["run"]["started"] = "2999-01-01T00:00:00+00:00"
+    (tmp_path / "future.json").write_text(json.dumps(future))
+    data = cli("merge", str(good), str(tmp_path / "future.json"), "--format", "json").json()
+    assert [h["file"] for h in data["hosts"]] == [str(good)]  # the future one never wins
+    stale = cli("merge", str(tmp_path / "future.json"), "--max-age", "1h", "--format", "json")
+    assert stale.exit_code == 3 and stale.json()["hosts"][0]["stale"]
+
+
+def test_a_reused_figure_is_judged_as_a_measured_one_and_an_unreadable_rating_is_not_judged(nvml_double, tmp_path):
+    """BW002 from a stored quiet figure far below the DIMMs' rating (it flapped to Ready between measurements),
+    and a rating that could not be read is not judged (unless --no-memory-spec), where a VM's absent one is not."""
+    from decode_doctor.checks.bandwidth.contract import MemorySpec
+
+    root = FIXTURES / "hosts/gpu-node"
+    quiet_figure(tmp_path / "state", root)
+    store = tmp_path / "state/decode-doctor/bandwidth-quiet.json"
+    record = json.loads(store.read_text())
+    record["facts"]["cpu"]["spec"] = MemorySpec(8, 24, 12, 4800, "DDR5", 256.0).__dict__
+    record["facts"]["cpu"]["spec_gbps"] = 460.8
+    store.write_text(json.dumps(record))
+    args = ("check", "--root", str(root), "--same-host", "--select", "bandwidth", "--reuse-bandwidth", "1d", "--format", "json")
+    report = json.loads(run_dd(*args, env=node_env(nvml_double, tmp_path)).stdout)
+    assert [f["code"] for f in report["findings"]] == ["BW002"]  # 200 of 460.8 GB/s, reused
+    measured = run_dd(
+        "check", "--root", str(root), "--select", "bandwidth", "--cpu-bandwidth-only", "--format", "json", env=node_env(None, tmp_path)
+    )
+    what = {item["what"] for item in json.loads(measured.stdout)["not_judged"]}
+    assert "the memory's rated bandwidth (BW002)" in what  # no dmidecode on the node agent's PATH
+    asked = run_dd(*args[:-2], "--no-memory-spec", "--format", "json", env=node_env(None, tmp_path))
+    assert "the memory's rated bandwidth (BW002)" not in {item["what"] for item in json.loads(asked.stdout)["not_judged"]}

@@ -16,6 +16,7 @@ from decode_doctor.checks.bandwidth import membw
 from decode_doctor.engine import SkipCheck
 
 from .conftest import FIXTURES
+from .support.fakes import vm_dmidecode
 from .support.harness import cli, run_check
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -64,7 +65,7 @@ def quiet_host(monkeypatch, tmp_path):
         return membw.CpuBandwidth(21.0, 19.0, 0.02, 0.03, 2, buffer_bytes, 3, 0.05, 0.0)
 
     monkeypatch.setattr(membw, "measure_cpu", measure_cpu)
-    (tmp_path / "bin").mkdir()
+    vm_dmidecode(tmp_path / "bin")  # no DIMMs to rate, as on a VM: BW002 does not apply
     monkeypatch.delenv("DOCKER_HOST", raising=False)
     return {"PATH": str(tmp_path / "bin"), "DOCKER_CONFIG": str(tmp_path / "no-docker-config")}
 

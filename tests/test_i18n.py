@@ -494,7 +494,7 @@ def test_estimate_from_a_config_alone_reads_in_chinese_and_its_json_stays_englis
     model = tmp_path / "oss"
     model.mkdir()
     (model / "config.json").write_text((FIXTURES / "models" / "configs" / "gpt-oss-20b.json").read_text())
-    args = ("estimate", "--model", str(model), "--bandwidth", "50", "--memory", "12GiB", "--state-dir", str(tmp_path / "state"))
+    args = ("estimate", "--model", str(model), "--bandwidth", "50", "--memory", "17GiB", "--state-dir", str(tmp_path / "state"))
     text = cli(*args, "--lang", "zh-CN").stdout
     assert "仅凭配置" in text and "调整项" in text and "llama-server 读取的是 GGUF" in text
     assert _english_runs(text.split("llama-server -m")[0]) == []

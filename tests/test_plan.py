@@ -125,7 +125,8 @@ def test_kv_is_split_by_heads_but_never_below_one_head_and_mla_is_replicated():
         ("Meta-Llama-3-70B-Instruct", "H100-SXM", 8192, 16, "fp16", 2),
         ("Meta-Llama-3-70B-Instruct", "H200-SXM", 32768, 8, "fp8", 4),
         ("Qwen2-7B-Instruct", "Jetson AGX Orin 64GB", 4096, 1, "q8_0", 1),
-        ("Mixtral-8x7B-v0.1", "L40S", 4096, 4, "int4", 2),
+        ("Mixtral-8x7B-v0.1", "L40S", 4096, 4, "int4", 4),
+        ("DeepSeek-V3", "H100-SXM", 32768, 16, "fp16", 16),  # two nodes: one line per node
         ("DeepSeek-V3", "H200-SXM", 16384, 32, "fp8", 8),
     ],
 )
@@ -133,16 +134,16 @@ def test_every_emitted_flag_is_one_the_named_engine_version_has(name, device, co
     plan = make_plan(sizing(config_only(name)), lookup(device), context, concurrency, kv, gpus)
     lists = {serve.VLLM_VERSION: flags("vllm-serve-flags.txt"), serve.LLAMA_SERVER_VERSION: flags("llama-server-flags.txt")}
     commands = serve.commands(plan, f"/models/{name}", threads=8)
-    assert {command.engine for command in commands} == {"vllm", "llama-server"}
+    assert {command.engine for command in commands} == ({"vllm", "llama-server"} if plan.layout.pipeline == 1 else {"vllm"})
     for command in commands:
         allowed = lists[command.version]
-        argv = shlex.split(command.line)[2 if command.engine == "vllm" else 1 :]
+        argv = shlex.split(command.line.replace('"$HEAD_IP"', "10.0.0.1"))[2 if command.engine == "vllm" else 1 :]
         for index, word in enumerate(argv):
             if word.startswith("-") and not word.lstrip("-").replace(".", "").isdigit():
                 assert word in allowed, (command.engine, word)
                 value = argv[index + 1] if index + 1 < len(argv) else None
-                if allowed[word] is not None:
-                    assert value in allowed[word], (command.engine, word, value)
+                if allowed[word]["choices"] is not None:
+                    assert value in allowed[word]["choices"], (command.engine, word, value)
         if command.engine == "vllm" and plan.fit == "fits":
             assert argv[argv.index("--max-model-len") + 1] == str(min(context, plan.sizing.engine_max_context or context))
             assert argv[argv.index("--max-num-seqs") + 1] == str(concurrency)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from decode_doctor.checks.models import serve
@@ -23,6 +23,7 @@ from decode_doctor.checks.models.dtypes import KV_DTYPE_BYTES
 from decode_doctor.checks.models.hardware import lookup, names
 from decode_doctor.checks.models.modelfiles import ModelInfo, apply_config
 from decode_doctor.checks.models.plan import Planner, make_plan, sizing, valid_tensor_sizes
+from decode_doctor.checks.models.storage import Storage, vllm_storage
 
 from .support.engine_rules import llama_server_refusals, vllm_refusals
 from .support.harness import cli
@@ -139,7 +140,8 @@ def test_a_config_with_infinity_is_read_as_transformers_reads_it(tmp_path):
     model = model_dir(tmp_path, "nemotron", text=text)
     proc = cli("estimate", "--model", str(model), "--gpu", "L4", "--context", "8192", "--format", "json")
     assert proc.exit_code == 0, proc.stderr
-    assert proc.json()["sizing"]["state_bytes_per_sequence"] == 24 * ((8192 + 2048) * 3 + 128 * 64 * 128) * 2
+    # vLLM (an L4 plan's first engine) keeps the convolution state in bf16 and the SSM state in float32
+    assert proc.json()["sizing"]["state_bytes_per_sequence"] == 24 * ((8192 + 2048) * 3 * 2 + 128 * 64 * 128 * 4)
     nan = model_dir(
         tmp_path,
         "nan",
@@ -240,7 +242,8 @@ MODELS = sorted(set(CONFIGS) | set(NEW) | {"Meta-Llama-3-8B-Instruct", "DeepSeek
 DEVICES = [name for name in names() if name not in ("CPU",)]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(name="Qwen3-Next-80B-A3B-Instruct", device="A10", context=96419, concurrency=61, kv="bf16", gpus=8)  # no knob was offered
 @given(
     name=st.sampled_from(MODELS),
     device=st.sampled_from(DEVICES),
@@ -266,7 +269,7 @@ def test_one_rule_for_the_verdict_the_limits_the_sweep_and_the_knobs(name, devic
     assert (plan.knobs == []) == (plan.fit in ("fits",))  # knobs only when it does not fit, or only tightly
     for command in serve.commands(plan, f"/models/{name}", threads=8):
         if command.engine == "vllm":
-            assert vllm_refusals(command.line, published(name)) == [], command.line
+            assert vllm_refusals(command.line.replace('"$HEAD_IP"', "10.0.0.1"), published(name)) == [], command.line
         else:
             assert llama_server_refusals(command.line) == [], command.line
 
@@ -277,31 +280,53 @@ def test_one_rule_for_the_verdict_the_limits_the_sweep_and_the_knobs(name, devic
 @pytest.mark.parametrize("name", MODELS)
 @pytest.mark.parametrize("kv", ["fp16", "fp8", "q4_0"])
 def test_every_emitted_command_passes_the_engines_own_checks(name, kv):
+    """One vLLM line per node (two-node plans: node 0, then node 1 headless), llama-server on one node;
+    none for a plan that cannot start; every line within the rules vLLM 0.33 checks."""
     size = sizing(config_only(name))
     for device in ("H100-SXM", "L40S", "RTX 4090"):
         for gpus in [g for g in (1, 2, 4, 8, 16) if min(g, 8) in valid_tensor_sizes(size)]:
             for context in (4096, 32768, 131072):
                 plan = make_plan(size, lookup(device), context, 8, kv, gpus)
                 lines = serve.commands(plan, f"/models/{name}", threads=8)
-                assert [c.engine for c in lines] == ["vllm", "llama-server"]
-                vllm, llama = lines
-                assert vllm_refusals(vllm.line, published(name)) == [], (vllm.line, vllm.notes)
-                assert llama_server_refusals(llama.line) == [], llama.line
+                if not lines:  # not one sequence fits: no line (estimate prints the nearest plan that starts)
+                    assert plan.fit == "does not fit" and not plan.max_concurrency and not plan.max_context_alone, (name, device, gpus)
+                    continue
+                engines = [c.engine for c in lines]
+                nodes = plan.layout.pipeline
+                assert engines == (["vllm"] * nodes + ["llama-server"] if nodes == 1 else ["vllm"] * nodes), engines
+                for command in lines:
+                    if command.engine == "vllm":
+                        line = command.line.replace('"$HEAD_IP"', "10.0.0.1")
+                        assert vllm_refusals(line, published(name)) == [], (line, command.notes)
+                        assert (command.node, command.nodes) == (lines.index(command), nodes)
+                    else:
+                        assert llama_server_refusals(command.line) == [], command.line
 
 
 def test_the_engine_rules_refuse_what_vllm_refuses():
-    """The rules the tests hold the commands to bite: each line here is one vLLM refuses."""
+    """The rules the tests hold the commands to bite: each line here is one vLLM 0.33 refuses (each seen
+    refused by vLLM itself in benchmarks/bench_vllm_lines.py's harness)."""
     llama2, qwen = CONFIGS["Llama-2-7b-hf"], CONFIGS["Qwen2.5-7B-Instruct"]
     assert "must be divisible by tensor parallel size (3)" in " ".join(vllm_refusals("vllm serve m --tensor-parallel-size 3", llama2))
     assert "greater than the derived max_model_len (4096)" in " ".join(vllm_refusals("vllm serve m --max-model-len 8192", llama2))
     assert vllm_refusals("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve m --max-model-len 8192", llama2) == []
     assert vllm_refusals("vllm serve m --max-model-len 131072", qwen)  # 32,768 without a rope_scaling
-    assert vllm_refusals("vllm serve m --max-model-len 131072", published("gpt-oss-20b")) == []  # yarn: 4,096 × 32
+    assert vllm_refusals("vllm serve m --max-model-len 131072", published("gpt-oss-20b")) == []  # max_position_embeddings 131,072
+    # YaRN: 0.33 takes max_position_embeddings as already scaled, so the model cards' block alone does not lift it
+    yarn = {**qwen, "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}
+    assert vllm_refusals("vllm serve m --max-model-len 131072", yarn)
+    assert vllm_refusals("vllm serve m --max-model-len 131072 --hf-overrides '{\"max_position_embeddings\":131072}'", yarn) == []
     assert vllm_refusals("vllm serve m --kv-cache-dtype q4_0", llama2) and vllm_refusals("vllm serve m --max-num-seqs many", llama2)
-    assert (
-        vllm_refusals("vllm serve m --tensor-parallel-size 16", published("Meta-Llama-3-8B-Instruct")) == []
-    )  # 8 KV heads on 16: replicated
+    assert vllm_refusals("vllm serve m --kv-cache-dtype int4_per_token_head", llama2) == []  # 0.33 has 4-bit KV caches
+    assert vllm_refusals("vllm serve m --tensor-parallel-size 8", published("Meta-Llama-3-8B-Instruct")) == []
     assert vllm_refusals("vllm serve m --tensor-parallel-size 32", CONFIGS["Qwen2.5-7B-Instruct"])  # 28 heads
+    # two nodes: refused without --nnodes ("World size (16) is larger than … GPUs (8) in this node"), started with it
+    two = "vllm serve m --tensor-parallel-size 8 --pipeline-parallel-size 2"
+    assert "World size (16)" in " ".join(vllm_refusals(two, published("DeepSeek-V3")))
+    assert vllm_refusals(two + " --nnodes 2 --node-rank 0 --master-addr 10.0.0.1", published("DeepSeek-V3")) == []
+    assert vllm_refusals(two + " --nnodes 2 --node-rank 1 --master-addr 10.0.0.1 --headless", published("DeepSeek-V3")) == []
+    assert vllm_refusals(two + " --nnodes 2 --node-rank 1 --master-addr 10.0.0.1", published("DeepSeek-V3"))  # a second API server
+    assert "8 is not divisible by 6" in " ".join(vllm_refusals("vllm serve m --tensor-parallel-size 6", published("GLM-4.5-Air")))
     assert llama_server_refusals("llama-server -m x.gguf -c 100 -np 3 -ctk q8_0 -ctv q8_0")  # slots, and no flash attention
 
 
@@ -310,7 +335,7 @@ def test_gpus_3_on_a_32_head_model_is_refused_with_the_valid_sizes(tmp_path):
     assert proc.exit_code == 2 and "valid sizes up to 8: 1, 2, 4, 8" in proc.stderr
     assert "Total number of attention heads (32) must be divisible by tensor parallel size (3)" in proc.stderr
     nemotron = cli("estimate", "--model", str(model_dir(tmp_path, "Nemotron-H-8B-Base-8K")), "--gpu", "L4", "--gpus", "3")
-    assert nemotron.exit_code == 2 and "8 KV heads, 128 Mamba-2 heads and 8 Mamba-2 groups" in nemotron.stderr
+    assert nemotron.exit_code == 2 and "its 128 Mamba-2 heads" in nemotron.stderr and "its 8 Mamba-2 groups" in nemotron.stderr
     # the KV heads count too: Qwen2.5-7B's 28 heads divide by 7, its 4 KV heads neither divide by 7 nor 7 by them
     assert valid_tensor_sizes(sizing(config_only("Qwen2.5-7B-Instruct"))) == [1, 2, 4]
     assert vllm_refusals("vllm serve m --tensor-parallel-size 7", CONFIGS["Qwen2.5-7B-Instruct"])
@@ -318,6 +343,15 @@ def test_gpus_3_on_a_32_head_model_is_refused_with_the_valid_sizes(tmp_path):
     assert scout.exit_code == 2 and "valid sizes up to 8: 1, 2, 4, 8" in scout.stderr
     twelve = cli("estimate", "--model", str(model_dir(tmp_path, "DeepSeek-V3")), "--gpu", "H100-SXM", "--gpus", "12")
     assert twelve.exit_code == 2 and "whole nodes" in twelve.stderr
+
+
+def test_a_refusal_names_the_rule_that_fails_not_one_that_holds(tmp_path):
+    """GLM-4.5-Air's 96 heads divide by 6 and by 3; its 8 KV heads do not (vLLM's configuration accepts
+    --tensor-parallel-size 6 and QKVParallelLinear stops the load), so the heads rule is never quoted."""
+    for gpus in ("6", "3"):
+        proc = cli("estimate", "--model", str(model_dir(tmp_path, "GLM-4.5-Air")), "--gpu", "H100-SXM", "--gpus", gpus)
+        assert proc.exit_code == 2 and f'"8 is not divisible by {gpus}"' in proc.stderr and "its 8 KV heads" in proc.stderr
+        assert "attention heads (96)" not in proc.stderr
 
 
 LLAMA_31_405B = {  # meta-llama/Llama-3.1-405B-Instruct
@@ -340,10 +374,14 @@ def test_gpus_16_plans_two_nodes_tensor_parallel_within_pipeline_across(tmp_path
     assert (plan["tensor_parallel"], plan["pipeline_parallel"]) == (8, 2)
     assert plan["weights_per_device"] == pytest.approx(data["sizing"]["weights_bytes"] / 16)
     assert "InfiniBand" in plan["allreduce"] and plan["step"]["pipeline_s"] > 0
-    vllm = next(c for c in data["commands"] if c["engine"] == "vllm")
-    argv = vllm["argv"]
-    assert argv[argv.index("--tensor-parallel-size") + 1] == "8" and argv[argv.index("--pipeline-parallel-size") + 1] == "2"
-    assert vllm_refusals(shlex.join(argv), config) == [] and any("Ray cluster" in note for note in vllm["notes"])
+    head, worker = data["commands"]  # one line per node; llama-server serves from one node, so none
+    for node, command in enumerate((head, worker)):
+        argv = [word if word != "$HEAD_IP" else "10.0.0.1" for word in command["argv"]]
+        assert argv[argv.index("--tensor-parallel-size") + 1] == "8" and argv[argv.index("--pipeline-parallel-size") + 1] == "2"
+        assert argv[argv.index("--nnodes") + 1] == "2" and argv[argv.index("--node-rank") + 1] == str(node)
+        assert (command["node"], command["nodes"]) == (node, 2) and ("--headless" in argv) == (node == 1)
+        assert vllm_refusals(shlex.join(argv), config) == []
+    assert any("no Ray" in note for note in head["notes"])
     one_node = make_plan(sizing(config_only(name, config)), lookup("H100-SXM"), 8192, 1, "fp16", 16, gpus_per_node=16)
     assert one_node.layout.pipeline == 1 and one_node.step.pipeline_s == 0  # --gpus-per-node 16: one NVLink domain
 
@@ -374,7 +412,7 @@ def test_knobs_never_suggest_the_precision_the_weights_already_have(tmp_path):
 def test_max_model_len_is_one_the_engine_accepts_and_says_why(tmp_path):
     for name, asked, derived in (("Llama-2-7b-hf", 8192, 4096), ("Qwen2.5-7B-Instruct", 131072, 32768), ("gpt-oss-20b", 131072, 131072)):
         plan = make_plan(sizing(config_only(name)), lookup("H200-SXM"), asked, 1)
-        vllm = serve.vllm(plan, f"/models/{name}")
+        (vllm,) = serve.vllm(plan, f"/models/{name}")
         argv = list(vllm.argv)
         assert argv[argv.index("--max-model-len") + 1] == str(derived)
         assert vllm_refusals(vllm.line, published(name)) == []
@@ -384,15 +422,43 @@ def test_max_model_len_is_one_the_engine_accepts_and_says_why(tmp_path):
     assert "--max-model-len 4096" in proc.stdout and "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in proc.stdout
 
 
+YARN = {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}  # Qwen's model cards, "Processing Long Texts"
+
+
+@pytest.mark.parametrize("name", ["Qwen2.5-7B-Instruct", "Qwen3-30B-A3B"])
+def test_a_yarn_context_is_served_as_vllm_accepts_it(tmp_path, name):
+    """With the rope_scaling block the Qwen model cards add, 131,072 tokens: vLLM 0.33 takes
+    max_position_embeddings as already scaled, so the line raises it with --hf-overrides (and the plan no
+    longer says "unless RoPE scaling is configured")."""
+    config = {**published(name), "rope_scaling": dict(YARN)}
+    size = sizing(config_only(name, config))
+    assert size.max_context == size.yarn_context == 131072 and size.rope_note == "yarn factor 4 over 32,768"
+    plan = make_plan(size, lookup("H200-SXM"), 131072, 4)
+    (vllm, _llama) = serve.commands(plan, f"/models/{name}")
+    argv = list(vllm.argv)
+    assert argv[argv.index("--max-model-len") + 1] == "131072"
+    assert json.loads(argv[argv.index("--hf-overrides") + 1]) == {"max_position_embeddings": 131072}
+    assert vllm_refusals(vllm.line, config) == [] and any("YaRN scaling" in note for note in vllm.notes)
+    assert not any("unless RoPE scaling is configured" in note for note in plan.notes)
+    past = make_plan(size, lookup("H200-SXM"), 200000, 1)
+    assert any("past the 131,072 tokens its RoPE scaling reaches" in note for note in past.notes)
+    (capped, _llama) = serve.commands(past, f"/models/{name}")
+    assert "131072" in capped.argv and vllm_refusals(capped.line, config) == []
+
+
 def test_the_kv_dtype_in_each_command_is_the_one_its_limits_were_worked_out_for():
+    """vLLM 0.33 stores a 4-bit request as int4_per_token_head (4 bits, plus an 8-byte scale pair per head
+    and token), llama.cpp as q4_0 (blocks of 32 with a 16-bit scale): each line's limits are its own."""
     size = sizing(config_only("Meta-Llama-3-8B-Instruct"))
     plan = make_plan(size, lookup("RTX 4090"), 4096, 32, "q4_0")
     vllm, llama = serve.commands(plan, "/models/llama3-8b")
     argv = list(vllm.argv)
-    fp8 = make_plan(size, lookup("RTX 4090"), 4096, 32, "fp8")
-    assert argv[argv.index("--kv-cache-dtype") + 1] == "fp8"
-    assert argv[argv.index("--max-num-seqs") + 1] == str(min(32, fp8.max_concurrency)) != str(min(32, plan.max_concurrency))
-    assert any("fp8 (8 bits per element) instead" in note for note in vllm.notes)
+    stored = vllm_storage("q4_0")
+    assert argv[argv.index("--kv-cache-dtype") + 1] == "int4_per_token_head"
+    assert size.layer_bytes_per_token(size.cache[0], stored) == 2 * 8 * 128 * 0.5 + 8 * 8  # 8 KV heads × (128 × 2 halves + 8 B)
+    mine = make_plan(size, lookup("RTX 4090"), 4096, 32, "q4_0", storage=stored)
+    assert argv[argv.index("--max-num-seqs") + 1] == str(min(32, mine.max_concurrency))
+    assert any("int4_per_token_head (4 bits per element, 8 bytes of scales per head and token)" in note for note in vllm.notes), vllm.notes
     # fp8 asked of llama.cpp: q8_0, 8.5 bits per element, sized as such
     asked = make_plan(size, lookup("RTX 4090"), 4096, 32, "fp8")
     _, llama = serve.commands(asked, "/models/llama3-8b.gguf")
@@ -400,6 +466,37 @@ def test_the_kv_dtype_in_each_command_is_the_one_its_limits_were_worked_out_for(
     words = list(llama.argv)
     assert words[words.index("-ctk") + 1] == "q8_0" and words[words.index("-np") + 1] == str(min(32, q8.max_concurrency))
     assert q8.max_concurrency < asked.max_concurrency and any("8.5 bits" in note for note in llama.notes)
+
+
+def test_nemotron_h_keeps_its_ssm_state_as_vllm_does_and_does_not_fit_where_it_seemed_to(tmp_path):
+    """vLLM keeps Nemotron-H's SSM state in float32 (NemotronHForCausalLMConfig): the 56B's state is
+    912.6 MB per sequence, not 459.6; on 2 × H100 at 8,192 × 32 it needs 80.2 GB of 77.0 (does not fit), at most 26."""
+    model = model_dir(tmp_path, "Nemotron-H-56B-Base-8K")
+    args = ("estimate", "--model", str(model), "--gpu", "H100-SXM", "--gpus", "2", "--context", "8192", "--concurrency", "32")
+    proc = cli(*args, "--format", "json")
+    data = proc.json()
+    assert proc.exit_code == 1 and data["plan"]["fit"] == "does not fit" and data["plan"]["max_concurrency"] == 26
+    assert data["sizing"]["storage"]["ssm_dtype"] == "float32"
+    assert round(data["sizing"]["state_bytes_per_sequence"] / 1e6, 1) == 912.6
+    assert round(data["plan"]["need_per_device"] / 1e9, 1) == 80.2
+    (vllm,) = [c for c in data["commands"] if c["engine"] == "vllm"]
+    assert vllm["argv"][vllm["argv"].index("--max-num-seqs") + 1] == "26"
+    assert any("SSM state in bfloat16" in knob for knob in data["plan"]["knobs"])  # vLLM's flag that halves it, with its risk
+    text = cli(*args).stdout
+    assert "SSM state in float32" in text and "at most 26 sequences" in text
+
+
+def test_a_plan_that_cannot_start_prints_no_line_but_the_nearest_that_does(tmp_path):
+    model = model_dir(tmp_path, "Meta-Llama-3-70B-Instruct")
+    proc = cli("estimate", "--model", str(model), "--gpu", "L40S", "--context", "8192", "--format", "json")
+    data = proc.json()
+    assert proc.exit_code == 1 and data["plan"]["fit"] == "does not fit" and data["commands"] == []
+    nearest = data["nearest"]
+    assert nearest["gpus"] == 4 and nearest["plan"]["fit"] in ("fits", "tight")
+    assert [c["engine"] for c in nearest["commands"]] == ["vllm", "llama-server"]
+    text = cli("estimate", "--model", str(model), "--gpu", "L40S", "--context", "8192").stdout
+    assert "no command lines: not one sequence fits" in text and "the nearest plan that starts: 4 GPUs" in text
+    assert "--tensor-parallel-size 4" in text
 
 
 # --- the JSON ------------------------------------------------------------------------------------------
@@ -413,11 +510,27 @@ def test_estimate_json_holds_kv_bytes_per_token_and_follows_its_schema(tmp_path)
         data = cli("estimate", "--model", str(model_dir(tmp_path, name)), "--gpu", gpu, "--kv-dtype", "fp8", "--format", "json").json()
         jsonschema.validate(data, schema)
         sized = data["sizing"]
-        by_hand = sum(layer["elements_per_token"] for layer in sized["cache_layers"]) * 1  # fp8: one byte
-        assert sized["kv_dtype"] == "fp8" and sized["kv_bytes_per_token"] == by_hand == sum(sized["kv_bytes_per_token_by_kind"].values())
+        growth = sum(layer["elements_per_token"] for layer in sized["cache_layers"] if not layer["window"])  # fp8: one byte
+        assert sized["kv_dtype"] == "fp8" and sized["kv_bytes_per_token"] == growth
+        assert sized["kv_bytes_per_token_before_windows"] == sum(sized["kv_bytes_per_token_by_kind"].values())
     assert sized["kv_bytes_per_token"] == 32 * 2 * 32 * 128  # Llama 2 7B: 32 layers × K and V × 32 heads × 128
     unknown = model_dir(tmp_path, "mystery", {**published("Meta-Llama-3-8B-Instruct"), "model_type": "mystery"})
     jsonschema.validate(cli("estimate", "--model", str(unknown), "--gpu", "L4", "--format", "json").json(), schema)
+
+
+def test_the_json_headline_is_growth_per_token_after_the_windows():
+    """gpt-oss-20b: 12 full layers grow 24,576 bytes per token (2 × 8 KV heads × 64 × 2 B each); the 12
+    sliding layers' 128-token windows are a fixed 3 MiB per sequence beside it. Scout: 12 full layers
+    grow 49,152; the 36 chunked layers hold at most 8,192 tokens each."""
+    from decode_doctor.checks.models.estimate import _sizing_dict
+
+    oss = sizing(config_only("gpt-oss-20b"))
+    data = _sizing_dict(oss, "fp16", Storage.asked("fp16"))
+    assert data["kv_bytes_per_token"] == 24_576 and data["kv_bytes_per_token_before_windows"] == 49_152
+    assert data["kv_window_bytes_per_sequence"] == 12 * 2048 * 128 == 3_145_728
+    scout = _sizing_dict(sizing(config_only("Llama-4-Scout-17B-16E-Instruct")), "fp16", Storage.asked("fp16"))
+    assert scout["kv_bytes_per_token"] == 49_152 and scout["kv_bytes_per_token_before_windows"] == 196_608
+    assert scout["kv_window_bytes_per_sequence"] == 36 * 4096 * 8192
 
 
 # --- smaller ---------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 from decode_doctor.checks.bandwidth import membw, quiet
 
 from .conftest import FIXTURES, REPO
-from .support.fakes import FAKES
+from .support.fakes import FAKES, vm_dmidecode
 from .support.faultserver import FaultServer
 from .support.harness import CliResult, cli
 from .support.modelgen import hf_cache, llama_gguf, llama_tensors, qwen2_7b, write_hf_model
@@ -151,6 +151,7 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     shutil.copy(top / "hosts/swap60-rhel7.json", top / "before.json")
     shutil.copy(top / "hosts/healthy-server.json", top / "after.json")
     monkeypatch.syspath_prepend(str(FAKES))  # `estimate --device cuda:0`: NVML's stand-in finds one H200
+    monkeypatch.setenv("PATH", vm_dmidecode(tmp_path / "bin")["PATH"])  # this machine as a VM: no DIMMs to rate (BW002 does not apply)
     monkeypatch.chdir(top)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))

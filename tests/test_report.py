@@ -9,12 +9,13 @@ import re
 import shutil
 import subprocess
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from .conftest import FIXTURES
-from .support.fakes import fake_tool
+from .support.fakes import fake_tool, vm_dmidecode
 from .support.harness import chromium_or_skip, cli
 
 SECRETS = {
@@ -176,7 +177,8 @@ def steady_bandwidth(monkeypatch):
         return membw.CpuBandwidth(read, read * 0.9, 0.01, 0.02, 2, buffer_bytes, 3, 0.05, 0.0)
 
     monkeypatch.setattr(membw, "measure_cpu", measure_cpu)
-    monkeypatch.setenv("PATH", "/nonexistent")  # no dmidecode: no spec, no BW002 from this machine's DIMMs
+    bin_dir = Path(tempfile.mkdtemp(prefix="dd-vm-bin-"))
+    monkeypatch.setenv("PATH", vm_dmidecode(bin_dir)["PATH"].split(os.pathsep)[0])  # no DIMMs, as on a VM: BW002 does not apply
     return figures
 
 

@@ -32,22 +32,23 @@ def _numa_nodes(ctx: Context) -> int:
     return sum(1 for entry in node_dir.iterdir() if re.fullmatch(r"node\d+", entry.name)) or 1
 
 
-def memory_spec(ctx: Context) -> tuple[MemorySpec | None, str | None]:
-    """(the DIMMs' description, or None with why it is unavailable)."""
+def memory_spec(ctx: Context) -> tuple[MemorySpec | None, str | None, bool]:
+    """(the DIMMs' description, or None with why it is unavailable, and whether that is a table that
+    could not be read (not judged) rather than one a virtual machine does not have (does not apply))."""
     from .membw import parse_dmidecode_memory
 
     record = ctx.run(["dmidecode", "-t", "17"], timeout_s=10)
     if record.error and "not found" in record.error:
-        return None, said("dmidecode is not installed")
+        return None, said("dmidecode is not installed"), True
     if not record.ok:
         detail = (record.stderr or record.error or "").strip().splitlines()
         if record.exit_code and any(w in (record.stderr or "") for w in ("Permission denied", "/dev/mem", "/sys/firmware")):
-            return None, said("dmidecode needs root to read the memory tables")
-        return None, said("dmidecode failed: {detail}", detail=detail[-1]) if detail else said("dmidecode failed: no output")
+            return None, said("dmidecode needs root to read the memory tables"), True
+        return None, (said("dmidecode failed: {detail}", detail=detail[-1]) if detail else said("dmidecode failed: no output")), True
     spec = parse_dmidecode_memory(record.stdout)
     if spec is None or not spec.peak_gbps:
-        return None, "dmidecode lists no memory devices with a speed (a virtual machine?)"
-    return spec, None
+        return None, "dmidecode lists no memory devices with a speed (a virtual machine?)", False
+    return spec, None, False
 
 
 def _gpu_present(ctx: Context) -> bool:
@@ -78,6 +79,11 @@ class Bandwidth(Check):
         ),
         Option("--cpu-bandwidth-only", "Measure the CPU's memory only, not GPU copies (which need torch or cupy).", is_flag=True),
         Option(
+            "--no-memory-spec",
+            "Do not compare the bandwidth with the DIMMs' rating (dmidecode, which needs root): BW002 is then not asked for.",
+            is_flag=True,
+        ),
+        Option(
             "--threads",
             "Threads the CPU bandwidth probe reads with [default: one per usable CPU].",
             type=whole(1, 4096, N_("a number of threads")),
@@ -90,13 +96,15 @@ class Bandwidth(Check):
 
     def run(self, ctx: Context) -> list[Finding]:
         reuse_s = ctx.options.get("reuse_bandwidth")
-        if reuse_s:
-            from .quiet import load_quiet, machine_key, serving, store_quiet
+        if reuse_s and ctx.live_devices:  # a figure is this host's only where the probe measures this host
+            from .quiet import REUSE_LIMIT_S, load_quiet, machine_key, serving, store_quiet
 
             machine = machine_key(ctx)
             stored = load_quiet()
             figure = stored if isinstance(stored, QuietFigure) and stored.machine == machine else None
             age = time.time() - figure.measured_at if figure else None
+            if age is not None and age > REUSE_LIMIT_S:
+                figure, age = None, None
             busy = None if age is not None and age < reuse_s else serving(ctx)
             if figure is not None and (busy is not None or (age is not None and age < reuse_s)):
                 return self._reuse(ctx, figure, busy)
@@ -117,6 +125,7 @@ class Bandwidth(Check):
         return self._measure(ctx)
 
     def _reuse(self, ctx: Context, figure: QuietFigure, busy: str | None) -> list[Finding]:
+        """The stored figure stands in for a measurement, and is judged as one (not for contention: it was quiet)."""
         from .quiet import age_words
 
         when = age_words(time.time() - figure.measured_at)
@@ -124,8 +133,10 @@ class Bandwidth(Check):
             reused = said("measured {when} on the quiet host, reused: the host is serving now ({busy})", when=when, busy=busy)
         else:
             reused = said("measured {when} on the quiet host, reused (--reuse-bandwidth)", when=when)
-        ctx.publish(replace(figure.facts, reused=reused))
-        return []
+        facts = replace(figure.facts, reused=reused)
+        ctx.publish(facts)
+        self._spec_coverage(ctx, facts.cpu, facts.spec_unreadable)
+        return self._judged(facts)
 
     def _measure(self, ctx: Context) -> list[Finding]:
         from .membw import buffer_size, cache_caveat, llc_bytes, measure_cpu, measure_gpus, nvml_theoretical
@@ -138,7 +149,9 @@ class Bandwidth(Check):
         if threads is not None and threads < 1:
             raise ValueError(f"--threads {threads}: give at least 1")
         measured = measure_cpu(buffer, budget_s=4.0 if thorough else 1.0, threads=threads)
-        spec, spec_missing = memory_spec(ctx)
+        spec, spec_missing, unreadable = (
+            (None, said("not asked (--no-memory-spec)"), False) if ctx.options.get("no_memory_spec") else memory_spec(ctx)
+        )
         cpu = CpuMemory(
             measured=measured,
             llc_bytes=llc,
@@ -158,12 +171,10 @@ class Bandwidth(Check):
                 gpus.append(replace(gpu, theoretical_gbps=round(peak, 1) if peak else None))
             if not gpus:
                 ctx.not_judged(_("the GPUs' memory bandwidth"), _("neither torch nor cupy can run CUDA copies in this Python"))
-        facts = BandwidthFacts(cpu, gpus, measured_at=round(measured_at, 3))
+        facts = BandwidthFacts(cpu, gpus, measured_at=round(measured_at, 3), spec_unreadable=unreadable)
         ctx.publish(facts)
-        evidence = facts.to_dict()
-        findings = []
-        if cpu.reached is not None and cpu.reached < LOW_RATIO:
-            findings.append(self.finding(BW002, self._low_ratio_message(cpu), evidence=evidence["cpu"]))
+        self._spec_coverage(ctx, cpu, unreadable)
+        findings = self._judged(facts)
         if measured.other_load > BUSY or measured.contended:
             message = _(
                 "Other processes used {load:.0%} of the CPUs ({cores:.2f} cores over the window, {steal:.0%} stolen by the "
@@ -172,7 +183,20 @@ class Bandwidth(Check):
             )  # fmt: skip
             evidence = {"other_load": measured.other_load, "foreign_cores": measured.foreign_cores, "steal": measured.steal}
             findings.append(self.finding(BW003, message, evidence=evidence))
-        for gpu in gpus:
+        return findings
+
+    def _spec_coverage(self, ctx: Context, cpu: CpuMemory, unreadable: bool) -> None:
+        """The DIMMs' rating that could not be read leaves BW002 not judged (a virtual machine has none: it does not apply)."""
+        if unreadable and not ctx.options.get("no_memory_spec") and not cpu.spec_gbps:
+            ctx.not_judged(_("the memory's rated bandwidth (BW002)"), localized(cpu.spec_unavailable or ""))
+
+    def _judged(self, facts: BandwidthFacts) -> list[Finding]:
+        """BW002 and BW005 from the figures, whether measured now or reused."""
+        cpu = facts.cpu
+        findings = []
+        if cpu.reached is not None and cpu.reached < LOW_RATIO:
+            findings.append(self.finding(BW002, self._low_ratio_message(cpu), evidence=facts.to_dict()["cpu"]))
+        for gpu in facts.gpus:
             if gpu.theoretical_gbps and gpu.copy_gbps / gpu.theoretical_gbps < GPU_LOW_RATIO:
                 message = _(
                     "GPU {index} ({name}): copy {gbps:.0f} GB/s{peak}.",

@@ -99,6 +99,7 @@ class BandwidthFacts(Facts):
     # why an earlier quiet figure stands in for a measurement now (--reuse-bandwidth): the host is serving,
     # or the figure is younger than the age asked for
     reused: str | None = None
+    spec_unreadable: bool = False  # the DIMMs' rating was there to read and could not be (not a VM without one)
 
     @property
     def cpu_read_gbps(self) -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +27,10 @@ from .contract import BandwidthFacts
 STORE = "bandwidth-quiet.json"
 STORE_LIMIT = 1 << 20
 GPU_BUSY_PERCENT = 5  # a GPU this busy over NVML's last sample period is serving
-CPU_BUSY_CORES = 0.5  # other processes' CPU time over the sampling window, in cores
+CPU_BUSY_CORES = 0.5  # other processes' CPU time over the sampling window, in cores, at least…
+CPU_BUSY_SHARE = 0.05  # …or this share of the host's CPUs (a 128-core node's daemons use a core or two)
 SAMPLE_S = 1.0
+REUSE_LIMIT_S = 30 * 86400  # a quiet figure older than this stands in for nothing, busy host or not
 
 
 @dataclass(frozen=True)
@@ -38,14 +41,15 @@ class QuietFigure:
 
 
 def machine_key(ctx: Context) -> str:
-    """The CPU model and memory size of the judged host: a figure is reused only on the same hardware."""
+    """The judged host's name, CPU model and memory size: a figure is reused only on the same host and hardware."""
+    host = ((ctx.read_text("/etc/hostname", limit=256) or "").split() or ["unknown host"])[0]
     model = ""
     for line in (ctx.read_text("/proc/cpuinfo") or "").splitlines():
         if line.startswith("model name"):
             model = line.partition(":")[2].strip()
             break
     memory = ctx.meminfo_bytes("MemTotal") or 0
-    return f"{model or 'unknown CPU'}/{memory >> 30} GiB"
+    return f"{host}/{model or 'unknown CPU'}/{memory >> 30} GiB"
 
 
 def _busy_gpus() -> list[tuple[int, int]]:
@@ -85,8 +89,9 @@ def serving(ctx: Context) -> Said | None:
     own = time.process_time()
     time.sleep(SAMPLE_S)
     load = window.close(time.process_time() - own)
-    if load.foreign_cores >= CPU_BUSY_CORES:
-        return said("other processes used {cores:.1f} cores", cores=load.foreign_cores)
+    cpus = os.cpu_count() or 1
+    if load.foreign_cores >= max(CPU_BUSY_CORES, CPU_BUSY_SHARE * cpus):
+        return said("other processes used {cores:.1f} of {cpus} cores", cores=load.foreign_cores, cpus=cpus)
     return None
 
 

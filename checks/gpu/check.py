@@ -87,7 +87,8 @@ class GpuStack(Check):
         elif info is None and pci and not driver_dir and not smi_failed and not ctx.which("nvidia-smi"):
             message = _("NVIDIA GPU(s) at {addresses} but no nvidia-smi: the driver is not installed.", addresses=", ".join(pci))
             findings.append(self.finding(GPU015, message, evidence={"pci_devices": pci}))
-        torch = probe_torch(ctx)
+        # a node agent's own Python is its container's, not the node's serving one (unless --python names it)
+        torch = None if ctx.same_host and not ctx.options.get("python") else probe_torch(ctx)
         if isinstance(torch, str):
             ctx.not_judged(_("PyTorch's CUDA build"), torch)
         facts = GpuFacts(

@@ -60,20 +60,20 @@ def kernel_logs(ctx: Context) -> KernelLogs:
             unreadable.append(log)
             continue
         if text:
-            texts.append((log, text))
+            texts.append((log, current_boot(text)))
     journal = ctx.host_path(JOURNAL)
     commands: list[list[str]] = []
     if ctx.live_host:
-        commands = [["dmesg"], ["journalctl", "-k", "--no-pager", "-o", "short-iso", "-n", "50000"]]
+        commands = [["dmesg"], ["journalctl", "-k", "-b", "--no-pager", "-o", "short-iso", "-n", "50000"]]
     elif ctx.same_host and journal.is_dir():
-        commands = [["journalctl", "-k", "--no-pager", "-o", "short-iso", "-n", "50000", f"--directory={journal}"]]
+        commands = [["journalctl", "-k", "-b", "--no-pager", "-o", "short-iso", "-n", "50000", f"--directory={journal}"]]
     for argv in commands:
         if ctx.which(argv[0]):
             record = ctx.run(argv, timeout_s=10)
             if record.ok and record.stdout:
                 texts.append((" ".join(argv[:2]), record.stdout[-(4 << 20) :]))
     why = None
-    if unreadable:
+    if unreadable and not texts:  # kern.log, syslog and messages repeat each other: one read is enough
         why = _("{logs}: permission denied", logs=", ".join(unreadable))
     elif not texts and (ctx.live_host or ctx.same_host):
         if ctx.same_host and journal.is_dir() and not ctx.which("journalctl"):
@@ -83,6 +83,19 @@ def kernel_logs(ctx: Context) -> KernelLogs:
         else:
             why = _("no kernel log file, and neither dmesg nor journalctl could be read (run as root or in the adm group)")
     return KernelLogs(texts, why)
+
+
+BOOT_MARKERS = ("kernel: Linux version ", "] Linux version ")
+
+
+def current_boot(text: str) -> str:
+    """The log from the current boot on: what follows the last boot's first line ("kernel: Linux version …").
+    A log without one began after the boot (rotated since) or holds only its newest lines: all of it is this boot's.
+    An Xid of an earlier boot is history, not a GPU that is failing now."""
+    at = max(text.rfind(marker) for marker in BOOT_MARKERS)
+    if at < 0:
+        return text
+    return text[text.rfind("\n", 0, at) + 1 :]
 
 
 def kernel_events(texts: list[tuple[str, str]]) -> list[tuple[str, str]]:

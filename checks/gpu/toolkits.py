@@ -11,7 +11,7 @@ from .nvidia import parse_nvcc, parse_version_json
 
 def toolkits(ctx: Context) -> list[Toolkit]:
     found = []
-    nvcc = ctx.which("nvcc")
+    nvcc = None if ctx.same_host else ctx.which("nvcc")  # a node agent's PATH is its container's, not the node's
     if nvcc:
         record = ctx.run([nvcc, "--version"], timeout_s=10)
         version = parse_nvcc(record.stdout)

@@ -50,13 +50,20 @@ class Architecture:
     layers: int = 0
     hidden_size: int = 0
     cache: list[CacheLayer] = field(default_factory=list)
-    state_elements_per_sequence: int = 0  # Mamba and linear-attention layers: convolution and recurrent state
+    # Mamba and linear-attention layers keep a fixed state per sequence in two parts the engines store
+    # apart: the convolution window, and the recurrent (SSM or delta-rule) state
+    conv_state_elements: int = 0
+    ssm_state_elements: int = 0
     dtype: str | None = None  # torch_dtype of the checkpoint, as the config says
     notes: list[str] = field(default_factory=list)
     params_vision: int = 0  # a vision tower and its projector: loaded (in params_total), not read per decoded token
     params_expert_matrices: int = 0  # the routed experts' weight matrices (their biases aside): what MXFP4 packs
     params_mtp: int = 0  # multi-token-prediction layers in the checkpoint: loaded only for speculative decoding
     tp_units: dict[str, int] = field(default_factory=dict)  # beyond attention heads, what tensor parallel must divide
+
+    @property
+    def state_elements_per_sequence(self) -> int:
+        return self.conv_state_elements + self.ssm_state_elements
 
     @property
     def params_active(self) -> int:
@@ -399,7 +406,8 @@ def _jamba(text: dict[str, Any]) -> Architecture:
     embedding, output = _embeddings(text, hidden)
     arch = Architecture("", total + embedding + output + hidden, embedding, output, routed_total, experts, per_token, layers, hidden)
     arch.cache = cache
-    arch.state_elements_per_sequence = (layers - attention_layers) * (inner * (conv - 1) + inner * state)
+    arch.conv_state_elements = (layers - attention_layers) * inner * (conv - 1)
+    arch.ssm_state_elements = (layers - attention_layers) * inner * state
     arch.notes.append(
         said(
             "{attention_layers} of {layers} layers are attention and cache K and V per token; the {mamba} Mamba layers keep a "
@@ -451,8 +459,8 @@ def _typed_cache(text: dict[str, Any], layers: int, elements: int) -> list[Cache
     return cache
 
 
-def _mamba2(text: dict[str, Any], hidden: int) -> tuple[int, int]:
-    """(parameters of one Mamba-2 mixer, its state elements per sequence), as transformers builds
+def _mamba2(text: dict[str, Any], hidden: int) -> tuple[int, int, int]:
+    """(parameters of one Mamba-2 mixer, its convolution and SSM state elements per sequence), as transformers builds
     NemotronHMamba2Mixer: in_proj to x, z, B, C and dt; a depthwise convolution over x, B and C;
     dt_bias, A_log and D per head; a gated RMSNorm; out_proj."""
     heads = _need(text, "mamba_num_heads")
@@ -465,7 +473,7 @@ def _mamba2(text: dict[str, Any], hidden: int) -> tuple[int, int]:
     bias = bool(text.get("use_bias"))
     params = _linear(inner + conv_dim + heads, hidden, bias) + conv_dim * kernel + (conv_dim if text.get("use_conv_bias", True) else 0)
     params += 3 * heads + inner + _linear(hidden, inner, bias)
-    return params, conv_dim * (kernel - 1) + heads * head_dim * state
+    return params, conv_dim * (kernel - 1), heads * head_dim * state
 
 
 _PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
@@ -494,7 +502,7 @@ def _nemotron_h(text: dict[str, Any]) -> Architecture:
     bias = bool(text.get("attention_bias"))
     attention = _attention(hidden, heads, kv_heads, head_dim, bias, bias)
     mlp_bias = bool(text.get("mlp_bias"))
-    mamba, state = _mamba2(text, hidden) if "mamba" in blocks else (0, 0)
+    mamba, conv_state, ssm_state = _mamba2(text, hidden) if "mamba" in blocks else (0, 0, 0)
     mlp = 2 * _linear(_need(text, "intermediate_size"), hidden, mlp_bias) if "mlp" in blocks else 0
     moe = routed = experts = per_token = 0
     if "moe" in blocks:
@@ -513,7 +521,7 @@ def _nemotron_h(text: dict[str, Any]) -> Architecture:
         "", total + embedding + output + hidden, embedding, output, count("moe") * routed, experts, per_token, len(blocks), hidden
     )
     arch.cache = [CacheLayer("full", 2 * kv_heads * head_dim)] * count("attention")
-    arch.state_elements_per_sequence = count("mamba") * state
+    arch.conv_state_elements, arch.ssm_state_elements = count("mamba") * conv_state, count("mamba") * ssm_state
     if "mamba" in blocks:  # vLLM's MambaMixer2 splits heads over the ranks; groups too, unless there is one
         groups = _get(text, "n_groups", default=1)
         arch.tp_units = {"Mamba-2 heads": _need(text, "mamba_num_heads"), **({"Mamba-2 groups": groups} if groups > 1 else {})}
@@ -615,7 +623,8 @@ def _qwen3_next(text: dict[str, Any]) -> Architecture:
         "", total + embedding + output + hidden, embedding, output, len(sparse) * routed, experts, per_token, layers, hidden
     )
     arch.cache = [CacheLayer("full", 2 * kv_heads * head_dim)] * full
-    arch.state_elements_per_sequence = (layers - full) * (conv_dim * (kernel - 1) + value_heads * (key_dim // key_heads) * value_head)
+    arch.conv_state_elements = (layers - full) * conv_dim * (kernel - 1)
+    arch.ssm_state_elements = (layers - full) * value_heads * (key_dim // key_heads) * value_head
     arch.params_mtp = attention + moe + 2 * hidden + _linear(hidden, 2 * hidden) + 3 * hidden  # mtp.*: fc, its norms, one layer
     arch.tp_units = {"linear-attention key heads": key_heads, "linear-attention value heads": value_heads}
     arch.notes.append(

@@ -28,7 +28,6 @@ from .modelfiles import ModelFormatError, read_model
 from .plan import (
     GPUS_PER_NODE,
     HEADROOM_RULE_TEMPLATE,
-    STATE_BYTES,
     TIGHT_SHARE,
     UTILIZATION,
     DeploymentPlan,
@@ -38,6 +37,7 @@ from .plan import (
     sizing,
     valid_tensor_sizes,
 )
+from .storage import Storage, llama_storage, vllm_storage
 
 F = TypeVar("F", bound=Facts)
 
@@ -235,26 +235,73 @@ def plan_document(params: dict[str, Any]) -> PlanDocument:
     _check_parallel(size, params["gpus"], per_node, bool(params["gpu_name"] or (params["device_spec"] or "cpu") != "cpu"))
     device = _hardware(params)
     context = params["context"] or min(4096, model.max_context or 4096)
-    plan = make_plan(size, device, context, params["concurrency"], params["kv_dtype"], params["gpus"], per_node)
+    kv_dtype = params["kv_dtype"]
+    storage = storage_for(size, device, kv_dtype)
+    plan = make_plan(size, device, context, params["concurrency"], kv_dtype, params["gpus"], per_node, storage)
     target = params["target_tps"]
     below = bool(target and plan.step.tps_per_sequence and plan.step.tps_per_sequence < target)
-    lines = serve.commands(plan, str(params["model_path"]), params["threads"])
+    model_path = str(params["model_path"])
+    lines = serve.commands(plan, model_path, params["threads"])
+    nearest = _nearest(plan, model_path, params["threads"]) if _cannot_start(plan, lines) else None
     predicted = _prediction(params, model, size, plan) if device.kind == "cpu" else None
     data = {
         "model": model.to_dict(),
-        "sizing": _sizing_dict(size, plan.kv_dtype),
+        "sizing": _sizing_dict(size, kv_dtype, storage),
         "device": dict(device.__dict__),
         "plan": plan.to_dict(),
-        "commands": [
-            {"engine": c.engine, "version": c.version, "argv": list(c.argv), "env": dict(c.env), "notes": list(c.notes)} for c in lines
-        ],
+        "commands": [_command_dict(c) for c in lines],
+        "nearest": None
+        if nearest is None
+        else {"gpus": nearest[0].gpus, "plan": nearest[0].to_dict(), "commands": [_command_dict(c) for c in nearest[1]]},
         "target_tps": target,
         "below_target": below,
     }
     if predicted is not None:
         data["prediction"] = predicted.to_dict()
     exit_code = 1 if plan.fit in ("does not fit", "unknown") or below else 0
-    return PlanDocument(_text(model, size, plan, lines, target, below, predicted), data, exit_code)
+    return PlanDocument(_text(model, size, plan, lines, target, below, predicted, nearest), data, exit_code)
+
+
+def storage_for(size: Sizing, device: Hardware, kv_dtype: str) -> Storage:
+    """How the engine a plan prints first stores the caches: vLLM on GPUs (safetensors), llama.cpp otherwise."""
+    if device.is_gpu and size.format != "gguf":
+        return vllm_storage(kv_dtype, size.family, size.config_ssm_dtype)
+    return llama_storage(kv_dtype)
+
+
+def _command_dict(command: serve.Command) -> dict[str, Any]:
+    return {
+        "engine": command.engine,
+        "version": command.version,
+        "argv": list(command.argv),
+        "env": dict(command.env),
+        "notes": list(command.notes),
+        "node": command.node,
+        "nodes": command.nodes,
+    }
+
+
+def _cannot_start(plan: DeploymentPlan, lines: list[serve.Command]) -> bool:
+    """Sized, and not one sequence fits: no engine line was printed for it."""
+    return plan.fit == "does not fit" and not lines and plan.sizing.weights_bytes is not None
+
+
+def _nearest(plan: DeploymentPlan, model: str, threads: int | None) -> tuple[DeploymentPlan, list[serve.Command]] | None:
+    """The nearest plan that starts, with its lines: more GPUs of the same kind (a node's worth first,
+    then whole nodes), at the same context, concurrency and cache type."""
+    if not plan.hardware.is_gpu:
+        return None
+    per_node = plan.gpus_per_node
+    valid = valid_tensor_sizes(plan.sizing, per_node)
+    counts = [n for n in valid if n > plan.gpus] + ([per_node * nodes for nodes in (2, 4)] if per_node in valid else [])
+    for gpus in counts:
+        if gpus <= plan.gpus:
+            continue
+        trial = make_plan(plan.sizing, plan.hardware, plan.context, plan.concurrency, plan.kv_dtype, gpus, per_node, plan.storage)
+        lines = serve.commands(trial, model, threads)
+        if lines:
+            return trial, lines
+    return None
 
 
 @dataclass(frozen=True)
@@ -330,9 +377,11 @@ def _prediction(params: dict[str, Any], model: ModelInfo, size: Sizing, plan: De
 
 
 def _check_parallel(size: Sizing, gpus: int, per_node: int, on_gpus: bool) -> None:
-    """vLLM's own rules for the GPU count, refused before any work: tensor parallel must divide the
-    heads (ModelConfig.verify_with_parallel_config, QKVParallelLinear), and more GPUs than a node
-    holds must fill whole nodes (one pipeline stage each)."""
+    """vLLM's own rules for the GPU count, refused before any work with the rule that fails: tensor
+    parallel must divide the attention heads (ModelConfig.verify_with_parallel_config, at start-up),
+    the KV heads must split across the ranks or replicate onto them, and the recurrent layers' heads
+    divide too (QKVParallelLinear and the mixers, at model load); more GPUs than a node holds must fill
+    whole nodes (one pipeline stage each)."""
     if gpus <= 1 or not on_gpus or size.format == "gguf":
         return
     tensor = min(gpus, per_node)
@@ -345,34 +394,72 @@ def _check_parallel(size: Sizing, gpus: int, per_node: int, on_gpus: bool) -> No
             )
         )
     valid = valid_tensor_sizes(size, per_node)
-    if tensor not in valid:
-        parts = [_("{count} attention heads", count=size.heads)]
-        parts += [_("{count} KV heads", count=size.kv_heads)] if size.kv_heads and not size.mla else []
-        parts += [f"{count} {what}" for what, count in size.tp_units.items()]
-        heads = _("{items} and {last}", items=_(", ").join(parts[:-1]), last=parts[-1]) if len(parts) > 1 else parts[0]
-        refused = f'"Total number of attention heads ({size.heads}) must be divisible by tensor parallel size ({tensor})"'
-        raise EstimateError(
+    if tensor in valid:
+        return
+    rules = tensor_rules(size, tensor)
+    raise EstimateError(
+        _(
+            "--gpus {gpus}: vLLM cannot split this model over {tensor} tensor-parallel GPUs: {rules}; "
+            "valid sizes up to {per_node}: {valid}",
+            gpus=gpus,
+            tensor=tensor,
+            rules=_("; ").join(rules),
+            per_node=per_node,
+            valid=", ".join(map(str, valid)),
+        )
+    )
+
+
+def tensor_rules(size: Sizing, tensor: int) -> list[str]:
+    """Each of vLLM's rules a tensor-parallel size breaks for this model, in the engine's own words."""
+    rules = []
+    if size.heads and size.heads % tensor:
+        rules.append(
             _(
-                "--gpus {gpus}: vLLM splits the {heads} evenly across tensor-parallel GPUs, so it refuses {tensor} ({refused}); "
-                "valid sizes up to {per_node}: {valid}",
-                gpus=gpus,
-                heads=heads,
+                'it refuses to start ("Total number of attention heads ({heads}) must be divisible by tensor parallel size ({tensor}).")',
+                heads=size.heads,
                 tensor=tensor,
-                refused=refused,
-                per_node=per_node,
-                valid=", ".join(map(str, valid)),
             )
         )
+    kv = size.kv_heads
+    if kv and not size.mla and (kv % tensor if kv > tensor else tensor % kv):
+        larger, smaller = (kv, tensor) if kv > tensor else (tensor, kv)
+        rules.append(
+            _(
+                "its {kv} KV heads neither split evenly across {tensor} ranks nor replicate onto them: QKVParallelLinear stops the "
+                'model load ("{larger} is not divisible by {smaller}")',
+                kv=kv,
+                tensor=tensor,
+                larger=larger,
+                smaller=smaller,
+            )
+        )
+    for what, units in size.tp_units.items():
+        if units % tensor:
+            rules.append(
+                _(
+                    'its {units} {what} split across the ranks at model load ("{units} is not divisible by {tensor}")',
+                    units=units,
+                    what=what,
+                    tensor=tensor,
+                )
+            )
+    return rules
 
 
-def _sizing_dict(size: Sizing, kv_dtype: str) -> dict[str, Any]:
+def _sizing_dict(size: Sizing, kv_dtype: str, storage: Storage) -> dict[str, Any]:
+    """The sizing as a script reads it: the headline kv_bytes_per_token is what each token adds once every
+    window is full; the window-bounded layers' bytes and the recurrent state are fixed per sequence beside it."""
     data = {k: v for k, v in size.__dict__.items() if not k.startswith("_") and k != "cache"}
     data["cache_layers"] = [layer.__dict__ for layer in size.cache]
     data["read_bytes_one_sequence"] = size.read_bytes(1)
     data["kv_dtype"] = kv_dtype
-    data["kv_bytes_per_token"] = size.kv_bytes_per_token(kv_dtype)
-    data["kv_bytes_per_token_by_kind"] = size.kv_bytes_by_kind(kv_dtype)
-    data["state_bytes_per_sequence"] = size.state_elements * STATE_BYTES
+    data["storage"] = dict(storage.__dict__)
+    data["kv_bytes_per_token"] = size.kv_growth_bytes_per_token(storage)
+    data["kv_bytes_per_token_before_windows"] = size.kv_bytes_per_token(storage)
+    data["kv_bytes_per_token_by_kind"] = size.kv_bytes_by_kind(storage)
+    data["kv_window_bytes_per_sequence"] = size.kv_window_bytes(storage)
+    data["state_bytes_per_sequence"] = size.state_bytes(storage)
     return data
 
 
@@ -413,8 +500,8 @@ def _rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[st
         weights = _("{size} from {source}", size=human_bytes(size.weights_bytes), source=localized(size.weights_source))
     kv = _(
         "{per_token} per token before windows ({dtype}{kinds}){state}; {per_device} per device at {context:,} tokens × {concurrency}",
-        per_token=human_binary(size.kv_bytes_per_token(plan.kv_dtype)), dtype=plan.kv_dtype, kinds=_by_kind(size, plan.kv_dtype),
-        state=_state(size), per_device=human_bytes(plan.kv_per_device), context=plan.context, concurrency=plan.concurrency,
+        per_token=human_binary(size.kv_bytes_per_token(plan.storage)), dtype=_cache_name(plan), kinds=_by_kind(size, plan.storage),
+        state=_state(size, plan.storage), per_device=human_bytes(plan.kv_per_device), context=plan.context, concurrency=plan.concurrency,
     )  # fmt: skip
     memory = _(
         "{need} needed of {usable} usable: {fit}",
@@ -485,17 +572,29 @@ def _rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[st
     return rows
 
 
-def _by_kind(size: Sizing, kv_dtype: str) -> str:
+def _cache_name(plan: DeploymentPlan) -> str:
+    """The --kv-dtype, and the engine's own type for it where it differs ("int8 as int8_per_token_head")."""
+    storage = plan.storage
+    if storage.engine and storage.kv_cache not in ("auto", plan.kv_dtype):
+        return _("{kv_dtype} as {engine}'s {cache}", kv_dtype=plan.kv_dtype, engine=storage.engine, cache=storage.kv_cache)
+    return plan.kv_dtype
+
+
+def _by_kind(size: Sizing, kv_dtype: str | Storage) -> str:
     kinds = size.kv_bytes_by_kind(kv_dtype)
     if len(kinds) < 2:
         return ""
     return ": " + ", ".join(f"{kind} {human_binary(value)}" for kind, value in sorted(kinds.items()))
 
 
-def _state(size: Sizing) -> str:
+def _state(size: Sizing, storage: Storage) -> str:
     if not size.state_elements:
         return ""
-    return _(", and a fixed {size} of recurrent state per sequence", size=human_binary(size.state_elements * STATE_BYTES))
+    return _(
+        ", and a fixed {size} of recurrent state per sequence (SSM state in {dtype})",
+        size=human_binary(size.state_bytes(storage)),
+        dtype=storage.ssm_dtype,
+    )
 
 
 def _text(
@@ -506,6 +605,7 @@ def _text(
     target: float | None,
     below: bool,
     predicted: Predicted | None = None,
+    nearest: tuple[DeploymentPlan, list[serve.Command]] | None = None,
 ) -> str:
     out: list[str] = []
     rows = _rows(model, size, plan)
@@ -535,10 +635,33 @@ def _text(
             else:
                 cells.append(f"{'?':>10}")
         out.append(f"{length:>9,}  " + "  ".join(cells))
-    if not lines:
+    if not lines and _cannot_start(plan, lines):
+        out.append("\n" + _("no command lines: not one sequence fits, so no engine would start"))
+        if nearest is not None:
+            out.append(
+                _(
+                    "the nearest plan that starts: {gpus} GPUs, at {context:,} tokens × {concurrency}",
+                    gpus=nearest[0].gpus,
+                    context=plan.context,
+                    concurrency=plan.concurrency,
+                )
+            )
+            lines = nearest[1]
+        elif plan.hardware.is_gpu:
+            out.append(_("no plan of up to four nodes of these GPUs starts: see the knobs"))
+    elif not lines:
         why = _("the weights are unknown") if size.weights_bytes is None else _("the device's memory is unknown")
         out.append("\n" + _("no command lines: {why}, so the limits they would set are too", why=why))
     for command in lines:
-        out.append("\n" + _("{engine} ({version}):", engine=command.engine, version=localized(command.version)) + f"\n  {command.line}")
+        heading = _("{engine} ({version}):", engine=command.engine, version=localized(command.version))
+        if command.nodes > 1:
+            heading = _(
+                "{engine} on node {node} of {nodes} ({version}):",
+                engine=command.engine,
+                node=command.node,
+                nodes=command.nodes,
+                version=localized(command.version),
+            )
+        out.append("\n" + heading + f"\n  {command.line}")
         out.extend("  " + _("note: {note}", note=localized(note)) for note in command.notes)
     return "\n".join(out) + "\n"

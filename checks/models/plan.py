@@ -27,6 +27,7 @@ from .architecture import Architecture, CacheLayer, UnknownArchitecture, from_co
 from .contract import ModelInfo
 from .dtypes import KV_DTYPE_BYTES
 from .hardware import Hardware
+from .storage import Storage, llama_storage, vllm_storage
 
 GIB = 1 << 30
 UTILIZATION = 0.90
@@ -38,7 +39,6 @@ INTERNODE_GBPS = 50.0  # InfiniBand NDR, 400 Gb/s per GPU: the usual link betwee
 GPUS_PER_NODE = 8
 TIGHT_SHARE = 0.95  # "tight": the need takes more than this share of the usable memory
 ACTIVATION_BYTES = 2
-STATE_BYTES = 2  # Mamba state, in the model's 16-bit dtype
 SWEEP_CONTEXTS = (1024, 4096, 16384, 65536, 131072)
 SWEEP_CONCURRENCY = (1, 4, 16, 64, 256)
 HEADROOM_RULE_TEMPLATE = N_(
@@ -73,7 +73,8 @@ class Sizing:
     params_total: int | None
     params_active: float | None  # per token
     cache: list[CacheLayer]
-    state_elements: int
+    conv_state_elements: int  # a recurrent layer's convolution window, per sequence
+    ssm_state_elements: int  # its SSM (or delta-rule) state, per sequence
     layers: int | None
     heads: int | None
     kv_heads: int | None
@@ -87,6 +88,10 @@ class Sizing:
     engine_max_source: str = ""  # how: "max_position_embeddings 4,096", "original 4,096 × yarn factor 32"
     tp_units: dict[str, int] = field(default_factory=dict)  # beyond attention heads, what tensor parallel must divide
     notes: list[str] = field(default_factory=list)
+    family: str = ""  # the model_type the architecture was sized as (engines decide some storage by it)
+    config_ssm_dtype: str | None = None  # the SSM state type config.json names (mamba_ssm_cache_dtype, mamba_ssm_dtype)
+    yarn_context: int | None = None  # the length a YaRN scaling in config.json reaches beyond max_position_embeddings
+    rope_note: str = ""  # that scaling: "yarn factor 4 over 32,768"
     _read: Callable[[int], float | None] = field(default=lambda sequences: None, repr=False)
 
     @property
@@ -97,21 +102,50 @@ class Sizing:
         """Weight bytes one decode step reads for `sequences` at once (None: the weights are unknown)."""
         return self._read(sequences) if self.weights_bytes is not None else None
 
-    def kv_bytes_by_kind(self, kv_dtype: str) -> dict[str, float]:
+    @property
+    def state_elements(self) -> int:
+        return self.conv_state_elements + self.ssm_state_elements
+
+    def storage(self, kv: str | Storage) -> Storage:
+        return kv if isinstance(kv, Storage) else Storage.asked(kv)
+
+    def _slots(self, layer: CacheLayer) -> int:
+        """K/V head slots one token of this layer fills (MLA's latent is one)."""
+        if layer.kind == "mla":
+            return 1
+        return layer.elements_per_token // (2 * self.head_dim) if self.head_dim else 0
+
+    def layer_bytes_per_token(self, layer: CacheLayer, kv: str | Storage) -> float:
+        storage = self.storage(kv)
+        return layer.elements_per_token * storage.kv_element_bytes + self._slots(layer) * storage.kv_slot_bytes
+
+    def kv_bytes_by_kind(self, kv: str | Storage) -> dict[str, float]:
         """Cache bytes per token by layer kind (full, sliding, chunked, mla), before windows cap them."""
         kinds: dict[str, float] = {}
         for layer in self.cache:
-            kinds[layer.kind] = kinds.get(layer.kind, 0.0) + layer.elements_per_token * KV_DTYPE_BYTES[kv_dtype]
+            kinds[layer.kind] = kinds.get(layer.kind, 0.0) + self.layer_bytes_per_token(layer, kv)
         return kinds
 
-    def kv_bytes_per_token(self, kv_dtype: str) -> float:
-        return sum(layer.elements_per_token for layer in self.cache) * KV_DTYPE_BYTES[kv_dtype]
+    def kv_bytes_per_token(self, kv: str | Storage) -> float:
+        """Every layer's bytes for one token, windows aside (what the first tokens of a sequence cost)."""
+        return sum(self.layer_bytes_per_token(layer, kv) for layer in self.cache)
 
-    def kv_bytes(self, context: int, kv_dtype: str) -> float:
+    def kv_growth_bytes_per_token(self, kv: str | Storage) -> float:
+        """What each token adds once every window is full: the layers that keep every token."""
+        return sum(self.layer_bytes_per_token(layer, kv) for layer in self.cache if not layer.window)
+
+    def kv_window_bytes(self, kv: str | Storage) -> float:
+        """The window-bounded layers' bytes per sequence once their windows are full (sliding, chunked)."""
+        return sum(self.layer_bytes_per_token(layer, kv) * layer.window for layer in self.cache if layer.window)
+
+    def state_bytes(self, kv: str | Storage) -> float:
+        storage = self.storage(kv)
+        return self.conv_state_elements * storage.conv_bytes + self.ssm_state_elements * storage.ssm_bytes
+
+    def kv_bytes(self, context: int, kv: str | Storage) -> float:
         """Cache bytes of one sequence at `context` tokens, the fixed state included."""
-        per_element = KV_DTYPE_BYTES[kv_dtype]
-        tokens = sum(layer.elements_per_token * min(context, layer.window or context) for layer in self.cache)
-        return tokens * per_element + self.state_elements * STATE_BYTES
+        tokens = sum(self.layer_bytes_per_token(layer, kv) * min(context, layer.window or context) for layer in self.cache)
+        return tokens + self.state_bytes(kv)
 
 
 @dataclass(frozen=True)
@@ -315,6 +349,8 @@ def sizing(model: ModelInfo) -> Sizing:
         elif not cache and assumed:
             notes.append(said("the cache is unknown: {why}", why=joined("; ", assumed)))
     derived, derived_from = vllm_max_context(model.config or {})
+    yarn, yarn_how = yarn_context(model.config or {})
+    longest = max(model.max_context or 0, yarn or 0) or None
     if arch and arch.params_mtp:
         notes.append(
             said(
@@ -331,13 +367,14 @@ def sizing(model: ModelInfo) -> Sizing:
         params_total=total,
         params_active=active,
         cache=cache,
-        state_elements=arch.state_elements_per_sequence if arch else 0,
+        conv_state_elements=arch.conv_state_elements if arch else 0,
+        ssm_state_elements=arch.ssm_state_elements if arch else 0,
         layers=model.layers,
         heads=model.attention_heads,
         kv_heads=model.kv_heads,
         head_dim=model.head_dim,
         hidden=model.hidden_size,
-        max_context=model.max_context,
+        max_context=longest,
         compute_dtype=compute,
         quantized=quantized,
         bytes_per_param=per_param,
@@ -345,8 +382,20 @@ def sizing(model: ModelInfo) -> Sizing:
         engine_max_source=derived_from,
         tp_units=dict(arch.tp_units) if arch else {},
         notes=notes,
+        family=arch.family if arch else "",
+        yarn_context=yarn if yarn and yarn > (model.max_context or 0) else None,
+        rope_note=yarn_how,
+        config_ssm_dtype=_ssm_dtype(model.config or {}),
         _read=read,
     )
+
+
+def _ssm_dtype(config: dict[str, Any]) -> str | None:
+    text = text_config(config) if config else {}
+    for key in ("mamba_ssm_cache_dtype", "mamba_ssm_dtype"):
+        if isinstance(text.get(key), str):
+            return str(text[key])
+    return None
 
 
 MAX_LENGTH_KEYS = (
@@ -355,14 +404,28 @@ MAX_LENGTH_KEYS = (
 )  # fmt: skip
 
 
+# RoPE types whose factor vLLM does not apply to the length key (vllm/config/model.py, _get_and_verify_max_len, 0.33):
+# su, longrope and llama3 state the stretched length already; YaRN's length key is taken as already scaled
+ROPE_UNSCALED = ("su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling")
+YARN_TYPES = ("yarn", "deepseek_yarn")
+
+
+def _rope_parameters(text: dict[str, Any]) -> list[dict[str, Any]]:
+    """The config's RoPE parameters (rope_parameters, or the older rope_scaling), one per layer type when nested."""
+    found = text.get("rope_parameters") or text.get("rope_scaling")
+    if not isinstance(found, dict):
+        return []
+    nested = [value for value in found.values() if isinstance(value, dict)]
+    return nested if nested and len(nested) == len(found) else [found]
+
+
 def vllm_max_context(config: dict[str, Any]) -> tuple[int | None, str]:
-    """The longest max_model_len vLLM starts with (without VLLM_ALLOW_LONG_MAX_MODEL_LEN), as its
-    ModelConfig derives it (vllm/config/model.py, _get_and_verify_max_len, at vllm-project/vllm@0052a5b8):
-    the smallest length key of the text config, model_max_length when there is one; then, unless the
-    model is a Gemma 3, a rope scaling of a type other than su, longrope and llama3 (which state the
-    stretched length already) multiplies it by its factor, a yarn one starting from its
-    original_max_position_embeddings. (A tokenizer_config.json model_max_length below it lowers it
-    further; that file is not read here.)"""
+    """The longest max_model_len vLLM 0.33 starts with (without VLLM_ALLOW_LONG_MAX_MODEL_LEN), as its
+    ModelConfig derives it (vllm/config/model.py, _get_and_verify_max_len; model_arch_config_convertor.py,
+    derive_max_model_len_and_key): the smallest length key of the text config, model_max_length when
+    there is one; then, unless the model is a Gemma 3, a RoPE scaling of a type other than su, longrope,
+    llama3 and the YaRN types multiplies it by its factor. (A tokenizer_config.json model_max_length
+    below it lowers it further; that file is not read here.)"""
     text = text_config(config) if config else {}
     lengths = [(text[key], key) for key in MAX_LENGTH_KEYS if _number(text.get(key))]
     if not lengths:
@@ -371,17 +434,32 @@ def vllm_max_context(config: dict[str, Any]) -> tuple[int | None, str]:
     if _number(text.get("model_max_length")):
         length, key = text["model_max_length"], "model_max_length"
     how = f"{key} {length:,}"
-    scaling = text.get("rope_parameters") or text.get("rope_scaling")
-    if isinstance(scaling, dict) and "gemma3" not in str(text.get("model_type", "")):
-        kind = scaling.get("rope_type") or scaling.get("type")
-        factor = scaling.get("factor")
-        if kind not in ("su", "longrope", "llama3") and _number(factor):
-            if kind == "yarn" and _number(scaling.get("original_max_position_embeddings")):
-                length = scaling["original_max_position_embeddings"]
-                how = f"original_max_position_embeddings {length:,}"
-            length = length * factor
-            how += f" × {kind} factor {factor:g}"
+    if "gemma3" not in str(text.get("model_type", "")):
+        for rope in _rope_parameters(text)[:1]:  # vLLM assumes every layer type scales alike
+            kind = rope.get("rope_type") or rope.get("type")
+            factor = rope.get("factor")
+            if kind not in ROPE_UNSCALED and _number(factor):
+                length = length * factor
+                how += f" × {kind} factor {factor:g}"
     return int(length), how
+
+
+def yarn_context(config: dict[str, Any]) -> tuple[int | None, str]:
+    """(the length a YaRN scaling in config.json reaches, how): original_max_position_embeddings × factor
+    (the model cards' recipe: add the rope_scaling block, serve 4 × 32,768); None without one."""
+    text = text_config(config) if config else {}
+    for rope in _rope_parameters(text)[:1]:
+        kind = rope.get("rope_type") or rope.get("type")
+        original, factor = rope.get("original_max_position_embeddings"), rope.get("factor")
+        if (
+            kind in YARN_TYPES
+            and isinstance(original, int | float)
+            and isinstance(factor, int | float)
+            and _number(original)
+            and _number(factor)
+        ):
+            return int(original * factor), f"{kind} factor {factor:g} over {int(original):,}"
+    return None, ""
 
 
 def _number(value: Any) -> bool:
@@ -475,9 +553,12 @@ class DeploymentPlan:
     rule: str = HEADROOM_RULE
     layout: Layout = field(default_factory=Layout)
     gpus_per_node: int = GPUS_PER_NODE
+    storage: Storage = field(default_factory=lambda: Storage.asked("fp16"))
+    max_context_alone: int | None = None  # one sequence at most this long fits (0: not even one token)
 
     def to_dict(self) -> dict[str, Any]:
-        data = {k: v for k, v in self.__dict__.items() if k not in ("sizing", "hardware", "step", "sweep", "layout")}
+        data = {k: v for k, v in self.__dict__.items() if k not in ("sizing", "hardware", "step", "sweep", "layout", "storage")}
+        data["storage"] = dict(self.storage.__dict__)
         data["step"] = self.step.to_dict()
         data["sweep"] = [row.to_dict() for row in self.sweep]
         data["hardware"] = dict(self.hardware.__dict__)
@@ -501,7 +582,7 @@ class Planner:
     """The plan's arithmetic for one layout: per device, a pipeline stage holds its share of the
     layers (weights and cache split by the stages), a tensor-parallel rank its share of each layer."""
 
-    def __init__(self, size: Sizing, hardware: Hardware, gpus: int | Layout, kv_dtype: str):
+    def __init__(self, size: Sizing, hardware: Hardware, gpus: int | Layout, kv_dtype: str | Storage):
         layout = gpus if isinstance(gpus, Layout) else Layout(gpus, 1)
         if layout.gpus < 1:
             raise ValueError("gpus must be at least 1")
@@ -539,10 +620,12 @@ class Planner:
             return "does not fit"
         return "tight" if need > TIGHT_SHARE * usable else "fits"
 
-    def room(self) -> float | None:
+    def room(self, share: float = 1.0) -> float | None:
+        """What the caches may take per device: usable memory (share of it: TIGHT_SHARE for a plan that
+        "fits" rather than "tight") less the weights and the runtime."""
         if self.usable is None or self.weights is None or self.overhead is None:
             return None
-        return self.usable - self.weights - self.overhead
+        return self.usable * share - self.weights - self.overhead
 
     def max_concurrency(self, context: int) -> int | None:
         room = self.room()
@@ -551,10 +634,10 @@ class Planner:
         per_sequence = self.kv(context, 1)
         return max(int(room // per_sequence), 0) if per_sequence else None
 
-    def max_context(self, concurrency: int, ceiling: int) -> int | None:
+    def max_context(self, concurrency: int, ceiling: int, share: float = 1.0) -> int | None:
         """The longest context whose cache for `concurrency` sequences still fits (KV grows with the
         context until the windows cap it: searched, not divided)."""
-        room = self.room()
+        room = self.room(share)
         if room is None:
             return None
         if self.kv(1, concurrency) > room:
@@ -632,11 +715,15 @@ def make_plan(
     kv_dtype: str = "fp16",
     gpus: int = 1,
     gpus_per_node: int = GPUS_PER_NODE,
+    storage: Storage | None = None,
 ) -> DeploymentPlan:
+    """The plan for a --kv-dtype; storage: how an engine stores the caches (default: the --kv-dtype's
+    bytes as asked, recurrent state in 16 bit)."""
     if context < 1 or concurrency < 1:
         raise ValueError("context and concurrency must be at least 1")
+    stored = storage or Storage.asked(kv_dtype)
     layout = layout_for(gpus, gpus_per_node) if hardware.is_gpu else Layout(gpus, 1)
-    planner = Planner(size, hardware, layout, kv_dtype)
+    planner = Planner(size, hardware, layout, stored)
     ceiling = max(size.max_context or 0, context)
     step = planner.step(context, concurrency)
     contexts = sorted({c for c in SWEEP_CONTEXTS if c <= (size.max_context or max(SWEEP_CONTEXTS))} | {context})
@@ -696,22 +783,31 @@ def make_plan(
         fit=step.fit,
         max_context=planner.max_context(concurrency, ceiling),
         max_concurrency=planner.max_concurrency(context),
+        max_context_alone=planner.max_context(1, ceiling),
         step=step,
         sweep=sweep,
         allreduce=allreduce,
         layout=layout,
         gpus_per_node=gpus_per_node,
+        storage=stored,
     )
     plan.knobs = _knobs(plan, planner)
     if size.max_context and context > size.max_context:
-        plan.notes.append(
-            said(
+        if size.yarn_context:
+            note = said(
+                "{context:,} tokens is past the {max_context:,} tokens its RoPE scaling reaches ({how}): quality falls apart there",
+                context=context,
+                max_context=size.max_context,
+                how=size.rope_note,
+            )
+        else:
+            note = said(
                 "{context:,} tokens is past the model's {max_context:,}-token maximum (max_position_embeddings): quality falls "
                 "apart there unless RoPE scaling is configured",
                 context=context,
                 max_context=size.max_context,
             )
-        )
+        plan.notes.append(note)
     if hardware.kind == "unified":
         plan.notes.append(said("the GPU shares this memory with the CPU and the operating system: leave room for both"))
     return plan
@@ -728,14 +824,17 @@ def _knobs(plan: DeploymentPlan, planner: Planner) -> list[str]:
     knobs: list[str] = []
     size = plan.sizing
 
-    def fits(trial_size: Sizing = size, layout: Layout = plan.layout, kv_dtype: str = plan.kv_dtype) -> bool:
-        trial = Planner(trial_size, plan.hardware, layout, kv_dtype)
+    def fits(trial_size: Sizing = size, layout: Layout = plan.layout, stored: Storage = plan.storage) -> bool:
+        trial = Planner(trial_size, plan.hardware, layout, stored)
         return trial.fit(trial.need(plan.context, plan.concurrency)) == "fits"
 
     for kv_dtype in ("fp8", "q8_0", "q4_0"):
-        if KV_DTYPE_BYTES[kv_dtype] < KV_DTYPE_BYTES[plan.kv_dtype] and fits(kv_dtype=kv_dtype):
+        if KV_DTYPE_BYTES[kv_dtype] < KV_DTYPE_BYTES[plan.kv_dtype] and fits(stored=same_engine(plan.storage, size, kv_dtype)):
             knobs.append(said("a {kv_dtype} KV cache (--kv-dtype {kv_dtype}) fits", kv_dtype=kv_dtype))
             break
+    half = replace(plan.storage, ssm_bytes=2, ssm_dtype="bfloat16")
+    if plan.storage.engine == "vllm" and plan.storage.ssm_bytes > 2 and size.ssm_state_elements and fits(stored=half):
+        knobs.append(said("the SSM state in bfloat16 (vLLM's --mamba-ssm-cache-dtype bfloat16, at its accuracy risk) fits"))
     if plan.max_context and plan.max_context < plan.context:
         knobs.append(said("cap the context at {max_context:,} tokens", max_context=plan.max_context))
     if plan.max_concurrency and plan.max_concurrency < plan.concurrency:
@@ -765,7 +864,22 @@ def _knobs(plan: DeploymentPlan, planner: Planner) -> list[str]:
             knobs.append(said("the weights alone take all the usable memory: quantize them, or split them across devices"))
         else:
             knobs.append(said("the weights alone take all the usable memory: split them across devices"))
+    if not knobs:  # no one change is enough: two together (one sequence, a shorter context), or more than that
+        alone = planner.max_context(1, max(size.max_context or 0, plan.context), TIGHT_SHARE)
+        if alone:
+            knobs.append(said("one sequence at a time, of at most {context:,} tokens, fits (no single change does)", context=alone))
+        else:
+            knobs.append(said("not one sequence fits beside the weights: more devices, or smaller weights and caches together"))
     return knobs
+
+
+def same_engine(storage: Storage, size: Sizing, kv_dtype: str) -> Storage:
+    """The storage the same engine would use for another --kv-dtype."""
+    if storage.engine == "vllm":
+        return vllm_storage(kv_dtype, size.family, size.config_ssm_dtype)
+    if storage.engine == "llama.cpp":
+        return llama_storage(kv_dtype)
+    return Storage.asked(kv_dtype)
 
 
 def valid_tensor_sizes(size: Sizing, limit: int = GPUS_PER_NODE) -> list[int]:

@@ -69,8 +69,14 @@ class RunSummary:
 def directory_lock(directory: Path) -> Iterator[None]:
     """An exclusive lock on the textfile directory for the agent's life: two agents there would each
     replace the other's file, or (with different names) have node_exporter drop their shared series."""
+    flags = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(directory / LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        fd = os.open(directory / LOCK, os.O_RDWR | os.O_CREAT | flags, 0o644)
+    except PermissionError:  # left by another user (root's cron line): a read-only handle locks as well
+        try:
+            fd = os.open(directory / LOCK, os.O_RDONLY | flags)
+        except OSError as exc:
+            raise AgentError(_("{path}: {error}", path=directory / LOCK, error=exc.strerror or exc)) from None
     except OSError as exc:
         raise AgentError(_("{path}: {error}", path=directory / LOCK, error=exc.strerror or exc)) from None
     try:
@@ -83,8 +89,11 @@ def directory_lock(directory: Path) -> Iterator[None]:
                     _("another decode-doctor agent (pid {pid}) writes to {directory}", pid=holder or "?", directory=directory)
                 ) from None
             raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # a read-only handle: the lock holds, the pid is not written
         yield
     finally:
         os.close(fd)
@@ -99,14 +108,19 @@ def other_textfiles(directory: Path) -> list[str]:
     return [name for name in names if name.startswith("decode_doctor") and name != TEXTFILE]
 
 
-def run_once(request: AgentRequest, last_success: float | None) -> tuple[RunSummary, float | None]:
+def run_once(request: AgentRequest, last_success: float | None, failed_runs: int = 0) -> tuple[RunSummary, float | None]:
     """One run: the checks, the textfile (and the JSON report), replaced atomically."""
     started = time.time()
     outcome = service.run(request.run)
     report = outcome.report
     report.meta["duration_s"] = round(time.time() - started, 3)
     interval = None if request.once else request.interval_s
-    schedule = Schedule(last_success=last_success, interval_s=interval, textfiles_beside=len(other_textfiles(request.directory)))
+    schedule = Schedule(
+        last_success=last_success,
+        interval_s=interval,
+        textfiles_beside=len(other_textfiles(request.directory)),
+        failed_runs=None if request.once else failed_runs,
+    )
     render_report(report, outcome.registry, OutputRequest(fmt="prometheus", output=request.textfile, quiet=True, schedule=schedule))
     if request.json_report is not None:
         render_report(report, outcome.registry, OutputRequest(fmt="json", output=request.json_report, quiet=True))
@@ -160,12 +174,22 @@ def run(request: AgentRequest, say: Callable[[str], None]) -> int:
 def _loop(request: AgentRequest, say: Callable[[str], None]) -> int:
     last_success = textfile_success(request.textfile)
     others_said: list[str] = []
+    failed_runs = 0
     while True:
         began = time.monotonic()
         try:
-            summary, last_success = run_once(request, last_success)
+            summary, last_success = run_once(request, last_success, failed_runs)
         except RequestError as exc:
             raise AgentError(str(exc)) from None
+        except (Stopped, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a full disk, an unwritable report: said, counted, and the next run tries again
+            failed_runs += 1
+            say(_("decode-doctor agent: the run failed: {name}: {error}", name=type(exc).__name__, error=exc))
+            if request.once:
+                return 2
+            time.sleep(max(0.0, request.interval_s - (time.monotonic() - began)))
+            continue
         others = other_textfiles(request.directory)
         if others and others != others_said:
             say(

@@ -29,8 +29,15 @@ def diff(before: Path, after: Path, fmt: str = "text", registry: Registry | None
 
 
 def merge(reports: tuple[Path, ...], fail_on: str = "error", max_age_s: float | None = None) -> Fleet:
-    """The fleet from many reports: the newest of each host, judged as of now."""
-    return fleet([(str(path), _load(path)) for path in reports], time.time(), fail_on, max_age_s)
+    """The fleet from many reports: the newest of each host, judged as of now. A file that is not a
+    report it can read is listed as unreadable (its host not judged), never the end of the merge."""
+    loaded, unreadable = [], []
+    for path in reports:
+        try:
+            loaded.append((str(path), load_report(path)))
+        except ReportError as exc:
+            unreadable.append({"file": str(path), "why": str(exc)})
+    return fleet(loaded, time.time(), fail_on, max_age_s, unreadable)
 
 
 def render(merged: Fleet, fmt: str) -> str:

@@ -7,7 +7,6 @@ command may name secret values it knows (an API key) to be removed everywhere as
 
 from __future__ import annotations
 
-import errno
 import io
 import json
 import os
@@ -17,9 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from ..engine.files import open_regular
+from ..engine.files import open_regular, replace_file
 from ..engine.registry import Registry
-from ..fixes.atomic import UnsafeTarget, atomic_write
 from ..i18n import _
 from ..reports.prometheus import Schedule, previous_success
 from ..reports.redact import Redactor
@@ -72,23 +70,19 @@ def _stdout() -> TextIO:
 def write_output(path: Path, text: str) -> None:
     """A report or document written whole or not at all: a temporary file beside it, renamed over it
     (a reader such as node_exporter's textfile collector never sees half a file, and a run that dies
-    leaves the last one). A file name that is not UTF-8 is written as \\xNN. A target that is not a
-    regular file (a FIFO, /dev/stdout) is written directly; a symbolic link is written through to
-    the file it names."""
+    leaves the last one). The new file is this user's, mode 0644, whoever owned the old one; a
+    symbolic link at the path is replaced, never written through. A file name that is not UTF-8 is
+    written as \\xNN. A FIFO or a device (/dev/stdout) is written directly."""
     data = text.encode("utf-8", errors=ESCAPE)
-    target = Path(os.path.realpath(path))
     try:
-        regular = stat.S_ISREG(target.stat().st_mode)
-    except FileNotFoundError:
-        regular = True
-    if not regular:
-        with open(target, "wb") as handle:
+        found = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        found = None
+    if found is not None and not stat.S_ISREG(found.st_mode) and not stat.S_ISDIR(found.st_mode):
+        with open(path, "wb") as handle:
             handle.write(data)
         return
-    try:
-        atomic_write(target, data)
-    except UnsafeTarget as exc:  # replaced by a link or a special file since it was looked at
-        raise OSError(errno.EINVAL, str(exc), str(path)) from None
+    replace_file(path, data)
 
 
 def _saved(out: OutputRequest, text: str) -> None:

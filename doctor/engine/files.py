@@ -58,7 +58,10 @@ def replace_file(path: Path, data: bytes) -> None:
     (a check's own state, such as a quiet bandwidth figure; fixes use fixes.atomic, which also keeps owners)."""
     import tempfile
 
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".dd-tmp")
+    try:
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".dd-tmp")
+    except OSError as exc:  # named as the file asked for, not the temporary one beside it
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -24,10 +24,33 @@ CRASH_STATUS = 70  # a child whose target raised exits with this status
 
 
 def usable_cpus() -> int:
+    """The CPUs this process may run on, and no more than its cgroup's CPU quota allows (a container
+    limited to 2 CPUs on a 128-core node: 2; threads beyond it are throttled, not parallel)."""
     try:
-        return len(os.sched_getaffinity(0))
+        count = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        count = os.cpu_count() or 1
+    quota = cpu_quota()
+    return max(1, min(count, math.ceil(quota))) if quota else count
+
+
+def cpu_quota() -> float | None:
+    """This cgroup's CPU limit in CPUs (cgroup v2 cpu.max, v1 cfs_quota_us / cfs_period_us); None: unlimited or unknown."""
+    for path, split in (("/sys/fs/cgroup/cpu.max", True), ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", False)):
+        try:
+            with open(path) as handle:
+                text = handle.read(256).split()
+            if split:
+                quota, period = text[0], text[1]
+            else:
+                with open("/sys/fs/cgroup/cpu/cpu.cfs_period_us") as handle:
+                    quota, period = text[0], handle.read(64).strip()
+        except (OSError, IndexError):
+            continue
+        if quota in ("max", "-1") or not period.isdecimal() or not quota.isdecimal() or int(period) == 0:
+            return None
+        return int(quota) / int(period)
+    return None
 
 
 def child_groups(pid: int) -> set[int]:

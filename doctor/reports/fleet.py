@@ -22,6 +22,7 @@ from ..i18n.width import width as display_width
 from .text import severity_word, state_word
 
 STALE = "stale"
+FUTURE_SLACK_S = 300  # clocks disagree this much; a later stamp is not a time
 VERDICTS = {v.value for v in Verdict}
 OUTCOMES = {o.value for o in Outcome}
 LEGACY_STATES = {"passed": "passed", "findings": "findings", "skipped": "skipped", "timed out": "timed_out", "crashed": "crashed"}
@@ -117,6 +118,7 @@ class Fleet:
     fail_on: str = "error"
     max_age_s: float | None = None
     left_out: list[dict[str, str]] = field(default_factory=list)  # older reports of a host given twice
+    unreadable: list[dict[str, str]] = field(default_factory=list)  # files that are not reports: what they would judge, not judged
 
     @property
     def checks(self) -> list[str]:
@@ -135,7 +137,7 @@ class Fleet:
     @property
     def exit_code(self) -> int:
         """3 when a host is incomplete or stale, else 1 when one has findings at or above --fail-on, else 0."""
-        if any(self.status(row) in (Verdict.INCOMPLETE.value, STALE) for row in self.hosts):
+        if self.unreadable or any(self.status(row) in (Verdict.INCOMPLETE.value, STALE) for row in self.hosts):
             return 3
         return 1 if any(row.fails(self.fail_on) for row in self.hosts) else 0
 
@@ -147,6 +149,7 @@ class Fleet:
             **{v: statuses.get(v, 0) for v in (*(v.value for v in Verdict), STALE)},
             **{f"{s.value}s" if s is not Severity.INFO else "infos": sum(r.counts[s.value] for r in self.hosts) for s in Severity},
             "not_judged": sum(row.not_judged for row in self.hosts),
+            "unreadable": len(self.unreadable),
             "hosts_by_code": dict(sorted(by_code.items())),
         }
 
@@ -173,17 +176,28 @@ class Fleet:
                 for row in self.hosts
             ],
             "left_out": self.left_out,
+            "unreadable": self.unreadable,
         }
 
 
-def fleet(reports: list[tuple[str, dict[str, Any]]], now: float, fail_on: str = "error", max_age_s: float | None = None) -> Fleet:
+def fleet(
+    reports: list[tuple[str, dict[str, Any]]],
+    now: float,
+    fail_on: str = "error",
+    max_age_s: float | None = None,
+    unreadable: list[dict[str, str]] | None = None,
+) -> Fleet:
     """(file, report) pairs → the fleet: a host given twice keeps its newest report, the older ones
-    are listed as left out (ties: the later file on the command line)."""
+    are listed as left out (ties: the later file on the command line). A report stamped in the future
+    has no time it can be judged by (never the newest, stale under --max-age)."""
     newest: dict[str, tuple[str, dict[str, Any], float]] = {}
     left_out: list[dict[str, str]] = []
     for file, report in reports:
         name = str((report.get("run") or {}).get("host") or file)
         stamp = started_at(report)
+        if stamp is not None and stamp > now + FUTURE_SLACK_S:
+            report = {**report, "run": {**(report.get("run") or {}), "started": "?"}}
+            stamp = None
         key = -math.inf if stamp is None else stamp
         if name in newest:
             kept_file, _kept, kept_key = newest[name]
@@ -194,7 +208,7 @@ def fleet(reports: list[tuple[str, dict[str, Any]]], now: float, fail_on: str = 
                 continue
         newest[name] = (file, report, key)
     rows = [host_row(name, file, report) for name, (file, report, _key) in newest.items()]
-    return Fleet(sorted(rows, key=lambda r: r.host), now, fail_on, max_age_s, left_out)
+    return Fleet(sorted(rows, key=lambda r: r.host), now, fail_on, max_age_s, left_out, list(unreadable or []))
 
 
 def _cell_text(cell: str) -> str:
@@ -238,7 +252,7 @@ def totals_line(f: Fleet) -> str:
     hosts = ngettext("{count} host", "{count} hosts", t["hosts"])
     return _(
         "{hosts}: {ready} ready, {findings} with findings, {incomplete} incomplete, {stale} stale; "
-        "{errors} error(s), {warnings} warning(s), {not_judged} not judged",
+        "{errors} error(s), {warnings} warning(s), {not_judged} not judged{unreadable}",
         hosts=hosts,
         ready=t["ready"],
         findings=t["findings"],
@@ -247,11 +261,13 @@ def totals_line(f: Fleet) -> str:
         errors=t["errors"],
         warnings=t["warnings"],
         not_judged=t["not_judged"],
+        unreadable=ngettext("; {count} file unreadable", "; {count} files unreadable", t["unreadable"]) if t["unreadable"] else "",
     )
 
 
 def _left_out_lines(f: Fleet) -> list[str]:
-    return [_("{host}: {file} left out, {kept} is newer", host=item["host"], file=item["file"], kept=item["kept"]) for item in f.left_out]
+    lines = [_("{host}: {file} left out, {kept} is newer", host=item["host"], file=item["file"], kept=item["kept"]) for item in f.left_out]
+    return lines + [_("not judged: {why}", why=item["why"]) for item in f.unreadable]
 
 
 def render_fleet(f: Fleet, fmt: str) -> str:

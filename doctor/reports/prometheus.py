@@ -12,6 +12,7 @@ import datetime as dt
 import math
 import platform
 import re
+import time
 from collections import Counter
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 LAST_SUCCESS = "decode_doctor_last_success_timestamp_seconds"
 EXACT_INTEGER = 2**63
+EARLIEST = 1577836800.0  # 2020-01-01: no decode-doctor run was earlier
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class Schedule:
     last_success: float | None = None
     interval_s: float | None = None
     textfiles_beside: int | None = None  # other decode-doctor textfiles in the agent's directory
+    failed_runs: int | None = None  # the agent's runs that failed (nothing written) since it started
 
 
 def value_text(value: float) -> str:
@@ -129,6 +132,16 @@ def _core_metrics(view: ReportView, schedule: Schedule) -> list[Metric]:
         )
     if schedule.interval_s is not None:
         found.append(Metric("decode_doctor_interval_seconds", "How often the agent runs the checks.", (Sample({}, schedule.interval_s),)))
+    if schedule.failed_runs is not None:
+        help_text = "The agent's runs since it started that failed before writing (its stderr says why)."
+        found.append(Metric("decode_doctor_agent_failed_runs", help_text, (Sample({}, schedule.failed_runs),)))
+    found.append(
+        Metric(
+            "decode_doctor_load_errors",
+            "Checks or plugins that failed to load: what they would judge was not judged.",
+            (Sample({}, len(view.load_errors)),),
+        )
+    )
     if schedule.textfiles_beside is not None:
         help_text = "Other decode-doctor textfiles in the agent's directory (node_exporter drops the series they share)."
         found.append(Metric("decode_doctor_textfiles_beside", help_text, (Sample({}, schedule.textfiles_beside),)))
@@ -166,5 +179,5 @@ def previous_success(text: str) -> float | None:
                 value = float(line.rsplit(" ", 1)[1])
             except (ValueError, IndexError):
                 return None
-            return value if math.isfinite(value) and value > 0 else None
+            return value if EARLIEST <= value <= time.time() + 300 else None  # a stamp from the future or before 2020 is garbage
     return None
