@@ -532,21 +532,24 @@ def test_bench_compares_decode_with_the_calibrated_prediction_and_names_a_forced
     assert predicted["threads"] == 4 and predicted["weight_type"] == "F32" and predicted["measured_ms"] > 0
     assert abs(predicted["error"]) > 0.15 and predicted["predicted_ms"] == 10_000
     assert predicted["server_cores"] is not None and predicted["server_cores"] < 3.5
+    assert predicted["busy_threads"] is not None and predicted["busy_threads"] < 4  # counted thread by thread
     (gap,) = [f for f in report["findings"] if f["code"] == "LIV010"]
-    assert "used" in gap["message"] and "the calibration is for 4 threads: it runs with fewer" in gap["message"]
+    assert "of the server's threads were busy" in gap["message"] and "the calibration is for 4 threads" in gap["message"]
+    assert "it runs with fewer" in gap["message"]
     text = cli(
         "bench", "--endpoint", engine.url, "--concurrency", "1", "--requests", "2", "--input-tokens", "24",
         "--output-tokens", "8", "--bandwidth", "20GB/s", "--threads", "4",
     ).stdout  # fmt: skip
-    assert "predicted TPOT" in text and "measured p50" in text and "gap: the server's process used" in text, text
+    assert "predicted TPOT" in text and "measured p50" in text and "of the server's threads were busy" in text, text
+    assert "the server while decoding: " in text and "busy thread(s)" in text, text
     assert "calibration not learned: " in text and calibration.load(tmp_path / "decode-doctor") == [forced], text
 
 
 def test_a_bench_fit_to_learn_from_teaches_the_hosts_calibration(engine, tmp_path, monkeypatch):
     """The calibration written here is for the server's one thread and its F32 weights; the limits on
     a gap and on other load are lifted (each is tested alone), so what decides is what bench saw of
-    the real server: its process at work on the calibrated thread count (a record learned beside
-    other work is kept but, like any contended calibration, never reused). Then the measurement is kept
+    the real server: its busy threads, counted thread by thread, the calibrated one (and at most one
+    more: the server's own loop streaming the tokens). Then the measurement is kept
     as the newest calibration with source "bench", and the next bench compares with it."""
     from decode_doctor.checks.models import calibration
     from decode_doctor.checks.models.bwcache import host_id
@@ -568,7 +571,7 @@ def test_a_bench_fit_to_learn_from_teaches_the_hosts_calibration(engine, tmp_pat
     check = report["facts"]["serving"]["prediction"]
     assert check["predicted_ms"] == 10.0 and check["source"] == "calibrate" and check["server_cores"] is not None
     records = calibration.load(state)
-    if check["server_cores"] < 0.5:  # the server starved of CPU beside busy work: bench saw it and says so
+    if not 1 <= check["busy_threads"] <= 2:  # the server's work not seen thread by thread (starved beside busy work): said
         assert check["learned"] == "not learned: the server did not run the calibrated 1 thread(s)" and records == [used]
         return
     assert check["learned"].startswith("learned: this host's calibration (llama.cpp") and "kept with its source (bench)" in check["learned"]

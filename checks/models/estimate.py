@@ -314,6 +314,7 @@ class Predicted:
     at_context: Prediction | None
     why_not: str = ""
     ceilings_s: tuple[float, float] = (0.0, 0.0)  # the ceiling's step time at the start and at the context
+    weight_bytes: float = 0.0  # read per token by the model predicted
 
     def rows(self) -> list[tuple[str, str]]:
         if self.calibration is None or self.at_start is None or self.at_context is None:
@@ -322,22 +323,44 @@ class Predicted:
 
         def at(p: Prediction) -> str:
             bound = _(", at the ceiling") if p.bounded else ""
-            return _("{ms:.2f} ms ({tps:.1f} tok/s{bound})", ms=p.tpot_s * 1e3, tps=p.tps, bound=bound)
+            return _("{ms:.2f} ms ±{spread:.0%} ({tps:.1f} tok/s{bound})", ms=p.tpot_s * 1e3, spread=p.spread, tps=p.tps, bound=bound)
 
         beside = ""
         if all(self.ceilings_s):
             beside = _("; ceiling {start:.1f} and {end:.1f} tok/s", start=1 / self.ceilings_s[0], end=1 / self.ceilings_s[1])
         predicted = _(
             "time per output token with llama.cpp {start} at the start of a sequence, {end} at {depth:,} tokens, "
-            "±{spread:.0%} (the calibration's measured spread){beside}",
-            start=at(start), end=at(end), depth=end.depth, spread=cal.spread, beside=beside,
+            "the interval from {interval}{beside}",
+            start=at(start), end=at(end), depth=end.depth, interval=localized(cal.interval_text()), beside=beside,
         )  # fmt: skip
         rows = [
             ("predicted", predicted),
             ("calibration", _("{calibration}; rerun with --calibrate", calibration=localized(cal.describe()))),
         ]
-        if cal.contended:
-            rows.append(("note", _("the calibration ran beside other work: its prediction is pessimistic, and it is not reused")))
+        if cal.crash:
+            rows.append(
+                (
+                    "note",
+                    _(
+                        "{crash}: calibrated with the prompt fed one token at a time; a server on this host crashes on its first "
+                        "prompt until it takes a workaround (decode-doctor check --select engine-failures names the verified "
+                        "ones), and a workaround that changes the weights' kernel (--no-repack) changes this speed too",
+                        crash=localized(cal.crash),
+                    ),
+                )
+            )
+        if self.weight_bytes and cal.points and self.weight_bytes > calibration.XL_FROM * cal.largest_bytes:
+            rows.append(
+                (
+                    "note",
+                    _(
+                        "extrapolated: this model reads {model_gb:.2f} GB per token, the calibration's largest model {largest_gb:.2f} GB "
+                        "(--calibrate measures one near this model's size)",
+                        model_gb=self.weight_bytes / 1e9,
+                        largest_gb=cal.largest_bytes / 1e9,
+                    ),
+                )
+            )
         return rows
 
     def to_dict(self) -> dict[str, Any]:
@@ -365,7 +388,7 @@ def _prediction(params: dict[str, Any], model: ModelInfo, size: Sizing, plan: De
     found, why = calibration.lookup(state_dir, weight_type, threads, in_estimate=True)
     if params.get("calibrate") and calibration.engine_version() and weight_type in calibration.WEIGHT_TYPES:
         try:
-            found = calibration.calibrate(threads, weight_type, state_dir, say)
+            found = calibration.calibrate(threads, weight_type, state_dir, say, target_bytes=size.read_bytes(1))
         except (calibration.CalibrationError, OSError) as exc:
             return Predicted(None, None, None, said("the calibration failed: {error}", error=reason(exc)))
     if found is None:
@@ -373,7 +396,9 @@ def _prediction(params: dict[str, Any], model: ModelInfo, size: Sizing, plan: De
     bandwidth = plan.hardware.bandwidth_gbps
     start = calibration.for_model(size, weight_type, threads, plan.kv_dtype, 0, bandwidth, found)
     end = calibration.for_model(size, weight_type, threads, plan.kv_dtype, plan.context, bandwidth, found)
-    return Predicted(found, start.prediction, end.prediction, ceilings_s=(start.ceiling_s, end.ceiling_s))
+    return Predicted(
+        found, start.prediction, end.prediction, ceilings_s=(start.ceiling_s, end.ceiling_s), weight_bytes=size.read_bytes(1) or 0.0
+    )
 
 
 def _check_parallel(size: Sizing, gpus: int, per_node: int, on_gpus: bool) -> None:

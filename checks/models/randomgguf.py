@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 WEIGHT_TYPES = ("F32", "F16", "Q8_0", "Q4_0")
+BYTES_PER_PARAM = {"F32": 4.0, "F16": 2.0, "Q8_0": 34 / 32, "Q4_0": 18 / 32}
+HIDDEN = (512, 768, 1024, 1536, 2048, 2560, 3072, 4096)
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,19 @@ class Shape:
     @property
     def head_dim(self) -> int:
         return self.hidden // self.heads
+
+
+def shape_for(size_gb: float, weight_type: str) -> Shape:
+    """A Llama shape whose file is about size_gb: the widest hidden size that still gets 4 layers
+    (grouped-query attention, four query heads per key head, vocabulary 32,000)."""
+    params = size_gb * 1e9 / BYTES_PER_PARAM[weight_type]
+    vocab = 32_000
+    for hidden in reversed(HIDDEN):
+        per_layer = 10.75 * hidden * hidden  # q, o; k, v at a quarter; three FFN matrices at 2.75×
+        layers = round((params - 2 * vocab * hidden) / per_layer)
+        if layers >= 4:
+            return Shape(hidden, layers, int(2.75 * hidden) // 64 * 64, hidden // 64, hidden // 256, vocab)
+    return Shape(512, 2, 1408, 8, 2, 8000)
 
 
 def write(path: Path, shape: Shape, weight_type: str, seed: int = 0) -> Path:

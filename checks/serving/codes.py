@@ -132,6 +132,26 @@ LIV010 = Code(
     example="TPOT p50 0.61 ms against 0.07 ms predicted at 2 threads: the server used 1.0 core while decoding.",
 )
 
+LIV011 = Code(
+    code="LIV011",
+    title="A stream stopped at a length limit far below what was asked",
+    severity=Severity.WARNING,
+    what='A pasted stream ends with finish_reason "length" after fewer than half the tokens its request\'s max_tokens '
+    "allowed, after any number of tokens when the request set no limit (max_tokens -1 or null), or after one token or none "
+    "when the paste carries no request (one word or a blank answer).",
+    why='"length" means a token limit ended the answer, and the request\'s own limit was not reached: another limit was. '
+    "A user sees one word or a blank answer (llama.cpp#12137: prompt 43 tokens, completion 1). The limits that cut a "
+    "stream short: the request's max_tokens as the server received it (a proxy or client library may rewrite it), the "
+    "server's own cap on predicted tokens (llama-server -n/--n-predict), and the context left for the answer: llama-server "
+    "divides -c among its --parallel slots, so each request holds at most -c ÷ --parallel tokens, prompt included; vLLM "
+    "stops at --max-model-len.",
+    fix_by_hand="Compare the request's prompt + completion tokens (the message adds them up) with each limit: raise "
+    "llama-server's -c or lower --parallel until -c ÷ --parallel holds a whole request, drop a small -n, and check what "
+    "max_tokens the server received (its verbose log shows the request).",
+    example='The stream stopped with finish_reason "length" after 1 completion token (line 1), where the request set no '
+    "limit (max_tokens -1): the request held 44 tokens (43 prompt + 1 completion).",
+)
+
 SRV001 = Code(
     code="SRV001",
     title="KV-cache pressure: the cache limits concurrency",
@@ -214,6 +234,6 @@ SRV007 = Code(
 )
 
 CODES = (
-    LIV001, LIV002, LIV003, LIV004, LIV005, LIV006, LIV007, LIV008, LIV009, LIV010,
+    LIV001, LIV002, LIV003, LIV004, LIV005, LIV006, LIV007, LIV008, LIV009, LIV010, LIV011,
     SRV001, SRV002, SRV003, SRV004, SRV005, SRV006, SRV007,
 )  # fmt: skip

@@ -44,6 +44,7 @@ class PredictionCheck:
     causes: tuple[str, ...] = ()
     source: str = "calibrate"  # the calibration's: "calibrate", or "bench" when a live run taught it
     learned: str = ""  # what this run taught the host's calibration, or why it taught nothing
+    busy_threads: int | None = None  # the server's threads at work while decoding (observe.py)
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,18 @@ class ServingFacts(Facts):
             threads=p.threads, weights=p.weight_type, depth=p.depth, measured=ms(p.measured_ms), error=p.error,
         )  # fmt: skip
         gaps = ["  " + _("gap: {cause}", cause=localized(cause)) for cause in p.causes]
-        return [line, *gaps, *(["  " + _("calibration {learned}", learned=localized(p.learned))] if p.learned else [])]
+        seen = []
+        if p.busy_threads is not None and p.server_cores is not None:
+            seen.append(
+                "  "
+                + _(
+                    "the server while decoding: {busy} busy thread(s) (each at work at least half as much as the busiest), "
+                    "{cores:.1f} cores in all",
+                    busy=p.busy_threads,
+                    cores=p.server_cores,
+                )
+            )
+        return [line, *seen, *gaps, *(["  " + _("calibration {learned}", learned=localized(p.learned))] if p.learned else [])]
 
     def reading(self) -> list[tuple[str, str]]:
         """The server's own metrics as read: alone, or during a bench run."""

@@ -11,12 +11,12 @@ from typing import Any
 from decode_doctor.engine import Analysis, Check, Code, Finding, NotJudged, Severity
 from decode_doctor.i18n import N_, _, ngettext
 
-from .codes import LIV004, LIV005, LIV009, SRV001, SRV002, SRV007
+from .codes import LIV004, LIV005, LIV009, LIV011, SRV001, SRV002, SRV007
 from .diagnosis import Verdict, diagnose, with_flag
 from .engines import Snapshot, spec_named
 from .facts import Peaks, ServingFacts
 from .logtext import Cited, ServerLog, StatsLine, read_log
-from .ssetext import Transcript, read_transcript
+from .ssetext import NO_LIMIT, Transcript, read_transcript
 
 READS = N_(
     "vLLM's stats, preemption and startup lines, SGLang's batch and retraction lines, llama-server's slot lines, "
@@ -232,7 +232,7 @@ def _transcript_findings(check: Check, transcript: Transcript, source: str) -> l
         )
         findings.append(check.finding(LIV004, message, evidence=evidence(source, at, kind="cut-off"), severity=Severity.ERROR))
     limit, used = transcript.max_tokens, transcript.completion_tokens
-    if limit and used is not None and used > limit[0] and transcript.usage_at:
+    if limit and limit[0] > 0 and used is not None and used > limit[0] and transcript.usage_at:
         where = _where(source, transcript.usage_at)
         message = _(
             "The response carried {used:,} tokens where the request's max_tokens allowed {limit:,} ({where}).",
@@ -243,6 +243,8 @@ def _transcript_findings(check: Check, transcript: Transcript, source: str) -> l
         findings.append(
             check.finding(LIV005, message, evidence=evidence(source, transcript.usage_at, max_tokens=limit[0], completion_tokens=used))
         )
+    short = _cut_by_length(check, transcript, source)
+    findings += [short] if short else []
     if transcript.usage is None and transcript.content_chunks and not transcript.errors and transcript.last is not None:
         message = _(
             "The stream carries no usage block, so its tokens can only be counted as content chunks: ask for "
@@ -250,6 +252,56 @@ def _transcript_findings(check: Check, transcript: Transcript, source: str) -> l
         )
         findings.append(check.finding(LIV009, message, evidence=evidence(source, transcript.last)))
     return findings
+
+
+SHORT_UNASKED = 1  # without the request, one word or a blank answer: no max_tokens anyone sets for an answer (a probe's 4 is)
+
+
+def _cut_by_length(check: Check, transcript: Transcript, source: str) -> Finding | None:
+    """finish_reason "length" far below what the request allowed (llama.cpp#12137: one token): another
+    limit than max_tokens ended it, and the message adds up the tokens that limit must have held."""
+    stopped = next((at for reason, at in transcript.finish_reasons if reason == "length"), None)
+    if stopped is None or transcript.errors:
+        return None
+    used = transcript.completion_tokens
+    counted = used if used is not None else transcript.content_chunks
+    asked = transcript.max_tokens[0] if transcript.max_tokens else None
+    if asked is None:
+        if counted > SHORT_UNASKED:
+            return None
+        request = _("the paste carries no request (unless it asked for at most {count:,} tokens, another limit ended it)", count=counted)
+    elif asked == NO_LIMIT:
+        request = _("where the request set no limit (max_tokens -1 or null)")
+    elif counted * 2 < asked:
+        request = _("where the request's max_tokens allowed {asked:,}", asked=asked)
+    else:
+        return None
+    prompt = transcript.usage.get("prompt_tokens") if transcript.usage else None
+    if prompt is not None:
+        held = _(
+            "the request held {total:,} tokens ({prompt:,} prompt + {completion:,} completion): a llama-server slot of that many "
+            "tokens (-c ÷ --parallel) ends it here",
+            total=prompt + counted,
+            prompt=prompt,
+            completion=counted,
+        )
+    else:
+        held = _("the stream carries no prompt token count, so the slot's share of -c cannot be compared")
+    message = _(
+        'The stream stopped with finish_reason "length" after {count:,} completion token(s) ({where}), {request}. The limits '
+        "that cut a stream short: the max_tokens the server received, llama-server's -n/--n-predict, and the context a "
+        "request holds (llama-server gives each of its --parallel slots -c ÷ --parallel tokens; vLLM stops at "
+        "--max-model-len); {held}.",
+        count=counted,
+        where=_where(source, stopped),
+        request=request,
+        held=held,
+    )
+    return check.finding(
+        LIV011,
+        message,
+        evidence=evidence(source, stopped, completion_tokens=counted, max_tokens=asked, prompt_tokens=prompt),
+    )
 
 
 def _transcript_facts(transcript: Transcript, source: str) -> ServingFacts:
@@ -265,7 +317,9 @@ def _transcript_facts(transcript: Transcript, source: str) -> ServingFacts:
     notes.append(_("finish reason: {reasons}", reasons=reasons) if reasons else _("no finish reason"))
     if transcript.usage:
         notes.append(_("usage: {counts}", counts=", ".join(f"{k} {v:,}" for k, v in transcript.usage.items())))
-    if transcript.max_tokens:
+    if transcript.max_tokens and transcript.max_tokens[0] == NO_LIMIT:
+        notes.append(_("max_tokens: no limit (line {line})", line=transcript.max_tokens[1].line))
+    elif transcript.max_tokens:
         notes.append(_("max_tokens {max_tokens:,} (line {line})", max_tokens=transcript.max_tokens[0], line=transcript.max_tokens[1].line))
     if transcript.done:
         notes.append(_("data: [DONE] at line {line}", line=transcript.done.line))

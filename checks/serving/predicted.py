@@ -64,6 +64,7 @@ def against_prediction(
         server_cores=load.server_cores if load else None,
         foreign_cores=load.foreign_cores if load else None,
         causes=causes,
+        busy_threads=load.busy_threads if load else None,
         source=predicted.source,
         learned=learned,
     )
@@ -79,7 +80,7 @@ def _unfit_to_learn(predicted: DecodePrediction, error: float, load: ServerLoad 
             foreign_cores=load.foreign_cores,
             steal=load.steal,
         )
-    if load.server_cores < predicted.threads - 0.5 or (threads is not None and threads != predicted.threads):
+    if _other_threads(load, predicted.threads) or (threads is not None and threads != predicted.threads):
         return said("the server did not run the calibrated {threads} thread(s)", threads=predicted.threads)
     if predicted.bounded:
         return said("the prediction was raised to the bandwidth ceiling, so the calibration's own figure was not what was compared")
@@ -88,9 +89,32 @@ def _unfit_to_learn(predicted: DecodePrediction, error: float, load: ServerLoad 
     return ""
 
 
+SERVING_THREADS = 1  # busy threads beyond the compute threads a server may show: its HTTP loop, streaming tokens
+
+
+def _other_threads(load: ServerLoad, calibrated: int) -> bool:
+    """Whether the server worked with another thread count than the calibrated one: its busy threads
+    where they were read (fewer, or more than one beyond the count), else its total CPU below the count."""
+    if load.busy_threads is not None:
+        return not calibrated <= load.busy_threads <= calibrated + SERVING_THREADS
+    return load.server_cores is not None and load.server_cores < calibrated - 0.5
+
+
 def _causes(predicted: DecodePrediction, measured_s: float, error: float, load: ServerLoad | None, threads: int | None) -> tuple[str, ...]:
     found: list[str] = []
-    if load is not None and load.server_cores is not None and load.server_cores < predicted.threads - 0.5:
+    if load is not None and load.busy_threads is not None and _other_threads(load, predicted.threads):
+        found.append(
+            said(
+                "{busy} of the server's threads were busy while decoding ({server_cores:.1f} cores in all), and the calibration "
+                "is for {threads} threads (and one more, the server's own): it runs with {how} (llama-server --threads, "
+                "llama-cpp-python --n_threads)",
+                busy=load.busy_threads,
+                server_cores=load.server_cores or 0.0,
+                threads=predicted.threads,
+                how=said("fewer") if load.busy_threads < predicted.threads else said("more"),
+            )
+        )
+    elif load is not None and load.busy_threads is None and load.server_cores is not None and load.server_cores < predicted.threads - 0.5:
         found.append(
             said(
                 "the server's process used {server_cores:.1f} core(s) while decoding, and the calibration is for {threads} "

@@ -1,6 +1,8 @@
 """A captured server-sent-event stream of an OpenAI-compatible completion (`curl -N …` output, a
 proxy's log), read event by event: content chunks, finish reasons, usage, errors, and whether it
-reached `data: [DONE]`. The request's max_tokens is read when the paste carries the request body.
+reached `data: [DONE]`. The request's max_tokens is read when the paste carries the request body
+(anywhere outside the data lines; -1 or null: no limit asked). llama-server's verbose log prefixes
+each event it sends with "data stream, to_send: "; such lines are read as the events they carry.
 
 Each data line is size-limited before it is parsed, and nesting deeper than JSON completions use is
 refused, so a hostile paste costs bounded time and memory.
@@ -16,6 +18,8 @@ from .logtext import Cited, cite, lines_of, number_after
 
 MAX_EVENT_CHARS = 1 << 20
 MAX_DEPTH = 32
+SERVER_PREFIXES = ("data stream, to_send: ",)  # llama-server --verbose: the events it sends, as logged
+NO_LIMIT = -1  # max_tokens -1 (llama.cpp) or null: the request asked for no limit
 
 
 @dataclass
@@ -29,7 +33,7 @@ class Transcript:
     malformed: list[Cited] = field(default_factory=list)
     done: Cited | None = None
     last: Cited | None = None  # the last data line
-    max_tokens: tuple[int, Cited] | None = None  # from the pasted request
+    max_tokens: tuple[int, Cited] | None = None  # from the pasted request; NO_LIMIT for -1 or null
     model: str | None = None
     engine_timings: bool = False  # llama.cpp's "timings"
 
@@ -46,6 +50,33 @@ class Transcript:
 def looks_like_sse(text: str) -> bool:
     head = text[: 1 << 20]
     return "data: {" in head or "data:{" in head
+
+
+def data_payload(line: str) -> str | None:
+    """The payload of an SSE data line ("data: {…}"), also as llama-server's verbose log shows one it
+    sent; None for any other line."""
+    stripped = line.strip()
+    for prefix in SERVER_PREFIXES:
+        if stripped.startswith(prefix):
+            stripped = stripped[len(prefix) :].lstrip()
+            break
+    return stripped[5:].strip() if stripped.startswith("data:") else None
+
+
+def requested_max_tokens(line: str) -> int | None:
+    """A request body's max_tokens (or max_completion_tokens) in the line: the number, NO_LIMIT for -1
+    or null, None when the line carries neither key."""
+    for key in ('"max_tokens":', '"max_completion_tokens":'):
+        index = line.find(key)
+        if index < 0:
+            continue
+        rest = line[index + len(key) : index + len(key) + 32].lstrip()
+        if rest.startswith(("null", "-1")):
+            return NO_LIMIT
+        value = number_after(line, key)
+        if value:
+            return int(value)
+    return None
 
 
 def _depth(value: Any, limit: int = MAX_DEPTH) -> int:
@@ -111,13 +142,11 @@ def read_transcript(text: str) -> Transcript | None:
         return None
     transcript = Transcript()
     for number, line in lines_of(text):
-        stripped = line.strip()
-        if stripped.startswith("data:"):
-            _event(transcript, number, line, stripped[5:].strip())
-        elif transcript.last is None and transcript.max_tokens is None and len(line) <= MAX_EVENT_CHARS:
-            for key in ('"max_tokens":', '"max_completion_tokens":'):
-                value = number_after(line, key)
-                if value:
-                    transcript.max_tokens = (int(value), cite(number, line))
-                    break
+        payload = data_payload(line)
+        if payload is not None:
+            _event(transcript, number, line, payload)
+        elif transcript.max_tokens is None and len(line) <= MAX_EVENT_CHARS:
+            asked = requested_max_tokens(line)
+            if asked is not None:
+                transcript.max_tokens = (asked, cite(number, line))
     return transcript if transcript.events or transcript.done else None
