@@ -33,7 +33,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from decode_doctor.checks.encodings.textenc import converted_bytes, decide
+from decode_doctor.checks.encodings.textenc import Status, converted_bytes, decide
 
 SOURCES = {"chardet": "chardet==5.2.0", "charset-normalizer": "charset-normalizer==3.5.3"}
 UTF = ("utf-8", "utf-8-sig", "ascii", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be")
@@ -165,9 +165,9 @@ def judge(sample: Sample, text: str | None, converted: bool) -> str:
 
 def ours(sample: Sample) -> tuple[str, str]:
     verdict = decide(sample.data, sample.path.suffix.lower())
-    if verdict.status in ("utf-8", "ascii"):
+    if verdict.status.is_utf8:
         return judge(sample, verdict.text, False), verdict.status
-    if verdict.status != "convert":
+    if verdict.status != Status.CONVERT:
         return "refused", f"{verdict.status}: {verdict.reason}"
     text = converted_bytes(verdict, keep_utf8_bom=False).decode("utf-8")
     return judge(sample, text, True), verdict.encoding or "?"
@@ -247,7 +247,7 @@ def generated() -> str:
     outcomes: Counter[str] = Counter()
     for item in corpus():
         verdict = decide(item.data, Path(item.rel).suffix.lower())
-        if verdict.status == "convert":
+        if verdict.status == Status.CONVERT:
             text = converted_bytes(verdict, keep_utf8_bom=False).decode("utf-8")
             outcomes["converted right" if text == (item.text or "").lstrip("\ufeff") else "SILENT CORRUPTION"] += 1
         else:

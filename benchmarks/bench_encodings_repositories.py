@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_encodings_corpora import Sample, as_browsers_read, family, fetch, labelled
 
-from decode_doctor.checks.encodings.textenc import decide
+from decode_doctor.checks.encodings.textenc import Status, decide
 from tests.support.harness import run_check
 
 SHORT = ("classes.txt", "labels.txt", "config.json", "vocab.txt")
@@ -172,12 +172,14 @@ def main() -> None:
                 if result == "SILENT CORRUPTION":
                     corrupted.append(f"{sample.path.name} ({sample.label}) {name}")
                 verdict = decide(data, Path(name).suffix)
-                alone[(fam, outcome(verdict.text if verdict.status == "convert" else None, texts[name], data, sample.label))] += 1
+                alone[(fam, outcome(verdict.text if verdict.status == Status.CONVERT else None, texts[name], data, sample.label))] += 1
             data = (root / "other.txt").read_bytes()
             result = outcome(converted.get("other.txt"), texts["other.txt"], data, other.label)
             contradicting[result] += 1
             verdict = decide(data, ".txt")
-            contradicting_alone[outcome(verdict.text if verdict.status == "convert" else None, texts["other.txt"], data, other.label)] += 1
+            contradicting_alone[
+                outcome(verdict.text if verdict.status == Status.CONVERT else None, texts["other.txt"], data, other.label)
+            ] += 1
             if result == "SILENT CORRUPTION":
                 corrupted.append(f"{sample.path.name} ({sample.label}) other.txt in {other.label}")
     print(f"{built} repositories from {len(samples)} legacy labelled files; short files: {', '.join(SHORT)}\n")

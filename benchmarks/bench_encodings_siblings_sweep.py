@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from decode_doctor.checks.encodings import siblings as repository
 from decode_doctor.checks.encodings.readings import family_of
 from decode_doctor.checks.encodings.siblings import Sibling, decide_with_siblings
-from decode_doctor.checks.encodings.textenc import decide
+from decode_doctor.checks.encodings.textenc import Status, decide
 from tests.test_encodings import SAMPLES
 from tests.test_encodings_siblings import sibling_files
 
@@ -51,7 +51,7 @@ def main() -> None:
             piece = text[start : start + length]
             wide = min(sum(ord(c) > 0x7F for c in piece), 5)
             data = json.dumps({"description": piece}, ensure_ascii=False).encode(encoding)
-            if not wide or decide(data, ".json").status == "convert":
+            if not wide or decide(data, ".json").status == Status.CONVERT:
                 continue
             tried[wide] += 1
             verdict = decide_with_siblings(data, ".json", siblings).verdict

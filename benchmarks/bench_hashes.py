@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from decode_doctor.checks.models.layout import HashProgress, digest
+from decode_doctor.models.layout import HashProgress, digest
 
 
 def main() -> None:

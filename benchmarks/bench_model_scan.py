@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from support.modelgen import llama_gguf, qwen2_7b, write_safetensors
 
-from decode_doctor.checks.models.artifacts import ModelArtifacts
-from decode_doctor.checks.models.modelfiles import read_model, read_safetensors_header
+from decode_doctor.checks.artifacts.check import ModelArtifacts
 from decode_doctor.engine import Context
+from decode_doctor.models.modelfiles import read_model, read_safetensors_header
 
 
 def timed(path: Path, repeat: int) -> list[float]:

@@ -44,9 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from decode_doctor.checks.bandwidth.contract import CpuBandwidth
 from decode_doctor.checks.bandwidth.membw import buffer_size, llc_bytes, measure_cpu
-from decode_doctor.checks.models import calibration
-from decode_doctor.checks.models.bwcache import host_id
-from decode_doctor.checks.models.randomgguf import shape_for, write
+from decode_doctor.engine.statefile import host_id
+from decode_doctor.models import calibration
+from decode_doctor.models.randomgguf import shape_for, write
 
 GAP = 0.15
 
@@ -109,6 +109,32 @@ def decode(path: Path, threads: int, depth: int, tokens: int, crashed: dict[str,
         return calibration.time_decode(path, threads, depth, tokens, timeout_s=1800, prompt="one-token")
 
 
+def _rows(
+    folder: Path, weight_type: str, threads: int, sizes: list[float], depths: list[int], repeat: int, tokens: int, crashed: dict[str, str]
+) -> dict[tuple[float, int], Measured]:
+    """llama.cpp's decode measured over every size and depth of one weight type, in passes."""
+    rows = {}
+    for size_gb in sizes:
+        path = folder / f"{weight_type}-{size_gb}.gguf"
+        if not path.exists():
+            write(path, shape_for(size_gb, weight_type), weight_type)
+        for depth in depths:
+            weights, units, kv = calibration.features(path, depth)
+            rows[(size_gb, depth)] = Measured(weight_type, path.stat().st_size / 1e9, depth, threads, weights, units, kv)
+    for done in range(repeat):
+        print(f"  pass {done + 1} of {repeat}", flush=True)
+        for (size_gb, depth), row in rows.items():
+            path = folder / f"{weight_type}-{size_gb}.gguf"
+            run = decode(path, threads, depth, tokens, crashed)
+            row.runs.append(run)
+            print(
+                f"    {weight_type:<5} {row.gb:5.2f} GB depth {depth:>5}: llama.cpp {run.seconds * 1e3:8.2f} ms "
+                f"(other processes {run.foreign_cores:.2f} cores, steal {run.steal:.1%})",
+                flush=True,
+            )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="0.2,0.5,1,1.5,3")
@@ -151,25 +177,7 @@ def main() -> None:
                 calibrations[(threads, weight_type)] = cal
                 if cal.crash:
                     crashed["prompt"] = cal.crash
-                rows = {}
-                for size_gb in sizes:
-                    path = Path(folder) / f"{weight_type}-{size_gb}.gguf"
-                    if not path.exists():
-                        write(path, shape_for(size_gb, weight_type), weight_type)
-                    for depth in depths:
-                        weights, units, kv = calibration.features(path, depth)
-                        rows[(size_gb, depth)] = Measured(weight_type, path.stat().st_size / 1e9, depth, threads, weights, units, kv)
-                for repeat in range(args.repeat):
-                    print(f"  pass {repeat + 1} of {args.repeat}", flush=True)
-                    for (size_gb, depth), row in rows.items():
-                        path = Path(folder) / f"{weight_type}-{size_gb}.gguf"
-                        run = decode(path, threads, depth, args.tokens, crashed)
-                        row.runs.append(run)
-                        print(
-                            f"    {weight_type:<5} {row.gb:5.2f} GB depth {depth:>5}: llama.cpp {run.seconds * 1e3:8.2f} ms "
-                            f"(other processes {run.foreign_cores:.2f} cores, steal {run.steal:.1%})",
-                            flush=True,
-                        )
+                rows = _rows(Path(folder), weight_type, threads, sizes, depths, args.repeat, args.tokens, crashed)
                 measured.extend(rows.values())
                 if threads == threads_list[-1]:
                     for path in Path(folder).glob(f"{weight_type}-*.gguf"):

@@ -164,7 +164,7 @@ def plan(model: Path, gpu: str, gpus: int, context: int | None, concurrency: int
 
 
 def gpus_env(gpu: str) -> str:
-    from decode_doctor.checks.models.hardware import lookup
+    from decode_doctor.models.hardware import lookup
 
     device = lookup(gpu)
     mib = (device.memory_bytes or 0) >> 20

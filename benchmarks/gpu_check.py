@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from decode_doctor.checks.models.randomgguf import Shape
+from decode_doctor.models.randomgguf import Shape
 
 CONTEXT = 4096
 DEPTH = 2048

@@ -4,6 +4,7 @@ restarted) and the NVIDIA Container Toolkit commands, which are shown, never run
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from decode_doctor.checks.docker.codes import BREAKS_PULLS, CODES_GPUS, DKR020, ClassicStoreParams, RemoveMirrorParams
@@ -15,7 +16,7 @@ from decode_doctor.i18n import _
 
 class DockerDaemonFixer(Fixer):
     name = "docker-daemon"
-    claims: ClassVar[dict[FixableCode[Any], Applicability]] = {
+    claims: ClassVar[Mapping[FixableCode[Any], Applicability]] = {
         DKR020: Applicability.UNSAFE,
         **dict.fromkeys(BREAKS_PULLS.values(), Applicability.UNSAFE),
     }
@@ -51,7 +52,7 @@ class DockerDaemonFixer(Fixer):
 
 class NvidiaContainerCommands(Fixer):
     name = "nvidia-container"
-    claims: ClassVar[dict[FixableCode[Any], Applicability]] = dict.fromkeys(CODES_GPUS, Applicability.DISPLAY_ONLY)
+    claims: ClassVar[Mapping[FixableCode[Any], Applicability]] = dict.fromkeys(CODES_GPUS, Applicability.DISPLAY_ONLY)
     takes = (CommandsParams,)
 
     def plan(self, finding: Finding, ctx: Context) -> FixPlan:

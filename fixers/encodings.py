@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from decode_doctor.checks.encodings.codes import ENC001, ENC006, ConvertParams, DropBomParams
-from decode_doctor.checks.encodings.textenc import Verdict, converted_bytes, parses
+from decode_doctor.checks.encodings.textenc import Status, Verdict, converted_bytes, parses
 from decode_doctor.engine import Applicability, Context, Finding, Fixer
 from decode_doctor.fixes.actions import FixPlan, ReplaceFile
 from decode_doctor.i18n import _, said
@@ -38,7 +38,7 @@ class EncodingsFixer(Fixer):
         else:
             encoding = params.encoding
             text = data.decode(encoding)  # strict: the check decided on exactly these bytes
-            content = converted_bytes(Verdict("convert", encoding, text=text), keep_utf8_bom=False)
+            content = converted_bytes(Verdict(Status.CONVERT, encoding, text=text), keep_utf8_bom=False)
             if not parses(content.decode("utf-8"), path.suffix.lower()):
                 raise ValueError(said("{path}: the converted text does not parse; not converting", path=path))
             description = _("convert from {encoding} to UTF-8", encoding=encoding)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -13,7 +14,7 @@ from decode_doctor.i18n import N_, _
 
 class ImagesFixer(Fixer):
     name = "images"
-    claims: ClassVar[dict[FixableCode[Any], Applicability]] = dict.fromkeys(
+    claims: ClassVar[Mapping[FixableCode[Any], Applicability]] = dict.fromkeys(
         (*BROKEN.values(), *DAMAGED.values(), IMG005), Applicability.SAFE
     )
     takes = (QuarantineParams, RenameParams)

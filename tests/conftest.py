@@ -139,19 +139,22 @@ def run_dd(
 ) -> subprocess.CompletedProcess[str]:
     """Runs decode-doctor as a user would: a fresh process, its real exit code and streams."""
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    from .support.emitted import child_env
+
     argv = [sys.executable, "-m", "decode_doctor", *args]
     if user:
         python = python_for(user)
         assert python, f"user {user} cannot run decode-doctor here"
         kept = [f"{k}={v}" for k, v in full_env.items() if k in ("PATH", "NO_COLOR", "HOME", *(env or {}))]
         bootstrap = BOOTSTRAP.format(site=sysconfig.get_paths()["purelib"])
+        if not env or "PYTHONPATH" not in env:  # the code gate's hook, loaded once the checkout is importable
+            hook = Path(__file__).parent / "support" / "emitted_site" / "sitecustomize.py"
+            kept.append(f"DD_EMITTED_LOG={child_env({})['DD_EMITTED_LOG']}")
+            bootstrap = bootstrap.replace("from decode_doctor", f"exec(open({str(hook)!r}).read()); from decode_doctor", 1)
         argv = ["runuser", "-u", user, "--", "env", "-i", *kept, python, "-c", bootstrap, *args]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=cwd or REPO, stdin=subprocess.DEVNULL)
-    if args and args[0] in ("check", "analyze", "bench"):  # what they print names findings (list and explain name every code)
-        from .support.emitted import record_output
-
-        record_output(proc.stdout, proc.stderr)
-    return proc
+    if not user:
+        full_env = child_env(full_env)  # its checks' findings count for the code gate (tests/support/emitted.py)
+    return subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=cwd or REPO, stdin=subprocess.DEVNULL)
 
 
 @pytest.fixture(scope="session")

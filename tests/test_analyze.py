@@ -150,4 +150,4 @@ def test_every_check_that_reads_pasted_text_says_what_it_reads():
 
     readers = [cls for cls in load().checks.values() if cls.analyze.__func__ is not Check.analyze.__func__]
     assert {cls.name for cls in readers} >= {"gpu", "accelerators", "referrers"}
-    assert all(cls.reads for cls in readers)
+    assert all(cls.pasted for cls in readers)

@@ -89,10 +89,14 @@ def test_features_meet_only_through_their_published_contracts():
 
 
 def _command_modules() -> set[str]:
-    """A feature's command modules: commands.py and the modules its commands import when they run (the
-    work behind a command, imported inside the command's function)."""
-    found = set()
-    for name, path in _modules():
+    """A feature's command modules: commands.py, the modules its commands import when they run (the
+    work behind a command, imported inside the command's function), and, of what those import of their
+    own feature in turn, the modules that use the application layer too (the command's work split in
+    modules; a module the feature's checks share stays theirs), and the modules only command modules import."""
+    modules = dict(_modules())
+    found: set[str] = set()
+    todo: list[tuple[str, bool]] = []
+    for name, path in modules.items():
         if not (name.endswith(".commands") and _feature_of(name)):
             continue
         found.add(name)
@@ -101,7 +105,28 @@ def _command_modules() -> set[str]:
             if isinstance(node, ast.FunctionDef):
                 for inner in ast.walk(node):
                     if isinstance(inner, ast.ImportFrom) and inner.level == 1 and inner.module:
-                        found.add(f"{package}.{inner.module}")
+                        todo.append((f"{package}.{inner.module}", True))
+    while todo:
+        name, direct = todo.pop()
+        if name in found or name not in modules:
+            continue
+        imported = _imports(name, modules[name])
+        if not direct and not any(module.startswith("decode_doctor.app") for module, _names in imported):
+            continue
+        found.add(name)
+        todo.extend((module, False) for module, _names in imported if _feature_of(module) == _feature_of(name))
+    importers: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        for module, _names in _imports(name, path):
+            importers.setdefault(module, set()).add(name)
+    grown = True
+    while grown:  # a module only command modules import is the command's too (its text, its types)
+        grown = False
+        for name in modules:
+            users = importers.get(name, set())
+            if name not in found and _feature_of(name) and users and users <= found:
+                found.add(name)
+                grown = True
     return found
 
 
@@ -173,17 +198,16 @@ NEW_FEATURE = {
 def test_a_new_check_package_loads_after_pip_install_with_no_other_edit(tmp_path):
     """Packages are discovered (setup.py), not listed: a copy of this tree with one more directory under
     checks/ installs it, and the registry loads its check."""
+    import shutil
     import subprocess
 
     copy = tmp_path / "src"
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO, capture_output=True, check=True
-    ).stdout.decode()
-    for name in filter(None, listed.split("\0")):
-        source = REPO / name
-        if source.is_file() and not name.startswith(("tests/", "benchmarks/", "fixtures/")):
-            (copy / name).parent.mkdir(parents=True, exist_ok=True)
-            (copy / name).write_bytes(source.read_bytes())
+    ignored = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
+    for name in ("doctor", "checks", "fixers"):
+        shutil.copytree(REPO / name, copy / name, ignore=ignored)  # a clone or a source archive alike: no git asked
+    for name in ("setup.py", "pyproject.toml", "README.md", "babel.cfg", "LICENSE"):
+        if (REPO / name).is_file():
+            shutil.copy2(REPO / name, copy / name)
     feature = copy / "checks" / "ddnewfeature"
     feature.mkdir()
     for name, text in NEW_FEATURE.items():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from decode_doctor.checks.models.budget import GB, GIB, Device, compute_budget, kv_bytes_per_token, tokens_per_second
-from decode_doctor.checks.models.contract import ModelInfo
+from decode_doctor.checks.budget.budget import GB, GIB, Device, compute_budget, kv_bytes_per_token, tokens_per_second
+from decode_doctor.checks.budget.contract import ModelInfo
 
 MIB = 1 << 20
 
@@ -66,14 +66,14 @@ def test_step_bytes_include_kv_at_context_times_concurrency():
     assert budget.kv_bytes_total == 4 * GIB
     assert budget.read_bytes_per_step == 14e9 + 4 * GIB
     assert budget.tps_aggregate == pytest.approx(4 * budget.tps_per_sequence)
-    rates = [row["tps_per_sequence"] for row in budget.sweep]
-    assert rates == sorted(rates, reverse=True) and budget.sweep[-1]["context"] == 8192
+    rates = [row.tps_per_sequence for row in budget.sweep]
+    assert rates == sorted(rates, reverse=True) and budget.sweep[-1].context == 8192
 
 
 def test_fit_headroom_and_knobs():
     m = model(layers=32, kv_heads=8, head_dim=128, weight_bytes=int(14e9), bytes_by_dtype={"BF16": int(14e9)}, max_context=131072)
     roomy = compute_budget(m, Device("cuda:0", "GPU", int(80e9), 2000.0, "measured"), 4096, 8)
-    assert roomy.fit == "fits" and roomy.knobs == []
+    assert roomy.fit == "fits" and roomy.knobs == ()
     # 14 GB + 4 GiB of KV + 1 GiB + 5 %: 20.1 GB, over the 90 % of 21 GB a server takes: it does not fit,
     # though it is under 21 GB (one rule: above usable is never "tight")
     over_usable = compute_budget(m, Device("cuda:0", "GPU", int(21e9), 1000.0, "measured"), 8192, 4)

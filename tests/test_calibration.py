@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from decode_doctor.checks.models import calibration
-from decode_doctor.checks.models.bwcache import host_id
-from decode_doctor.checks.models.calibration import Calibration, Run
-from decode_doctor.checks.models.randomgguf import Shape
+from decode_doctor.engine.statefile import host_id
+from decode_doctor.models import calibration
+from decode_doctor.models.calibration import Calibration, Run, measure
+from decode_doctor.models.randomgguf import Shape
 
 from .support.harness import cli
 from .support.llamaserver import available
@@ -43,9 +43,9 @@ def test_the_fit_recovers_the_step_constants_from_its_decodes(tmp_path, monkeypa
     """Decode times made from known constants give those constants back: the models' sizes separate
     the fixed cost from the bytes, their head layouts the query work from the cache bytes. Every run
     is repeated until two passes agree; here they agree at once."""
-    monkeypatch.setattr(calibration, "SMALL", TINY_SMALL)
-    monkeypatch.setattr(calibration, "LARGE", TINY_LARGE)
-    monkeypatch.setattr(calibration, "engine_version", lambda: "0.3.36")
+    monkeypatch.setattr(measure, "SMALL", TINY_SMALL)
+    monkeypatch.setattr(measure, "LARGE", TINY_LARGE)
+    monkeypatch.setattr(measure, "engine_version", lambda: "0.3.36")
     calls: list[tuple[str, int, str]] = []
 
     def fake_decode(model: Path, threads: int, depth: int, tokens: int = 32, timeout_s: float = 0, prompt: str = "batched") -> Run:
@@ -54,7 +54,7 @@ def test_the_fit_recovers_the_step_constants_from_its_decodes(tmp_path, monkeypa
         seconds = TRUE["fixed"] + weights * TRUE["per_byte"] + units * TRUE["per_unit"] + kv * TRUE["per_kv"]
         return Run(seconds, 0.01, 0.0, 0.0)
 
-    monkeypatch.setattr(calibration, "time_decode", fake_decode)
+    monkeypatch.setattr(measure, "time_decode", fake_decode)
     said: list[str] = []
     found = calibration.calibrate(2, "Q8_0", tmp_path / "state", said.append)
     assert found.fixed_s == pytest.approx(TRUE["fixed"], rel=1e-6)
@@ -72,9 +72,9 @@ def test_passes_repeat_until_they_agree_and_the_interval_is_as_wide_as_they_lay_
     """A host that drifts: the first pass 20 % slower than the next two. A third pass is taken, each
     point is the median of its passes, and the interval is the passes' half-range near that size;
     the steal and other work it saw widen it further, and the calibration is kept, not refused."""
-    monkeypatch.setattr(calibration, "SMALL", TINY_SMALL)
-    monkeypatch.setattr(calibration, "LARGE", TINY_LARGE)
-    monkeypatch.setattr(calibration, "engine_version", lambda: "0.3.36")
+    monkeypatch.setattr(measure, "SMALL", TINY_SMALL)
+    monkeypatch.setattr(measure, "LARGE", TINY_LARGE)
+    monkeypatch.setattr(measure, "engine_version", lambda: "0.3.36")
     monkeypatch.setattr("decode_doctor.engine.workers.usable_cpus", lambda: 2)
     counted: dict[tuple[str, int], int] = {}
 
@@ -84,7 +84,7 @@ def test_passes_repeat_until_they_agree_and_the_interval_is_as_wide_as_they_lay_
         seconds = TRUE["fixed"] + weights * TRUE["per_byte"] + units * TRUE["per_unit"] + kv * TRUE["per_kv"]
         return Run(seconds * (1.2 if seen == 1 else 1.0), 0.01, 0.2, 0.023)
 
-    monkeypatch.setattr(calibration, "time_decode", drifting)
+    monkeypatch.setattr(measure, "time_decode", drifting)
     found = calibration.calibrate(2, "F16", tmp_path / "state")
     assert found.passes == 3 and set(counted.values()) == {3}
     assert found.s_per_byte == pytest.approx(TRUE["per_byte"], rel=1e-6)  # the median of three: the two that agree
@@ -100,10 +100,10 @@ def test_passes_repeat_until_they_agree_and_the_interval_is_as_wide_as_they_lay_
 def test_a_third_point_near_the_models_size_takes_over_past_the_small_ones(tmp_path, monkeypatch):
     """A model far larger than the calibration's own gets a third point near its size; the weights'
     time follows the line through the points, so it is not extrapolated from two small models."""
-    monkeypatch.setattr(calibration, "SMALL", TINY_SMALL)
-    monkeypatch.setattr(calibration, "LARGE", TINY_LARGE)
-    monkeypatch.setattr(calibration, "XL_MAX_BYTES", 2e7)  # the smallest shape of randomgguf.shape_for, 19 MB
-    monkeypatch.setattr(calibration, "engine_version", lambda: "0.3.36")
+    monkeypatch.setattr(measure, "SMALL", TINY_SMALL)
+    monkeypatch.setattr(measure, "LARGE", TINY_LARGE)
+    monkeypatch.setattr(measure, "XL_MAX_BYTES", 2e7)  # the smallest shape of randomgguf.shape_for, 19 MB
+    monkeypatch.setattr(measure, "engine_version", lambda: "0.3.36")
     per_byte_large = TRUE["per_byte"] * 0.25  # out of the caches the bytes stream faster than the small fit says
 
     def kinked(model: Path, threads: int, depth: int, tokens: int = 32, timeout_s: float = 0, prompt: str = "batched") -> Run:
@@ -112,7 +112,7 @@ def test_a_third_point_near_the_models_size_takes_over_past_the_small_ones(tmp_p
         seconds = TRUE["fixed"] + min(weights, knee) * TRUE["per_byte"] + max(0.0, weights - knee) * per_byte_large
         return Run(seconds + units * TRUE["per_unit"] + kv * TRUE["per_kv"], 0.01, 0.0, 0.0)
 
-    monkeypatch.setattr(calibration, "time_decode", kinked)
+    monkeypatch.setattr(measure, "time_decode", kinked)
     found = calibration.calibrate(1, "F16", tmp_path / "state", target_bytes=1e9)
     assert len(found.points) == 3 and found.largest_bytes > 3 * found.points[1][0]
     assert found.s_per_byte == pytest.approx(per_byte_large, rel=1e-6)  # the last segment's slope
@@ -163,7 +163,7 @@ def test_a_prediction_is_never_faster_than_the_ceiling():
 
 def _tiny_gguf(tmp_path: Path) -> Path:
     pytest.importorskip("gguf")
-    from decode_doctor.checks.models.randomgguf import write
+    from decode_doctor.models.randomgguf import write
 
     return write(tmp_path / "tiny.gguf", TINY_LARGE, "F16")
 
@@ -192,7 +192,7 @@ def test_estimate_predicts_from_this_hosts_calibration_beside_the_ceiling(tmp_pa
 
 def test_estimate_says_why_it_cannot_calibrate_a_weight_type(tmp_path):
     pytest.importorskip("gguf")
-    from decode_doctor.checks.models.randomgguf import write
+    from decode_doctor.models.randomgguf import write
 
     if calibration.engine_version() is None:
         pytest.skip("llama-cpp-python is not installed: the weight type is never asked")
@@ -205,7 +205,7 @@ def test_estimate_says_why_it_cannot_calibrate_a_weight_type(tmp_path):
 def test_calibrate_with_the_real_engine_is_kept_and_reused(tmp_path, monkeypatch):
     """The real thing: llama-cpp-python decodes the random-weight models in passes (seconds). The
     host's load only widens the interval; the record is reused either way."""
-    monkeypatch.setattr(calibration, "DEPTH", 256)
+    monkeypatch.setattr(measure, "DEPTH", 256)
     model = _tiny_gguf(tmp_path)
     state = tmp_path / "state"
     base = ("estimate", "--model", str(model), "--threads", "1", "--bandwidth", "40", "--state-dir", str(state), "--format", "json")

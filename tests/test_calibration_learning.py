@@ -3,19 +3,18 @@ newest calibration with source "bench"; any other run says why it taught nothing
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import json
 import time
 from dataclasses import replace
 
 import pytest
 
-from decode_doctor.checks.models import calibration
-from decode_doctor.checks.models.bwcache import host_id
-from decode_doctor.checks.models.contract import DecodePrediction
-from decode_doctor.checks.serving import predicted as predicted_module
+from decode_doctor.checks.budget.contract import DecodePrediction
 from decode_doctor.checks.serving.observe import ServerLoad
 from decode_doctor.checks.serving.predicted import against_prediction
+from decode_doctor.engine.statefile import host_id
+from decode_doctor.models import calibration
 
 from .test_serving import bench_of, level
 
@@ -29,12 +28,11 @@ def _recorded(state, **changes) -> calibration.Calibration:
     return found
 
 
-def _prediction(found: calibration.Calibration, tpot_s: float, state=None, **changes) -> DecodePrediction:
-    """The prediction the decode budget would publish from found, its learner keeping records in state."""
+def _prediction(found: calibration.Calibration, tpot_s: float, **changes) -> DecodePrediction:
+    """The prediction the decode budget would publish from found: plain data, keyed to that record."""
     made = DecodePrediction(
         engine=found.engine, engine_version=found.engine_version, threads=found.threads, weight_type=found.weight_type,
         depth=512, tpot_s=tpot_s, low_s=tpot_s * 0.95, high_s=tpot_s * 1.05, calibrated_at=found.measured_at, source=found.source,
-        learn_with=functools.partial(calibration.learn_live, state) if state is not None else None,
     )  # fmt: skip
     return replace(made, **changes)
 
@@ -45,7 +43,7 @@ QUIET = ServerLoad(server_cores=1.9, foreign_cores=0.02, steal=0.0)
 def test_a_quiet_run_at_the_calibrated_threads_is_kept_as_the_newest_calibration(tmp_path):
     found = _recorded(tmp_path)
     check = against_prediction(
-        bench_of([level(1, [0.022] * 12)]), _prediction(found, 0.020, tmp_path), QUIET, None, True, "http://127.0.0.1:8080/v1"
+        bench_of([level(1, [0.022] * 12)]), _prediction(found, 0.020), QUIET, None, tmp_path, "http://127.0.0.1:8080/v1"
     )
     assert check is not None and check.error == pytest.approx(0.10)
     assert check.learned.startswith("learned: ") and "now predicts 22.00 ms here (its step terms ×1.10)" in check.learned
@@ -57,7 +55,7 @@ def test_a_quiet_run_at_the_calibrated_threads_is_kept_as_the_newest_calibration
     assert calibration.best(calibration.load(tmp_path), host_id(), ENGINE, 2, "Q4_0") == new
     assert "learned from a live bench just now" in new.describe()
     # the next run compares with the learned record and says so
-    again = against_prediction(bench_of([level(1, [0.022] * 12)]), _prediction(new, 0.022, tmp_path), QUIET, None, True)
+    again = against_prediction(bench_of([level(1, [0.022] * 12)]), _prediction(new, 0.022), QUIET, None, tmp_path)
     assert again is not None and again.source == "bench" and abs(again.error) < 1e-9
 
 
@@ -76,7 +74,7 @@ def test_a_quiet_run_at_the_calibrated_threads_is_kept_as_the_newest_calibration
 )
 def test_a_run_unfit_to_learn_from_changes_nothing_and_says_why(tmp_path, load, threads, changes, measured, why):
     found = _recorded(tmp_path)
-    check = against_prediction(bench_of([level(1, [measured] * 12)]), _prediction(found, 0.020, tmp_path, **changes), load, threads, True)
+    check = against_prediction(bench_of([level(1, [measured] * 12)]), _prediction(found, 0.020, **changes), load, threads, tmp_path)
     assert check is not None and check.learned.startswith(f"not learned: {why}"), check.learned
     assert calibration.load(tmp_path) == [found]
 
@@ -84,26 +82,23 @@ def test_a_run_unfit_to_learn_from_changes_nothing_and_says_why(tmp_path, load, 
 def test_a_calibration_gone_from_the_records_is_not_invented(tmp_path):
     found = _recorded(tmp_path)
     (tmp_path / calibration.CACHE_NAME).unlink()
-    check = against_prediction(bench_of([level(1, [0.021] * 12)]), _prediction(found, 0.020, tmp_path), QUIET, None, True)
+    check = against_prediction(bench_of([level(1, [0.021] * 12)]), _prediction(found, 0.020), QUIET, None, tmp_path)
     assert check is not None and check.learned == "not learned: the calibration this prediction came from is no longer recorded"
     assert calibration.load(tmp_path) == []
 
 
-def test_nothing_is_learned_unless_asked_or_without_a_learner(tmp_path):
+def test_nothing_is_learned_unless_asked(tmp_path):
     found = _recorded(tmp_path)
-    check = against_prediction(bench_of([level(1, [0.022] * 12)]), _prediction(found, 0.020, tmp_path), QUIET, None)
+    check = against_prediction(bench_of([level(1, [0.022] * 12)]), _prediction(found, 0.020), QUIET, None)
     assert check is not None and check.learned == "" and calibration.load(tmp_path) == [found]
-    alone = against_prediction(bench_of([level(1, [0.022] * 12)]), _prediction(found, 0.020), QUIET, None, True)
-    assert alone is not None and alone.learned == "not learned: this prediction has no calibration record to learn into"
-    assert calibration.load(tmp_path) == [found] and predicted_module.LEARN_LIMIT == 0.5
 
 
 def test_the_learner_stays_out_of_the_budgets_report(tmp_path):
-    from decode_doctor.checks.models.contract import Budget
+    from decode_doctor.checks.budget.contract import Budget
 
     found = _recorded(tmp_path)
     budget = Budget("m", "cpu", 512, 1, "fp16", 1e9, "file", 1e9, 1.0, 1.0, 0.0, 1e9, 2**34, "fits", 40.0, "given", 25.0, 40.0, 40.0)
-    budget.prediction = _prediction(found, 0.02, tmp_path)
+    budget = dataclasses.replace(budget, prediction=_prediction(found, 0.02))
     data = budget.to_dict()
     assert "learn_with" not in data["prediction"] and data["prediction"]["tpot_s"] == 0.02
     json.dumps(data)

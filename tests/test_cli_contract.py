@@ -156,6 +156,7 @@ def _state(pid: int) -> str:
 def test_after_the_fix_counts_what_was_resolved_and_names_each_fix_that_failed():
     from decode_doctor.app.fixing import _say_rechecked
     from decode_doctor.fixes.actions import FixPlan
+    from decode_doctor.reports.report import FixSummary
 
     from .support.harness import Recorder
 
@@ -163,14 +164,14 @@ def test_after_the_fix_counts_what_was_resolved_and_names_each_fix_that_failed()
         return FixPlan(Finding(code, "images", Severity.ERROR, "t", "m", path=path), "quarantine", [])
 
     plans = [plan("IMG001", f"/d/{i}.jpg") for i in range(278)] + [plan("SWAP004", "/etc/sysctl.d/99-tuning.conf")]
-    dialogue, summary = Recorder(), {}
+    dialogue, summary = Recorder(), FixSummary()
     _say_rechecked(plans, {("SWAP004", "/etc/sysctl.d/99-tuning.conf")}, dialogue, summary, {})
     assert dialogue.lines == [
         "After the fix:",
         "    IMG001: resolved (278 findings)",
         "    SWAP004: FAILED: still present after the fix (/etc/sysctl.d/99-tuning.conf)",
     ]
-    assert summary["rechecked"] == {"resolved": 278, "still_present": 1}
+    assert (summary.resolved, summary.still_present) == (278, 1)
 
 
 def test_previews_under_root_say_where_they_write(host):
@@ -197,6 +198,7 @@ def test_empty_targets_are_reported_not_passed(tmp_path):
 def test_a_selection_pulls_in_the_checks_it_cannot_judge_without(tmp_path, monkeypatch):
     from decode_doctor.app.requests import RunRequest
     from decode_doctor.app.service import with_requirements
+    from decode_doctor.checks.budget.contract import BudgetOptions
     from decode_doctor.engine.registry import load
 
     registry = load()
@@ -204,7 +206,7 @@ def test_a_selection_pulls_in_the_checks_it_cannot_judge_without(tmp_path, monke
     budget = [registry.checks["decode-budget"]]
     asked = RunRequest(models=(Path("/m"),))
     assert names(with_requirements(registry, budget, asked)) == {"decode-budget", "bandwidth", "gpu", "model-artifacts"}
-    given = RunRequest(models=(Path("/m"),), options={"bandwidth": 900.0})
+    given = RunRequest(models=(Path("/m"),), options=(BudgetOptions(bandwidth=900.0),))
     assert "bandwidth" not in names(with_requirements(registry, budget, given))  # given: nothing to measure
     assert names(with_requirements(registry, [registry.checks["referrers"]], RunRequest())) == {"referrers", "docker"}
     serving = [registry.checks["serving"]]
@@ -336,7 +338,7 @@ def test_a_directory_swapped_for_a_link_after_the_check_is_refused_by_the_fix(tm
     assert not (tmp_path / "tree.quarantine" / "sub" / name).exists()
     # the re-check no longer sees the file (the link is not followed): still, a refused fix is not "resolved"
     assert ": resolved" not in dialogue.text and "FAILED" in dialogue.text, dialogue.text
-    assert outcome.report.exit_code == 1 and outcome.report.fixes["rechecked"]["resolved"] == 0
+    assert outcome.report.exit_code == 1 and outcome.report.fixes.resolved == 0
 
 
 HOSTILE_CONFIG_VALUES = [

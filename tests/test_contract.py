@@ -9,10 +9,25 @@ from typing import Any
 
 import pytest
 
-from decode_doctor.engine import Applicability, Check, Code, Facts, FixableCode, Fixer, FixParams, FixRef, Needs, Option, Reads, Severity
+from decode_doctor.engine import (
+    Applicability,
+    Check,
+    Code,
+    Facts,
+    FixableCode,
+    Fixer,
+    FixParams,
+    FixRef,
+    Needs,
+    OptionRef,
+    Options,
+    Reads,
+    Severity,
+    option,
+)  # fmt: skip
 from decode_doctor.engine.registry import Registry, _add_checks, _add_fixers
 
-from .conftest import PLUGINS, run_dd
+from .conftest import PLUGINS, REPO, run_dd
 
 
 @dataclass(frozen=True)
@@ -37,16 +52,26 @@ ALP001 = fixable("ALP001")
 ALP002 = code("ALP002")
 
 
+@dataclass(frozen=True)
+class AlphaOptions(Options):
+    alpha_level: str | None = option("--alpha-level", "h")
+
+
+@dataclass(frozen=True)
+class BetaOptions(Options):
+    level: str | None = option("--alpha-level", "the same flag as alpha's")
+
+
 class Alpha(Check):
     name = "alpha"
     codes = (ALP001, ALP002)
-    options = (Option("--alpha-level", "h"),)
+    options = AlphaOptions
 
 
 class Beta(Check):
     name = "beta"
     codes = (fixable("BET001"),)
-    options = (Option("--alpha-level", "the same flag as alpha's"),)
+    options = BetaOptions
 
 
 def make(*fixers: type[Fixer], checks: tuple[type[Check], ...] = (Alpha,)) -> Registry:
@@ -148,18 +173,142 @@ def test_option_flags_are_one_namespace():
     assert "check 'beta' (test) not loaded: option --alpha-level already belongs to 'alpha'" in registry.errors
 
 
+@dataclass(frozen=True)
+class RootedOptions(Options):
+    rooted: str | None = option("--root", "takes the core flag")
+
+
 def test_an_option_that_takes_a_core_flag_is_left_out(monkeypatch):
+    """The command's own flags are read from the command itself (no hand-kept list of them)."""
+    import click
+
     from decode_doctor.cli import common
     from decode_doctor.engine import registry as module
 
     class Rooted(Check):
         name = "rooted"
-        options = (Option("--root", "takes the core flag"),)
+        options = RootedOptions
 
     loaded = make(fixer("alpha", {ALP001: Applicability.SAFE}), checks=(Alpha, Rooted))
     monkeypatch.setattr(module, "_loaded", loaded)
-    common._check_options(lambda **kw: None)
+    command = common.RunCommand("probe", params=[click.Option(["--root"])], callback=lambda **kw: None)
     assert "check 'rooted': option --root is one of decode-doctor's own; left out" in loaded.errors
+    assert "alpha_level" in command.check_fields and "rooted" not in command.check_fields
+    assert [p.opts for p in command.params] == [["--root"], ["--alpha-level"]]
+
+
+@dataclass(frozen=True)
+class WhenOptions(Options):
+    model_dir: str | None = option("--model-dir", "a directory")
+
+
+class Declares(Check):
+    name = "declares"
+    options = WhenOptions
+
+
+def test_a_misspelled_option_or_input_is_a_load_error_never_a_silent_not_given():
+    """Every option a check names (Reads.unless_option, when_input, Needs.inputs) exists when the
+    registry loads, or the check does not load."""
+
+    class Misspelled(Check):
+        name = "misspelled"
+        needs = Needs(reads=(Reads(AlphaFacts, unless_option=OptionRef(WhenOptions, "model_dri")),))
+
+    class UnknownInput(Check):
+        name = "unknown-input"
+        needs = Needs(inputs=("modles",))
+
+    class Undeclared(Check):
+        name = "undeclared"
+        needs = Needs(inputs=(OptionRef(RootedOptions, "rooted"),))
+
+    class Fine(Check):
+        name = "fine"
+        needs = Needs(inputs=("models", OptionRef(WhenOptions, "model_dir")), reads=(Reads(AlphaFacts, when_input="images"),))
+
+    registry = make(checks=(Alpha, Declares, Publisher, Misspelled, UnknownInput, Undeclared, Fine))
+    assert "fine" in registry.checks
+    assert {"misspelled", "unknown-input", "undeclared"}.isdisjoint(registry.checks)
+    errors = " | ".join(registry.errors)
+    assert "names the option WhenOptions.model_dri, which WhenOptions does not have" in errors
+    assert "needs the input 'modles', which is none of images, models" in errors
+    assert "names the option RootedOptions.rooted, whose type no check declares" in errors
+
+
+def test_options_are_read_by_type_with_their_defaults():
+    from decode_doctor.engine import Context, OptionValues
+
+    ctx = Context(options=OptionValues((WhenOptions(model_dir="/m"),)))
+    assert ctx.option(WhenOptions).model_dir == "/m" and ctx.option(AlphaOptions) == AlphaOptions()
+    assert WhenOptions.from_values({"model_dir": None, "other": 1}) == WhenOptions()
+    assert OptionValues((WhenOptions(model_dir="/m"),)).value(OptionRef(WhenOptions, "model_dir")) == "/m"
+
+
+class BadOptions(Options):  # not a dataclass
+    pass
+
+
+@dataclass(frozen=True)
+class BareOptions(Options):
+    bare: int = 0  # no flag
+
+
+def test_an_options_type_that_is_no_options_dataclass_does_not_load():
+    class Bad(Check):
+        name = "bad"
+        options = BadOptions
+
+    class Bare(Check):
+        name = "bare"
+        options = BareOptions
+
+    registry = make(checks=(Bad, Bare))
+    assert not registry.checks
+    assert any("are not an Options dataclass" in e for e in registry.errors)
+    assert any("option field bare has no flag" in e for e in registry.errors)
+
+
+def test_no_check_reads_options_by_name():
+    """The joint is the type: ctx.option(Type).field, never ctx.options["name"]."""
+    import re
+
+    offences = []
+    for path in [*(REPO / "checks").rglob("*.py"), *(REPO / "fixers").rglob("*.py")]:
+        text = path.read_text()
+        offences += [f"{path.relative_to(REPO)}" for _ in re.finditer(r"ctx\.options\s*[\[.]", text)]
+    assert offences == []
+
+
+def test_facts_hold_values_never_callables():
+    """A fact crosses processes and lands in JSON: no field of a published facts type is a callable."""
+    import dataclasses
+    import typing
+    from collections.abc import Callable
+
+    from decode_doctor.engine.registry import load
+
+    def callable_hint(hint: object) -> bool:
+        origin = typing.get_origin(hint)
+        return hint is Callable or origin is Callable or any(callable_hint(arg) for arg in typing.get_args(hint))
+
+    offences = []
+    for kind in load().publishers:
+        hints = typing.get_type_hints(kind)
+        seen = {kind}
+        pending = [kind]
+        while pending:
+            current = pending.pop()
+            for item in dataclasses.fields(current):
+                hint = typing.get_type_hints(current).get(item.name)
+                if callable_hint(hint):
+                    offences.append(f"{current.__name__}.{item.name}")
+                for arg in (hint, *typing.get_args(hint)):
+                    if dataclasses.is_dataclass(arg) and isinstance(arg, type) and arg not in seen:
+                        seen.add(arg)
+                        pending.append(arg)
+        del hints
+    assert offences == []
 
 
 def test_builtin_contracts_hold():

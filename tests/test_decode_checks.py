@@ -170,10 +170,11 @@ def test_estimate_reuses_the_best_quiet_bandwidth_and_says_when_a_figure_is_a_lo
 def test_a_figure_measured_beside_a_quarter_core_of_other_work_is_a_lower_bound_never_reused(tmp_path, monkeypatch):
     """Issue 26: one busy loop on a 2-vCPU host was 0.25 cores, 9 % of all CPUs, under the 15 % rule:
     the figure was kept as quiet. The window's own foreign CPU time (in cores) and the hypervisor's
-    steal decide now, and an old cache entry without the field still reads."""
+    steal decide now; only a quiet figure is kept (the bandwidth check's store of quiet figures), and
+    the one-figure file of the earlier release still reads."""
     import json as _json
 
-    from decode_doctor.checks.models import bwcache
+    from decode_doctor.checks.bandwidth import quiet
 
     model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)
     state = tmp_path / "state"
@@ -188,17 +189,20 @@ def test_a_figure_measured_beside_a_quarter_core_of_other_work_is_a_lower_bound_
 
         return measure_cpu
 
+    monkeypatch.setattr(quiet, "serving", lambda ctx: None)  # the test host's own load must not decide
     monkeypatch.setattr(membw, "measure_cpu", measured(14.0, foreign=0.25))
     first = device()
     assert first["bandwidth_source"] == "measured on a busy host" and any("0.25 cores" in n for n in first["notes"])
     monkeypatch.setattr(membw, "measure_cpu", measured(13.0, steal=0.05))
     assert device()["bandwidth_source"] == "measured on a busy host"  # nothing quiet to reuse: measured again
+    assert quiet.load_quiet(state) == []
     monkeypatch.setattr(membw, "measure_cpu", measured(25.0))
     assert device()["bandwidth_source"] == "measured" and device()["bandwidth_gbps"] == 25.0
-    assert [m.contended for m in bwcache.load(state)] == [True, True, False]
-    old = [{k: v for k, v in entry.items() if k != "contended"} for entry in _json.loads((state / bwcache.CACHE_NAME).read_text())]
-    (state / bwcache.CACHE_NAME).write_text(_json.dumps(old))  # written by the previous release
-    assert len(bwcache.load(state)) == 3
+    (kept,) = quiet.load_quiet(state)
+    assert kept.facts.cpu.measured.read_gbps == 25.0 and kept.facts.cpu.measured.threads == 2
+    data = _json.loads((state / quiet.STORE).read_text())
+    (state / quiet.STORE).write_text(_json.dumps(data["figures"][0]))  # one figure, as the earlier release wrote it
+    assert [f.facts.cpu.measured.read_gbps for f in quiet.load_quiet(state)] == [25.0]
 
 
 def test_estimate_text_gguf_and_exit_codes(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from decode_doctor.checks.encodings.textenc import decide
+from decode_doctor.checks.encodings.textenc import Status, decide
 from decode_doctor.fixes.journal import UndoError, undo_run
 
 from .conftest import kill_at_step, python_for, run_dd, tree_digest
@@ -244,7 +244,7 @@ def test_sigkill_mid_conversion_leaves_each_file_whole_and_undo_restores_all(tmp
             (root / name).write_bytes(text.encode("gbk"))
         before = tree_digest(root)
         state = tmp_path / f"run{step}" / "state"
-        killed = fix_killed_at(step, "encodings", models=(root,), options={"from_encoding": None}, state_dir=state)
+        killed = fix_killed_at(step, "encodings", models=(root,), options={"from_encoding": ()}, state_dir=state)
         for name, text in texts.items():
             data = (root / name).read_bytes()
             assert data in (text.encode("gbk"), text.encode("utf-8")), f"step {step}: {name} is neither original nor converted"
@@ -320,18 +320,18 @@ def test_weights_are_never_read(tmp_path):
 def test_decide_returns_the_true_text_or_refuses(item):
     verdict = decide(item.data, Path(item.rel).suffix)
     if item.expect == "convert":
-        assert verdict.status == "convert", verdict.reason
-    if verdict.status == "convert":
+        assert verdict.status == Status.CONVERT, verdict.reason
+    if verdict.status == Status.CONVERT:
         assert verdict.text.lstrip("\ufeff") == item.text
     else:
-        assert verdict.status == "ambiguous" and len(verdict.readings) >= 2
+        assert verdict.status == Status.AMBIGUOUS and len(verdict.readings) >= 2
 
 
 @settings(derandomize=True, deadline=None, max_examples=200, database=None)
 @given(data=st.binary(max_size=512), suffix=st.sampled_from(["", ".json", ".txt", ".py", ".md"]))
 def test_decide_never_raises_and_a_conversion_is_a_strict_decode(data, suffix):
     verdict = decide(data, suffix)
-    if verdict.status == "convert":
+    if verdict.status == Status.CONVERT:
         assert data.decode(verdict.encoding) == verdict.text
 
 
@@ -347,7 +347,7 @@ def test_any_piece_of_real_text_is_converted_right_or_refused(sample, start, len
     piece = text[start : start + length]
     data = json.dumps({"description": piece}, ensure_ascii=False).encode(encoding)
     verdict = decide(data, ".json")
-    if verdict.status == "convert":
+    if verdict.status == Status.CONVERT:
         assert json.loads(verdict.text)["description"] == piece, (verdict.encoding, verdict.reason)
 
 
@@ -375,7 +375,7 @@ def test_random_bytes_of_even_length_are_never_called_utf16(data):
     with no control, private-use or unassigned character, one CJK language or mostly ASCII): random
     bytes never pass. (Offline, 10⁶ random strings of 4–64 bytes: none did; before, 6 in 300,000.)"""
     verdict = decide(data, ".txt")
-    assert not (verdict.status == "convert" and str(verdict.encoding).startswith("utf-16")), (data.hex(), verdict.encoding)
+    assert not (verdict.status == Status.CONVERT and str(verdict.encoding).startswith("utf-16")), (data.hex(), verdict.encoding)
 
 
 def test_odd_length_or_unpaired_is_never_utf16():
@@ -390,4 +390,4 @@ def test_a_reading_whose_words_have_no_shape_of_text_is_never_chosen_alone():
     once won by 17 bits on its own; a reading whose words mostly look like no word cannot win."""
     data = json.dumps({"_name_or_path": "D:\\了∼∼∼\\model", "model_type": "llama"}, ensure_ascii=False).encode("big5")
     verdict = decide(data, ".json")
-    assert verdict.status == "ambiguous" or data.decode(verdict.encoding) == data.decode("cp950")
+    assert verdict.status == Status.AMBIGUOUS or data.decode(verdict.encoding) == data.decode("cp950")

@@ -84,7 +84,7 @@ def test_a_file_decided_narrowly_in_another_family_is_refused_and_names_its_sibl
     verdict = decide(other, ".txt")
     found = _by_name(run_check("encodings", models=(root,)).findings)["notes.txt"]
     if verdict.status == "convert" and verdict.margin is not None and verdict.margin < 20:
-        assert found.code == "ENC002" and "sibling file(s) read confidently as gbk" in found.message
+        assert found.code == "ENC002" and "sibling file(s) of model/ read confidently as gbk" in found.message
     else:  # decided by its own strong evidence, or refused alone: never turned into GBK
         assert found.code in ("ENC001", "ENC002")
         if found.code == "ENC001":
@@ -231,3 +231,73 @@ def test_bytes_that_are_c1_controls_in_the_standard_read_as_the_windows_superset
     assert any(0x80 <= b <= 0x9F for b in data)
     verdict = decide(data, ".txt")
     assert verdict.status == "convert" and verdict.encoding == superset and verdict.text == text
+
+
+def test_in_a_tree_of_models_each_model_directory_decides_its_own_short_files(tmp_path):
+    """/models with a Chinese, a Taiwanese and a Japanese model: the many GBK files next door never
+    vote on the Big5 or Shift-JIS model's short files; each is decided by its own directory's files."""
+    models = tmp_path / "models"
+    _repository(models / "zh-chat", "gbk", ZH)
+    for extra in range(4):  # the largest voice of the tree, were the tree one repository
+        (models / "zh-chat" / f"notes{extra}.txt").write_bytes((ZH[extra:] + ZH[:extra]).encode("gbk"))
+    (models / "zh-chat" / "classes.txt").write_bytes("猫\n狗\n".encode("gbk"))
+    for directory, encoding, text, short in (("tw-chat", "big5", ZH_TW, "貓\n狗\n"), ("ja-chat", "shift_jis", JA, "猫\n犬\n")):
+        _repository(models / directory, encoding, text)
+        (models / directory / "classes.txt").write_bytes(short.encode(encoding))
+    found = [f for f in run_check("encodings", models=(models,)).findings if f.path and f.path.endswith("classes.txt")]
+    decided = {Path(f.path).parent.name: f for f in found}
+    assert set(decided) == {"zh-chat", "tw-chat", "ja-chat"}
+    expected = (("zh-chat", "gbk", "猫\n狗\n"), ("tw-chat", "big5", "貓\n狗\n"), ("ja-chat", "shift_jis", "猫\n犬\n"))
+    for directory, encoding, short in expected:
+        finding = decided[directory]
+        assert finding.code == "ENC001", (directory, finding.message)
+        assert family_of(finding.evidence["encoding"]) == family_of(encoding)
+        assert (models / directory / "classes.txt").read_bytes().decode(finding.evidence["encoding"]) == short
+        assert finding.evidence["repository"] == str(models / directory)
+        assert f"sibling file(s) of {directory}/ (" in finding.message
+
+
+def test_a_file_outside_any_model_directory_is_decided_by_its_own_directory_only(tmp_path):
+    models = tmp_path / "models"
+    _repository(models / "zh-chat", "gbk", ZH)
+    loose = models / "labels"
+    loose.mkdir()
+    (loose / "classes.txt").write_bytes("猫\n狗\n".encode("gbk"))
+    finding = _by_name(run_check("encodings", models=(models,)).findings)["classes.txt"]
+    assert finding.code == "ENC002"  # the Chinese model beside it does not speak for it
+    assert "siblings" not in finding.evidence
+
+
+@pytest.mark.parametrize(
+    ("name", "short"),
+    [
+        ("labels.jsonl", '{"label": "猫"}\n{"label": "狗"}\n'),
+        ("generation.yaml", "greeting: 你好\n"),
+        ("special.toml", 'greeting = "你好"\n'),
+    ],
+)
+def test_short_jsonl_yaml_and_toml_files_are_decided_on_their_siblings_by_their_values(tmp_path, name, short):
+    root = tmp_path / "model"
+    _repository(root, "gbk", ZH)
+    data = short.encode("gbk")
+    (root / name).write_bytes(data)
+    assert decide(data, Path(name).suffix).status == "ambiguous"
+    finding = _by_name(run_check("encodings", models=(root,)).findings)[name]
+    assert finding.code == "ENC001", finding.message
+    assert data.decode(finding.evidence["encoding"]) == short
+
+
+def test_a_key_that_reads_differently_keeps_a_short_yaml_file_refused(tmp_path):
+    root = tmp_path / "model"
+    _repository(root, "gbk", ZH)
+    (root / "labels.yaml").write_bytes("猫: 1\n狗: 2\n".encode("gbk"))  # the non-ASCII text is a key
+    assert _by_name(run_check("encodings", models=(root,)).findings)["labels.yaml"].code == "ENC002"
+
+
+def test_three_gb2312_words_alone_are_never_converted_to_a_wrong_reading(tmp_path):
+    """The repository benchmark's single file: 雨 哭 烦恼 in GB2312 reads as Bulgarian in ISO-8859-5."""
+    data = "雨\n哭\n烦恼\n".encode("gb2312")
+    (tmp_path / "words.txt").write_bytes(data)
+    finding = _by_name(run_check("encodings", models=(tmp_path,)).findings).get("words.txt")
+    assert finding is not None
+    assert finding.code == "ENC002" or data.decode(finding.evidence["encoding"]) == "雨\n哭\n烦恼\n"

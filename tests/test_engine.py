@@ -11,6 +11,7 @@ import pytest
 
 from decode_doctor.engine.context import Context
 from decode_doctor.engine.findings import State
+from decode_doctor.engine.options import OptionValues
 from decode_doctor.engine.runner import run_checks
 
 from .conftest import FIXTURES, PLUGINS, run_dd, sigint_default
@@ -63,7 +64,7 @@ def test_hung_and_crashing_checks_do_not_stop_the_run(plugins):
 
 def test_timeout_kills_the_commands_a_check_started(plugins):
     marker = f"1000.{os.getpid()}{time.time_ns() % 10**9}"
-    ctx = Context(options={"marker": marker})
+    ctx = Context(options=OptionValues((plugins.TestOptions(marker=marker),)))
     (result,) = run_checks([plugins.HungCommand], ctx)
     assert result.state is State.TIMED_OUT
     assert f"while running: sh -c sleep {marker}; echo never" in result.reason
@@ -82,7 +83,7 @@ def test_global_timeout_overrides_each_checks_own(plugins):
 
 def test_exclusive_checks_run_alone(plugins, tmp_path):
     log = tmp_path / "windows.log"
-    ctx = Context(options={"log": str(log)})
+    ctx = Context(options=OptionValues((plugins.TestOptions(log=str(log)),)))
     run_checks([plugins.Exclusive, plugins.Slowish], ctx)
     windows = {name: (float(a), float(b)) for name, a, b in (line.split() for line in log.read_text().splitlines())}
     (ex_start, ex_end), (sl_start, sl_end) = windows["exclusive"], windows["slowish"]
@@ -92,7 +93,7 @@ def test_exclusive_checks_run_alone(plugins, tmp_path):
 def test_unmet_needs_skip_with_the_reason(plugins):
     (result,) = run_checks([plugins.NeedsModel], Context())
     assert result.state is State.SKIPPED
-    assert result.reason == "needs --model DIR"
+    assert result.reason == "needs --model"
     (result,) = run_checks([plugins.NeedsModel], Context(models=(Path("/tmp"),)))
     assert result.state is State.PASSED
 
@@ -159,9 +160,11 @@ def test_interrupting_the_run_kills_the_checks_and_their_commands(plugins, tmp_p
         f"import sys; sys.path.insert(0, {str(PLUGINS)!r})\n"
         "import dd_test_checks\n"
         "from decode_doctor.engine.context import Context\n"
+        "from decode_doctor.engine.options import OptionValues\n"
         "from decode_doctor.engine.runner import run_checks\n"
         "import os\n"
-        "run_checks([dd_test_checks.HungCommand], Context(options={'marker': os.environ['DD_MARKER']}), timeout_s=60)\n"
+        "options = OptionValues((dd_test_checks.TestOptions(marker=os.environ['DD_MARKER']),))\n"
+        "run_checks([dd_test_checks.HungCommand], Context(options=options), timeout_s=60)\n"
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", script], env={**os.environ, "DD_MARKER": marker}, preexec_fn=sigint_default

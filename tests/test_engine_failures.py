@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from decode_doctor.checks.models import calibration, failures
-from decode_doctor.checks.models.randomgguf import Shape, write
+from decode_doctor.checks.enginefailures import catalog as failures
+from decode_doctor.models import calibration
+from decode_doctor.models.calibration import measure
+from decode_doctor.models.randomgguf import Shape, write
 
 from .conftest import REPO
 from .support.harness import cli
@@ -37,7 +39,7 @@ def amx(monkeypatch):
     pytest.importorskip("gguf")
     for key, value in _amx_env().items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setattr(calibration, "engine_version", lambda: "0.3.36")
+    monkeypatch.setattr(measure, "engine_version", lambda: "0.3.36")
 
 
 def test_the_catalog_is_data_with_sources_and_a_probe_for_every_verifiable_workaround():
@@ -86,7 +88,7 @@ def test_a_batched_prompt_that_crashes_is_a_crash_with_its_signal_and_kernel(amx
     assert crash.signal == "SIGSEGV" and crash.phase == "prompt" and crash.in_batched_prompt and "AMX" in crash.buffers
     text = str(crash)
     assert text.startswith("llama.cpp crashed (SIGSEGV) evaluating the 17-token prompt of small-Q4_0.gguf in one batch")
-    assert "AMX buffer" in text and "explain ENG001" in text
+    assert "repacked into AMX buffers" in text and "--select engine-failures" in text
     fed = calibration.time_decode(model, 1, 16, 4, timeout_s=60, prompt="one-token")  # the decode path survives
     assert fed.seconds > 0
 
@@ -94,9 +96,9 @@ def test_a_batched_prompt_that_crashes_is_a_crash_with_its_signal_and_kernel(amx
 def test_calibrate_takes_the_path_that_does_not_crash_and_says_so(amx, tmp_path, monkeypatch):
     """Q4_0 and Q8_0 calibrate on the crashing host: the first batched prompt dies by SIGSEGV, the
     crash is said as one, and every run at depth feeds its prompt one token at a time."""
-    monkeypatch.setattr(calibration, "SMALL", TINY_SMALL)
-    monkeypatch.setattr(calibration, "LARGE", TINY_LARGE)
-    monkeypatch.setattr(calibration, "DEPTH", 32)
+    monkeypatch.setattr(measure, "SMALL", TINY_SMALL)
+    monkeypatch.setattr(measure, "LARGE", TINY_LARGE)
+    monkeypatch.setattr(measure, "DEPTH", 32)
     for weight_type in ("Q4_0", "Q8_0"):
         said: list[str] = []
         found = calibration.calibrate(1, weight_type, tmp_path / "state", said.append)
@@ -109,8 +111,8 @@ def test_calibrate_takes_the_path_that_does_not_crash_and_says_so(amx, tmp_path,
 
 
 def test_estimate_calibrates_through_the_crash_and_says_what_a_server_needs(amx, tmp_path, monkeypatch):
-    monkeypatch.setattr(calibration, "SMALL", TINY_SMALL)
-    monkeypatch.setattr(calibration, "DEPTH", 64)
+    monkeypatch.setattr(measure, "SMALL", TINY_SMALL)
+    monkeypatch.setattr(measure, "DEPTH", 64)
     model = write(tmp_path / "model-Q4_0.gguf", TINY_LARGE, "Q4_0")
     argv = (
         "estimate",

@@ -43,7 +43,7 @@ def test_the_fix_path_runs_in_process_with_an_injected_dialogue(host, state_dir)
     root = host("swap60-rhel7")
     outcome, said = run_fix("swappiness", root=root, state_dir=state_dir)
     assert outcome.report.findings == []
-    assert outcome.report.fixes["applied"] is True
+    assert outcome.report.fixes is not None and outcome.report.fixes.applied is True
     assert "Planned fixes (1):" in said.text and "SWAP001: resolved" in said.text
     asked = Recorder(interactive=True, answer=False)
     from decode_doctor.app import fixing

@@ -75,8 +75,9 @@ def quiet_figure(state: Path, root: Path, age_s: float = 3600) -> None:
     from decode_doctor.checks.bandwidth.contract import BandwidthFacts, CpuBandwidth, CpuMemory
     from decode_doctor.checks.bandwidth.quiet import STORE, machine_key
     from decode_doctor.engine.context import Context
+    from decode_doctor.engine.workers import usable_cpus
 
-    measured = CpuBandwidth(200.0, 150.0, 0.01, 0.01, 64, 512 << 20, 12, 1.0, 0.0)
+    measured = CpuBandwidth(200.0, 150.0, 0.01, 0.01, usable_cpus(), 512 << 20, 12, 1.0, 0.0)  # the agent's thread count
     facts = BandwidthFacts(CpuMemory(measured, None, 2, "performance", "this host"), measured_at=time.time() - age_s)
     record = {"measured_at": facts.measured_at, "machine": machine_key(Context(root=root)), "facts": facts.to_dict()}
     (state / "decode-doctor").mkdir(parents=True, exist_ok=True)

@@ -66,7 +66,7 @@ def test_hostile_sizes_are_refused_without_allocating_them(tmp_path):
     import resource
     import struct
 
-    from decode_doctor.checks.models.modelfiles import ModelFormatError, read_gguf, read_safetensors_header
+    from decode_doctor.models.modelfiles import ModelFormatError, read_gguf, read_safetensors_header
 
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     cases = {

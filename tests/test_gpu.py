@@ -55,7 +55,7 @@ def test_xml_captures_parse_to_their_driver_and_cuda(name):
 def test_xml_details_across_generations():
     mig = parse_smi_xml((NV / "nvidia-smi-q-x/a100-sxm4-80gb-mig-driver-535.54.03-v12.xml").read_text())
     assert mig.devices[0].mig_mode == "Enabled" and mig.devices[0].memory_mib == 81920
-    assert mig.notes == ["attached_gpus says 4 but the output lists 1"]
+    assert mig.notes == ("attached_gpus says 4 but the output lists 1",)
     t4 = parse_smi_xml((NV / "nvidia-smi-q-x/tesla-t4-driver-515.105.01-v11.xml").read_text())
     assert (t4.devices[0].architecture, t4.devices[0].max_mem_clock_mhz) == ("Turing", 5001)
     assert t4.devices[0].theoretical_gbps is None  # no bus width in the XML: unknown, not guessed
@@ -384,7 +384,7 @@ def test_without_a_gpu_the_toolkit_is_reported_with_the_driver_it_will_need(tmp_
     run = run_check("gpu", host, env={"PATH": str(tmp_path / "empty")})
     (finding,) = [f for f in run.findings if f.code == "GPU024"]
     assert "CUDA toolkit 13.3.1" in finding.message and "needs driver ≥" in finding.message
-    assert [t.version for t in run.facts.toolkits] == ["13.3.1"] and run.facts.devices == []
+    assert [t.version for t in run.facts.toolkits] == ["13.3.1"] and run.facts.devices == ()
 
 
 def test_without_a_gpu_or_cuda_software_the_check_does_not_apply(tmp_path):

@@ -84,7 +84,7 @@ def test_help_and_usage_errors_speak_chinese():
     assert help_text.startswith("用法：") and "check [OPTIONS]" in help_text.splitlines()[0] and "运行检查并报告发现的问题。" in help_text
     assert "预览针对问题项的修复，确认后执行。" in help_text and "显示此帮助并退出。" in help_text
     top = cli("--help", env=CHINESE_ENV).stdout
-    assert "命令" in top and "解释问题代码：含义、原因、修复方法。" in top
+    assert "命令" in top and "解释问题代码：含义、为何重要、如何手动修复。" in top
     error = cli("check", "--bogus", env=CHINESE_ENV)
     assert error.exit_code == 2 and "错误：没有选项 '--bogus'。" in error.stderr
     assert "用法" not in cli("check", "--help").stdout  # English again in the next command

@@ -339,7 +339,7 @@ def test_hashing_skips_holes_and_gives_the_same_digest(tmp_path, monkeypatch):
     import errno
     import hashlib
 
-    from decode_doctor.checks.models import layout
+    from decode_doctor.models import layout
 
     path = tmp_path / "sparse.bin"
     with open(path, "wb") as handle:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from decode_doctor.checks.models.modelfiles import ModelFormatError, read_model
+from decode_doctor.models.modelfiles import ModelFormatError, read_model
 
 from .support.modelgen import llama_gguf, llama_tensors, qwen2_7b, write_gguf, write_hf_model, write_safetensors
 

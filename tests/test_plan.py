@@ -9,12 +9,13 @@ import shlex
 
 import pytest
 
-from decode_doctor.checks.models import serve
-from decode_doctor.checks.models.architecture import from_config
-from decode_doctor.checks.models.hardware import lookup
-from decode_doctor.checks.models.modelfiles import ModelInfo, apply_config, read_model
-from decode_doctor.checks.models.plan import kv_shard, make_plan, sizing
+from decode_doctor.checks.planning import serve
 from decode_doctor.engine.units import parse_bytes, parse_rate
+from decode_doctor.models.architecture import from_config
+from decode_doctor.models.hardware import lookup
+from decode_doctor.models.modelfiles import ModelInfo, apply_config, read_model
+from decode_doctor.models.plan import kv_shard, make_plan
+from decode_doctor.models.sizing import sizing
 
 from .support.engine_rules import flags
 from .support.harness import cli, run_check

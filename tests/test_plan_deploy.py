@@ -17,13 +17,14 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from decode_doctor.checks.models import serve
-from decode_doctor.checks.models.architecture import from_config
-from decode_doctor.checks.models.dtypes import KV_DTYPE_BYTES
-from decode_doctor.checks.models.hardware import lookup, names
-from decode_doctor.checks.models.modelfiles import ModelInfo, apply_config
-from decode_doctor.checks.models.plan import Planner, make_plan, sizing, valid_tensor_sizes
-from decode_doctor.checks.models.storage import Storage, vllm_storage
+from decode_doctor.checks.planning import serve
+from decode_doctor.models.architecture import from_config
+from decode_doctor.models.dtypes import KV_DTYPE_BYTES
+from decode_doctor.models.hardware import lookup, names
+from decode_doctor.models.modelfiles import ModelInfo, apply_config
+from decode_doctor.models.plan import Planner, make_plan, valid_tensor_sizes
+from decode_doctor.models.sizing import sizing
+from decode_doctor.models.storage import Storage, vllm_storage
 
 from .support.engine_rules import llama_server_refusals, vllm_refusals
 from .support.harness import cli
@@ -522,13 +523,13 @@ def test_the_json_headline_is_growth_per_token_after_the_windows():
     """gpt-oss-20b: 12 full layers grow 24,576 bytes per token (2 × 8 KV heads × 64 × 2 B each); the 12
     sliding layers' 128-token windows are a fixed 3 MiB per sequence beside it. Scout: 12 full layers
     grow 49,152; the 36 chunked layers hold at most 8,192 tokens each."""
-    from decode_doctor.checks.models.estimate import _sizing_dict
+    from decode_doctor.checks.planning.render import sizing_dict
 
     oss = sizing(config_only("gpt-oss-20b"))
-    data = _sizing_dict(oss, "fp16", Storage.asked("fp16"))
+    data = sizing_dict(oss, "fp16", Storage.asked("fp16"))
     assert data["kv_bytes_per_token"] == 24_576 and data["kv_bytes_per_token_before_windows"] == 49_152
     assert data["kv_window_bytes_per_sequence"] == 12 * 2048 * 128 == 3_145_728
-    scout = _sizing_dict(sizing(config_only("Llama-4-Scout-17B-16E-Instruct")), "fp16", Storage.asked("fp16"))
+    scout = sizing_dict(sizing(config_only("Llama-4-Scout-17B-16E-Instruct")), "fp16", Storage.asked("fp16"))
     assert scout["kv_bytes_per_token"] == 49_152 and scout["kv_bytes_per_token_before_windows"] == 196_608
     assert scout["kv_window_bytes_per_sequence"] == 36 * 4096 * 8192
 

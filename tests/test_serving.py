@@ -19,9 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from decode_doctor.checks.serving import diagnosis, engines, promtext
+from decode_doctor.checks.serving.check import Serving
 from decode_doctor.checks.serving.client import Endpoint, Record, StreamLimits, stream
 from decode_doctor.checks.serving.facts import BenchRun, Ceiling, PromptSummary
-from decode_doctor.checks.serving.judge import judge
+from decode_doctor.checks.serving.judge import judge as judge_verdicts
 from decode_doctor.checks.serving.load import LoadPlan, run_level
 from decode_doctor.checks.serving.stats import Dist, knee, parse_slo, percentile, summarise
 
@@ -32,6 +33,14 @@ from .support.llamaserver import available, llama_server
 
 SERVING = FIXTURES / "serving"
 SECRET = "sk-decodedoctortestkey0123456789abcdef"
+
+
+def judge(bench: BenchRun, ceiling: Ceiling | None, engine: str | None = None) -> list:
+    """The judgement's verdicts, each also made into the serving check's finding as a run makes it
+    (the code gate counts the codes checks emit)."""
+    verdicts = judge_verdicts(bench, ceiling, engine)
+    Serving()._findings(verdicts, "http://127.0.0.1:8000")
+    return verdicts
 
 
 def capture(name: str) -> engines.Snapshot:
@@ -513,8 +522,8 @@ def test_bench_compares_decode_with_the_calibrated_prediction_and_names_a_forced
     stream's chunks (which can make a measured TPOT far lower than the engine's step). bench prints
     prediction, measurement and error, and names the cause it observed: the server's process used
     fewer cores than the four calibrated."""
-    from decode_doctor.checks.models import calibration
-    from decode_doctor.checks.models.bwcache import host_id
+    from decode_doctor.engine.statefile import host_id
+    from decode_doctor.models import calibration
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     version = calibration.engine_version()
@@ -551,16 +560,17 @@ def test_a_bench_fit_to_learn_from_teaches_the_hosts_calibration(engine, tmp_pat
     the real server: its busy threads, counted thread by thread, the calibrated one (and at most one
     more: the server's own loop streaming the tokens). Then the measurement is kept
     as the newest calibration with source "bench", and the next bench compares with it."""
-    from decode_doctor.checks.models import calibration
-    from decode_doctor.checks.models.bwcache import host_id
     from decode_doctor.checks.serving import predicted as predicted_module
+    from decode_doctor.engine.statefile import host_id
+    from decode_doctor.models import calibration
+    from decode_doctor.models.calibration import model as calibration_model
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     monkeypatch.setattr(predicted_module, "LEARN_LIMIT", float("inf"))
     monkeypatch.setattr(predicted_module, "CONTENDED_CORES", float("inf"))
     monkeypatch.setattr(predicted_module, "CONTENDED_STEAL", float("inf"))
-    monkeypatch.setattr(calibration, "CONTENDED_CORES", float("inf"))  # the learned record keeps the run's load
-    monkeypatch.setattr(calibration, "CONTENDED_STEAL", float("inf"))
+    monkeypatch.setattr(calibration_model, "CONTENDED_CORES", float("inf"))  # the learned record keeps the run's load
+    monkeypatch.setattr(calibration_model, "CONTENDED_STEAL", float("inf"))
     state = tmp_path / "decode-doctor"
     version = calibration.engine_version()
     assert version is not None

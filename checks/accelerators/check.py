@@ -111,7 +111,7 @@ class Accelerators(Check):
     needs = Needs(platforms=("linux",))
     timeout_s = 60.0
     facts_type = AcceleratorFacts
-    reads = N_("amd-smi static, rocm-smi --json, nvpmodel -q, jetson_clocks --show, the rknpu driver version")
+    pasted = N_("amd-smi static, rocm-smi --json, nvpmodel -q, jetson_clocks --show, the rknpu driver version")
 
     def run(self, ctx: Context) -> list[Finding]:
         from .amd import rocm_version

@@ -6,12 +6,12 @@ import re
 import time
 from dataclasses import replace
 
-from decode_doctor.engine import Check, Context, Finding, Needs, Option
-from decode_doctor.engine.units import duration, whole
+from decode_doctor.engine import Check, Context, Finding, Needs
+from decode_doctor.engine.facts import values_dict
 from decode_doctor.i18n import N_, _, localized, said
 
 from .codes import BW002, BW003, BW005, RETIRED
-from .contract import MEASURED_ELSEWHERE, BandwidthFacts, CpuMemory, MemorySpec, of_peak
+from .contract import MEASURED_ELSEWHERE, BandwidthFacts, BandwidthOptions, CpuMemory, MemorySpec, of_peak
 from .quiet import QuietFigure
 
 LOW_RATIO = 0.5  # measured / spec below this: something leaves bandwidth on the table
@@ -68,47 +68,34 @@ class Bandwidth(Check):
     description = N_("measured CPU (and GPU) memory bandwidth against the memory's specification")
     codes = (BW002, BW003, BW005)
     needs = Needs(exclusive=True)
-    options = (
-        Option("--thorough", "Measure bandwidth longer (about 4 s) with a larger buffer (up to 4 GiB).", is_flag=True, default=False),
-        Option(
-            "--reuse-bandwidth",
-            "For a node agent on a serving host: measure only while it is idle and at most once per AGE (seconds, or 12h, 1d); "
-            "otherwise reuse the last figure measured on a quiet host, said so [default: always measure].",
-            type=duration(1.0, 365 * 86400.0),
-            metavar="AGE",
-        ),
-        Option("--cpu-bandwidth-only", "Measure the CPU's memory only, not GPU copies (which need torch or cupy).", is_flag=True),
-        Option(
-            "--no-memory-spec",
-            "Do not compare the bandwidth with the DIMMs' rating (dmidecode, which needs root): BW002 is then not asked for.",
-            is_flag=True,
-        ),
-        Option(
-            "--threads",
-            "Threads the CPU bandwidth probe reads with [default: one per usable CPU].",
-            type=whole(1, 4096, N_("a number of threads")),
-            metavar="N",
-        ),
-    )
+    options = BandwidthOptions
     timeout_s = 60.0
     facts_type = BandwidthFacts
     retired = RETIRED
 
     def run(self, ctx: Context) -> list[Finding]:
-        reuse_s = ctx.options.get("reuse_bandwidth")
-        if reuse_s and ctx.live_devices:  # a figure is this host's only where the probe measures this host
-            from .quiet import REUSE_LIMIT_S, load_quiet, machine_key, serving, store_quiet
+        if not ctx.live_devices:  # the probe measures this machine: a figure of it is kept only when it is the judged host
+            return self._measure(ctx)
+        from decode_doctor.engine.paths import default_state_dir
+        from decode_doctor.engine.workers import usable_cpus
 
-            machine = machine_key(ctx)
-            stored = load_quiet()
-            figure = stored if isinstance(stored, QuietFigure) and stored.machine == machine else None
-            age = time.time() - figure.measured_at if figure else None
-            if age is not None and age > REUSE_LIMIT_S:
-                figure, age = None, None
-            busy = None if age is not None and age < reuse_s else serving(ctx)
-            if figure is not None and (busy is not None or (age is not None and age < reuse_s)):
-                return self._reuse(ctx, figure, busy)
+        from .quiet import BEST_AGE_S, REUSE_LIMIT_S, best_of, fitting, load_quiet, machine_key, serving, store_quiet
+
+        machine = machine_key(ctx)
+        threads = ctx.option(BandwidthOptions).threads or usable_cpus()
+        state = default_state_dir(ctx.env)
+        stored = load_quiet(state)
+        figures = stored if isinstance(stored, list) else []
+        reuse_s = ctx.option(BandwidthOptions).reuse_bandwidth
+        if reuse_s:
+            young = best_of(fitting(figures, machine, threads, reuse_s))
+            if young is not None:
+                return self._reuse(ctx, young, None)
+            busy = serving(ctx)
             if busy is not None:
+                older = best_of(fitting(figures, machine, threads, REUSE_LIMIT_S))
+                if older is not None:
+                    return self._reuse(ctx, older, busy)
                 unusable = _(" ({why})", why=localized(stored)) if isinstance(stored, str) else ""
                 why = _(
                     "the host is serving ({busy}) and no figure measured on it while quiet is stored{unusable}",
@@ -117,12 +104,20 @@ class Bandwidth(Check):
                 )
                 ctx.not_judged(_("the memory bandwidth"), why)
                 return []
-            findings = self._measure(ctx)
-            facts = ctx.published
-            if isinstance(facts, BandwidthFacts) and not facts.cpu.measured.contended and facts.measured_at is not None:
-                store_quiet(QuietFigure(facts.measured_at, machine, facts))
-            return findings
-        return self._measure(ctx)
+        findings = self._measure(ctx)
+        facts = ctx.published
+        if isinstance(facts, BandwidthFacts) and facts.measured_at is not None:
+            if not facts.cpu.measured.contended:
+                figure = QuietFigure(facts.measured_at, machine, facts)
+                try:
+                    store_quiet(figure, state)
+                except OSError:
+                    pass  # the figure is this run's still; only the next run's floor is lost
+                figures.append(figure)
+            best = best_of(fitting(figures, machine, facts.cpu.measured.threads, BEST_AGE_S))
+            if best is not None:
+                ctx.publish(replace(facts, best_quiet_gbps=best.facts.cpu.measured.read_gbps))
+        return findings
 
     def _reuse(self, ctx: Context, figure: QuietFigure, busy: str | None) -> list[Finding]:
         """The stored figure stands in for a measurement, and is judged as one (not for contention: it was quiet)."""
@@ -142,15 +137,15 @@ class Bandwidth(Check):
         from .membw import buffer_size, cache_caveat, llc_bytes, measure_cpu, measure_gpus, nvml_theoretical
 
         measured_at = time.time()
-        thorough = bool(ctx.options.get("thorough"))
+        thorough = ctx.option(BandwidthOptions).thorough
         llc = llc_bytes(ctx.read_text)
         buffer = buffer_size(llc, ctx.meminfo_bytes("MemAvailable"), thorough)
-        threads = ctx.options.get("threads")
+        threads = ctx.option(BandwidthOptions).threads
         if threads is not None and threads < 1:
             raise ValueError(f"--threads {threads}: give at least 1")
         measured = measure_cpu(buffer, budget_s=4.0 if thorough else 1.0, threads=threads)
         spec, spec_missing, unreadable = (
-            (None, said("not asked (--no-memory-spec)"), False) if ctx.options.get("no_memory_spec") else memory_spec(ctx)
+            (None, said("not asked (--no-memory-spec)"), False) if ctx.option(BandwidthOptions).no_memory_spec else memory_spec(ctx)
         )
         cpu = CpuMemory(
             measured=measured,
@@ -164,7 +159,7 @@ class Bandwidth(Check):
             caveat=cache_caveat(measured.buffer_bytes, llc, thorough),
         )
         gpus = []
-        if _gpu_present(ctx) and not ctx.options.get("cpu_bandwidth_only"):
+        if _gpu_present(ctx) and not ctx.option(BandwidthOptions).cpu_bandwidth_only:
             peaks = nvml_theoretical()
             for gpu in measure_gpus(budget_s=2.0 if thorough else 0.5):
                 peak = peaks.get(gpu.index)
@@ -187,7 +182,7 @@ class Bandwidth(Check):
 
     def _spec_coverage(self, ctx: Context, cpu: CpuMemory, unreadable: bool) -> None:
         """The DIMMs' rating that could not be read leaves BW002 not judged (a virtual machine has none: it does not apply)."""
-        if unreadable and not ctx.options.get("no_memory_spec") and not cpu.spec_gbps:
+        if unreadable and not ctx.option(BandwidthOptions).no_memory_spec and not cpu.spec_gbps:
             ctx.not_judged(_("the memory's rated bandwidth (BW002)"), localized(cpu.spec_unavailable or ""))
 
     def _judged(self, facts: BandwidthFacts) -> list[Finding]:
@@ -195,7 +190,7 @@ class Bandwidth(Check):
         cpu = facts.cpu
         findings = []
         if cpu.reached is not None and cpu.reached < LOW_RATIO:
-            findings.append(self.finding(BW002, self._low_ratio_message(cpu), evidence=facts.to_dict()["cpu"]))
+            findings.append(self.finding(BW002, self._low_ratio_message(cpu), evidence=values_dict(facts.cpu)))
         for gpu in facts.gpus:
             if gpu.theoretical_gbps and gpu.copy_gbps / gpu.theoretical_gbps < GPU_LOW_RATIO:
                 message = _(

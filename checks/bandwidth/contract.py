@@ -8,16 +8,46 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from decode_doctor.engine import EnvRow, Facts, Metric, Sample
-from decode_doctor.i18n import _, localized
+from decode_doctor.engine import EnvRow, Facts, Metric, Options, Sample, option
+from decode_doctor.engine.hostload import CONTENDED_CORES, CONTENDED_STEAL
+from decode_doctor.engine.units import duration, whole
+from decode_doctor.i18n import N_, _, localized
 
 from .codes import BW002, BW003, BW005
 
 GB = 1e9
 
 
-CONTENDED_CORES = 0.1
-CONTENDED_STEAL = 0.02
+@dataclass(frozen=True)
+class BandwidthOptions(Options):
+    """The bandwidth check's options; threads is also the decode budget's and estimate's (its probe's
+    thread count is the prediction's)."""
+
+    thorough: bool = option(
+        "--thorough", "Measure bandwidth longer (about 4 s) with a larger buffer (up to 4 GiB).", is_flag=True, default=False
+    )
+    reuse_bandwidth: float | None = option(
+        "--reuse-bandwidth",
+        "For a node agent on a serving host: measure only while it is idle and at most once per AGE (seconds, or 12h, 1d); "
+        "otherwise reuse the best figure measured on a quiet host, said so [default: always measure].",
+        parse=duration(1.0, 365 * 86400.0),
+        metavar="AGE",
+    )
+    cpu_bandwidth_only: bool = option(
+        "--cpu-bandwidth-only", "Measure the CPU's memory only, not GPU copies (which need torch or cupy).", is_flag=True, default=False
+    )
+    no_memory_spec: bool = option(
+        "--no-memory-spec",
+        "Do not compare the bandwidth with the DIMMs' rating (dmidecode, which needs root): BW002 is then not asked for.",
+        is_flag=True,
+        default=False,
+    )
+    threads: int | None = option(
+        "--threads",
+        "Threads the CPU bandwidth probe reads with [default: one per usable CPU].",
+        parse=whole(1, 4096, N_("a number of threads")),
+        metavar="N",
+    )
 
 
 @dataclass(frozen=True)
@@ -100,10 +130,9 @@ class BandwidthFacts(Facts):
     # or the figure is younger than the age asked for
     reused: str | None = None
     spec_unreadable: bool = False  # the DIMMs' rating was there to read and could not be (not a VM without one)
-
-    @property
-    def cpu_read_gbps(self) -> float:
-        return self.cpu.measured.read_gbps
+    # this host's best quiet CPU read figure at the same thread count over the last week (this one
+    # included): the floor of a ceiling, which a slow window now must not lower
+    best_quiet_gbps: float | None = None
 
     def gpu(self, index: int) -> GpuBandwidth | None:
         return next((gpu for gpu in self.gpus if gpu.index == index), None)

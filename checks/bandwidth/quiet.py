@@ -2,9 +2,12 @@
 
 The CPU probe reads hundreds of MiB as fast as the memory allows: the very resource decode is bound
 by. A node agent (--reuse-bandwidth AGE) therefore measures only while the host is idle and at most
-once per AGE; otherwise it reuses the last figure measured on a quiet host, saying when. The figure
-is kept in the state directory (one record, written atomically, read with a size limit and checked
-like any other input)."""
+once per AGE; otherwise it reuses the best figure measured on a quiet host at the same thread count,
+saying when. Every quiet measurement on the judged host itself is kept in the state directory (the
+newest KEEP, written atomically, read with a size limit and checked like any other input), and the
+best of the last week is the ceiling's floor: a ceiling is an upper bound, so a slow window now does
+not lower it below what this host has read (`estimate` and the decode budget read it as
+BandwidthFacts.best_quiet_gbps)."""
 
 from __future__ import annotations
 
@@ -31,6 +34,8 @@ CPU_BUSY_CORES = 0.5  # other processes' CPU time over the sampling window, in c
 CPU_BUSY_SHARE = 0.05  # …or this share of the host's CPUs (a 128-core node's daemons use a core or two)
 SAMPLE_S = 1.0
 REUSE_LIMIT_S = 30 * 86400  # a quiet figure older than this stands in for nothing, busy host or not
+BEST_AGE_S = 7 * 86400  # the best quiet figure of this long is the ceiling's floor
+KEEP = 32
 
 
 @dataclass(frozen=True)
@@ -99,37 +104,57 @@ def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def load_quiet(state_dir: Path | None = None) -> QuietFigure | Said | None:
-    """The stored figure; None when there is none; a Said when the file is there but unusable."""
+def load_quiet(state_dir: Path | None = None) -> list[QuietFigure] | Said:
+    """The stored figures (none: []); a Said when the file is there but unusable."""
     path = (state_dir or default_state_dir()) / STORE
     try:
         with open_regular(path) as handle:
             raw = handle.read(STORE_LIMIT + 1)
     except FileNotFoundError:
-        return None
+        return []
     except OSError as exc:
         return said("{path}: {error}", path=path, error=exc.strerror or exc)
     if len(raw) > STORE_LIMIT:
         return said("{path} is larger than {amount} MiB", path=path, amount=STORE_LIMIT >> 20)
     try:
         data = json.loads(raw)
-        facts = BandwidthFacts.from_dict(data["facts"])
-        measured = facts.cpu.measured
-        numbers = (data["measured_at"], measured.read_gbps, measured.copy_gbps)
-        if not all(_finite(n) and n > 0 for n in numbers) or data["measured_at"] > time.time() + 300:
-            raise ValueError("a figure or its time is not a positive finite number")
-        if not isinstance(data["machine"], str):
-            raise ValueError("machine is not a string")
-        return QuietFigure(float(data["measured_at"]), data["machine"], facts)
+        entries = data["figures"] if isinstance(data, dict) and "figures" in data else [data]  # one figure: the file of 0.x
+        if not isinstance(entries, list):
+            raise ValueError("figures is not a list")
+        return [_figure(entry) for entry in entries]
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         return said("{path} does not hold a bandwidth figure ({error})", path=path, error=str(exc)[:120])
 
 
+def _figure(data: Any) -> QuietFigure:
+    facts = BandwidthFacts.from_dict(data["facts"])
+    measured = facts.cpu.measured
+    numbers = (data["measured_at"], measured.read_gbps, measured.copy_gbps)
+    if not all(_finite(n) and n > 0 for n in numbers) or data["measured_at"] > time.time() + 300:
+        raise ValueError("a figure or its time is not a positive finite number")
+    if not isinstance(data["machine"], str):
+        raise ValueError("machine is not a string")
+    return QuietFigure(float(data["measured_at"]), data["machine"], facts)
+
+
 def store_quiet(figure: QuietFigure, state_dir: Path | None = None) -> None:
+    """figure kept beside the others (the oldest dropped past KEEP; an unusable file is replaced)."""
     directory = state_dir or default_state_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    data = {"measured_at": figure.measured_at, "machine": figure.machine, "facts": figure.facts.to_dict()}
+    kept = load_quiet(directory)
+    figures = [*(kept if isinstance(kept, list) else []), figure][-KEEP:]
+    data = {"figures": [{"measured_at": f.measured_at, "machine": f.machine, "facts": f.facts.to_dict()} for f in figures]}
     replace_file(directory / STORE, json.dumps(data, indent=1).encode())
+
+
+def fitting(figures: list[QuietFigure], machine: str, threads: int, within_s: float, now: float | None = None) -> list[QuietFigure]:
+    """The figures of this machine at this thread count, measured within the last within_s."""
+    now = now or time.time()
+    return [f for f in figures if f.machine == machine and f.facts.cpu.measured.threads == threads and 0 <= now - f.measured_at <= within_s]
+
+
+def best_of(figures: list[QuietFigure]) -> QuietFigure | None:
+    return max(figures, key=lambda f: f.facts.cpu.measured.read_gbps, default=None)
 
 
 def age_words(seconds: float) -> Said:

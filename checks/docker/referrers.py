@@ -3,6 +3,7 @@ client needs ("failed to decode referrers index" otherwise)?"""
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import ipaddress
 import json
@@ -13,7 +14,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from decode_doctor.engine import Analysis, Check, Code, Context, Finding, FixRef, Needs, Option, Reads, Severity, SkipCheck
+from decode_doctor.engine import Analysis, Check, Code, Context, Finding, FixRef, Needs, Options, Reads, Severity, SkipCheck, option
 from decode_doctor.i18n import N_, _
 
 from .codes import (
@@ -102,6 +103,18 @@ def base_url(host: str) -> str:
     return f"{'http' if _is_local(host) else 'https'}://{host}"
 
 
+@dataclass(frozen=True)
+class ReferrersOptions(Options):
+    registry: tuple[str, ...] = option(
+        "--registry",
+        "A registry or mirror URL to probe (repeatable; the Engine's mirrors are probed by default).",
+        multiple=True,
+        default=(),
+    )
+    image: tuple[str, ...] = option("--image", "An image to resolve and probe (repeatable), e.g. mysql:8.0.", multiple=True, default=())
+    no_network: bool = option("--no-network", "Probe nothing over the network.", is_flag=True, default=False)
+
+
 class Session:
     """Anonymous bearer-token flow, the way the Engine does it."""
 
@@ -154,11 +167,17 @@ class Session:
         return token if isinstance(token, str) else None
 
 
-OK_404 = "404"  # no referrers here: the tag fallback decides
-OK_INDEX = "index"  # a valid index, served as one
+class Served(enum.Enum):
+    """An answer of the referrers endpoint that breaks nothing."""
+
+    NOT_FOUND = "404"  # no referrers here: the tag fallback decides
+    INDEX = "index"  # a valid index, served as one
 
 
-def judge_referrers(answer: Answer) -> tuple[Code | str, str]:
+OK_404, OK_INDEX = Served.NOT_FOUND, Served.INDEX
+
+
+def judge_referrers(answer: Answer) -> tuple[Code | Served, str]:
     """(the code, or OK_404 / OK_INDEX, and what came back) for one answer of the referrers endpoint
     (or its tag fallback)."""
     head = answer.body[:80].decode("utf-8", errors="replace")
@@ -234,7 +253,7 @@ class Referrers(Check):
     description = N_("probes registries and mirrors for the OCI referrers API containerd's pulls depend on")
     codes = CODES_REFERRERS
     needs = Needs(reads=(Reads(DockerFacts),))  # the Engine's image store decides how much a broken mirror matters
-    reads = N_('docker pull\'s "failed to decode referrers index" errors')
+    pasted = N_('docker pull\'s "failed to decode referrers index" errors')
 
     @classmethod
     def analyze(cls, text: str, source: str) -> Analysis | None:
@@ -259,20 +278,17 @@ class Referrers(Check):
             break  # one pull error is the finding; the live probe names the mirror
         return Analysis(findings, kind="docker pull error") if findings else None
 
-    options = (
-        Option("--registry", "A registry or mirror URL to probe (repeatable; the Engine's mirrors are probed by default).", multiple=True),
-        Option("--image", "An image to resolve and probe (repeatable), e.g. mysql:8.0.", multiple=True),
-        Option("--no-network", "Probe nothing over the network.", is_flag=True, default=False),
-    )
+    options = ReferrersOptions
     timeout_s = 120.0
 
     def run(self, ctx: Context) -> list[Finding]:
-        if ctx.options.get("no_network"):
+        options = ctx.option(ReferrersOptions)
+        if options.no_network:
             raise SkipCheck("--no-network")
         engine = ctx.facts.get(DockerFacts)
         configured = list(engine.mirrors) if engine is not None else []
-        registries = list(ctx.options.get("registry") or []) + [m for m in configured if m not in (ctx.options.get("registry") or [])]
-        images = list(ctx.options.get("image") or [])
+        registries = list(options.registry) + [m for m in configured if m not in options.registry]
+        images = list(options.image)
         if not registries and not images:
             raise SkipCheck(_("no registry to probe (no mirrors configured; pass --registry URL or --image REF)"))
         # a broken mirror is an error where pulls go through the referrers client, or where that is unknown
@@ -282,12 +298,11 @@ class Referrers(Check):
         findings = []
         targets: list[tuple[str, str, str | None, bool]] = []  # (base, repository, reference, mirror)
         for registry in registries:
-            for image in images or [None]:
-                if image is None:
-                    targets.append((base_url(registry), "library/alpine", None, True))
-                else:
-                    _registry, repo, ref = parse_reference(image)
-                    targets.append((base_url(registry), repo, ref, True))
+            if not images:
+                targets.append((base_url(registry), "library/alpine", None, True))
+            for image in images:
+                _registry, repo, ref = parse_reference(image)
+                targets.append((base_url(registry), repo, ref, True))
         if not registries:
             for image in images:
                 registry_host, repo, ref = parse_reference(image)
@@ -340,7 +355,7 @@ class Referrers(Check):
             url = fallback.url
             if code in (OK_INDEX, OK_404):
                 return self.finding(REF008, _("{base}: referrers 404, tag fallback {what}.", base=base, what=what), evidence=evidence)
-        if not isinstance(code, Code):  # OK_INDEX
+        if isinstance(code, Served):  # OK_INDEX
             return self.finding(REF008, _("{base}: {what}.", base=base, what=what), evidence=evidence)
         if code is REF009:
             return self.finding(REF009, _("{base}: the referrers probe got {what}.", base=base, what=what), evidence=evidence)

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from decode_doctor.engine import Check, Context, Facts, Finding, FixRef, Needs, Option, Severity
+from decode_doctor.engine import Check, Context, Facts, Finding, FixRef, Needs, Options, Severity, option
 from decode_doctor.engine.files import open_regular
 from decode_doctor.engine.hfcache import link_boundary
-from decode_doctor.i18n import N_, _
+from decode_doctor.i18n import N_, _, localized, said
 
 from .codes import (
     CODES,
@@ -160,7 +160,7 @@ class EncodingsFacts(Facts):
             for tree in self.trees
         ]
         lines += [
-            _("{file}: UTF-8 with a byte-order mark, left alone ({why})", file=kept.file, why=kept.why)
+            _("{file}: UTF-8 with a byte-order mark, left alone ({why})", file=kept.file, why=localized(kept.why))
             for kept in self.kept_boms[:KEPT_SHOWN]
         ]
         if len(self.kept_boms) > KEPT_SHOWN:
@@ -257,6 +257,19 @@ def _utf8_stream_ok(target: Path) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class EncodingsOptions(Options):
+    from_encoding: tuple[str, ...] = option(
+        "--from-encoding",
+        "ENC or PATH=ENC (repeatable): the encoding of a file the check could not decide; never overrides a file "
+        "that reads clearly as another encoding.",
+        multiple=True,
+        default=(),
+        parse=encoding_choice,
+        metavar="[PATH=]ENC",
+    )
+
+
 class Encodings(Check):
     name = "encodings"
     looks_at = (
@@ -269,30 +282,23 @@ class Encodings(Check):
         'files still parse). Otherwise the finding shows the readings side by side ("gbk (Chinese): 你好 | tis_620 (Thai): ฤใบร") and the'
         " command that decides: `--from-encoding PATH=ENC` (repeatable); a bare `--from-encoding ENC` applies only to undecided files "
         "and never overrides a file that reads as another encoding. A file too short to decide alone (a two-word `classes.txt`, a "
-        "config whose only non-ASCII text is a path, a vocab with one non-ASCII line) is decided with the files of the same `--model` "
-        'tree that their own evidence decided confidently (two at least, agreeing): "decided with the evidence of 3 sibling file(s) '
-        '(…)"; never against its own bytes, never between two readings in one script, never to a reading with a misshapen word, a '
-        "letter the siblings' language does not use or an uncommon CJK character; otherwise the refusal says why and which bytes are "
-        "undecided. Mixed, truncated, coding-cookie, binary, unreadable files and links out of the tree are reported, never "
-        "converted; UTF-8 BOMs are dropped where loaders choke on them (.json, .toml, .txt…) and left alone, with the reason in the "
-        "facts, where readers accept them (README.md, YAML)"
+        "config whose only non-ASCII text is a path, a vocab with one non-ASCII line, a JSONL, YAML or TOML file whose non-ASCII text "
+        "is in its values) is decided with the files of its model directory (the nearest directory above it holding config.json or a "
+        "tokenizer file, else its own directory: under `/models` one model's files never vote on another's) that their own evidence "
+        'decided confidently (two at least, agreeing): "decided with the evidence of 3 sibling file(s) of zh-chat/ (…)"; never against '
+        "its own bytes, never between two readings in one script, never to a reading with a misshapen word, a letter the siblings' "
+        "language does not use or an uncommon CJK character, never when a key or an id reads differently; otherwise the refusal says "
+        "why and which bytes are undecided. Mixed, truncated, coding-cookie, binary, unreadable files and links out of the tree are "
+        "reported, never converted; UTF-8 BOMs are dropped where loaders choke on them (.json, .toml, .txt…) and left alone, with "
+        "the reason in the facts, where readers accept them (README.md, YAML)"
     )
     description = N_("every config and tokenizer file under --model is clean UTF-8 (convertible ones are fixed)")
     codes = CODES
     needs = Needs(inputs=("models",))
-    options = (
-        Option(
-            "--from-encoding",
-            "ENC or PATH=ENC (repeatable): the encoding of a file the check could not decide; never overrides a file "
-            "that reads clearly as another encoding.",
-            multiple=True,
-            type=encoding_choice,
-            metavar="[PATH=]ENC",
-        ),
-    )
+    options = EncodingsOptions
     timeout_s = 120.0
     facts_type = EncodingsFacts
-    _tree: _Tree | None = None  # the tree being judged (run), for the second look with siblings
+    _repositories: _Repositories | None = None  # the --model tree being judged (run): its model directories
     _kept: list[KeptBom]  # files with a UTF-8 BOM their readers accept (run)
     scoped = True  # after a conversion, only the files written are judged again
 
@@ -301,7 +307,7 @@ class Encodings(Check):
         self._kept = []
         seen: set[Path] = set()
         trees: list[ScannedTree] = []
-        given_choices = ctx.options.get("from_encoding") or ()
+        given_choices = ctx.option(EncodingsOptions).from_encoding
         choices = [encoding_choice(c) for c in ((given_choices,) if isinstance(given_choices, str) else given_choices)]
         for_all = next((c.encoding for c in reversed(choices) if c.path is None), None)
         for_path = {c.path: c.encoding for c in choices if c.path is not None}
@@ -328,7 +334,7 @@ class Encodings(Check):
         for given in ctx.models:
             links: list[TextFile] = []
             counted = [0, 0]  # files, bytes
-            self._tree = _Tree()
+            self._repositories = _Repositories(Path(os.path.abspath(given)))
             for item in walk(Path(given), link_out):
                 if ctx.scope is not None and item.path not in ctx.scope:
                     continue  # the re-check after a fix: only the files it wrote
@@ -375,15 +381,22 @@ class Encodings(Check):
         return findings
 
     def _with_siblings(self, findings: list[Finding], given: Path) -> list[Finding]:
-        """The files this tree could not decide alone, decided again with the files of the same tree
-        that their own evidence decided confidently (siblings.decide_with_siblings); a file that still
-        cannot be decided stays refused, and its refusal says why the siblings did not decide it.
-        Files are read again here, one at a time: the tree's bytes are never all held."""
+        """The files a model directory could not decide alone, decided again with the files of the
+        same directory (the nearest enclosing one holding a config or tokenizer file, else the file's
+        own directory) that their own evidence decided confidently; one model's files never vote on
+        another's. A file that still cannot be decided stays refused, and says why."""
+        repositories, self._repositories = self._repositories, None
+        for tree in repositories.trees.values() if repositories else ():
+            findings = self._with_repository(findings, given, tree, repositories.shown(tree.directory) if repositories else "")
+        return findings
+
+    def _with_repository(self, findings: list[Finding], given: Path, tree: _Tree, shown: str) -> list[Finding]:
+        """One model directory's second look (see _with_siblings). Files are read again here, one at a
+        time: the directory's bytes are never all held."""
         from .readings import family_of
         from .siblings import SIBLINGS_NEEDED, Sibling, decide_with_siblings
 
-        tree, self._tree = self._tree, None
-        if tree is None or not tree.confident:
+        if not tree.confident:
             return findings
         ranked = sorted(tree.confident.items(), key=lambda kv: -kv[1])
         family, count = ranked[0]
@@ -401,7 +414,10 @@ class Encodings(Check):
         if len(read) < SIBLINGS_NEEDED:
             return findings
         names = ", ".join(s.name for s in read[:3]) + (_(" and {count} more", count=count - 3) if count > 3 else "")
-        voice = _("{count} sibling file(s) read confidently as {family} ({names})", count=count, family=family, names=names)
+        voice = _(
+            "{count} sibling file(s) of {repository} read confidently as {family} ({names})",
+            count=count, repository=shown, family=family, names=names,
+        )  # fmt: skip
         replaced: dict[int, list[Finding]] = {}
         # a file its own evidence decided narrowly in another family contradicts the repository: refused
         for item, encoding, language, margin, finding in tree.narrow:
@@ -412,16 +428,19 @@ class Encodings(Check):
                     path=item.path, encoding=encoding, language=_(language), margin=margin, voice=voice,
                     command=decide_command(given, item.path, [encoding, family]),
                 )  # fmt: skip
-                evidence = {**finding.evidence, "siblings": family, "decided_alone": encoding}
+                evidence = {**finding.evidence, "siblings": family, "repository": str(tree.directory), "decided_alone": encoding}
                 replaced[id(finding)] = [self.finding(ENC002, message, evidence=evidence, path=str(item.path), severity=finding.severity)]
         for item, refusal, kept in tree.pending:
             try:
                 data = kept[0] if kept else _read(item.target)
             except OSError:
                 continue  # its refusal stands as it was
-            judged = decide_with_siblings(data, item.path.suffix.lower(), read, kept[1] if kept else None)
+            judged = decide_with_siblings(data, item.path.suffix.lower(), read, kept[1] if kept else None, shown)
             if judged.verdict is not None:
-                replaced[id(refusal)] = self._findings(item, given, None, data, judged.verdict)
+                replaced[id(refusal)] = [
+                    dataclasses.replace(found, evidence={**found.evidence, "repository": str(tree.directory)})
+                    for found in self._findings(item, given, None, data, judged.verdict)
+                ]
                 continue
             message = _(
                 "{refusal}. The {voice} do not decide it: {why}.", refusal=refusal.message.rstrip(".。"), voice=voice, why=judged.why.text()
@@ -429,7 +448,9 @@ class Encodings(Check):
             undecided = _undecided_bytes(data)
             if undecided:
                 message += _(" Undecided bytes: {undecided}.", undecided=undecided)
-            evidence = {**refusal.evidence, "siblings": family, "siblings_why_not": judged.why.english()}
+            evidence = {
+                **refusal.evidence, "siblings": family, "repository": str(tree.directory), "siblings_why_not": judged.why.english()
+            }  # fmt: skip
             replaced[id(refusal)] = [dataclasses.replace(refusal, message=message, evidence=evidence)]
         return [new for finding in findings for new in replaced.get(id(finding), [finding])]
 
@@ -468,12 +489,38 @@ class Encodings(Check):
             return [self.finding(ENC002, message, evidence={"size": item.target.stat().st_size}, path=path)]
         verdict = decide(data, suffix, stated)
         found = self._findings(item, given, stated, data, verdict)
-        tree = self._tree
-        if tree is not None and not stated:
-            tree.note(item, data, verdict, found)
+        repositories = self._repositories
+        if repositories is not None and not stated:
+            repositories.of(item.path).note(item, data, verdict, found)
         return found
 
+    def _utf8_findings(self, item: TextFile, verdict: Any, evidence: dict[str, Any], sha: str) -> list[Finding]:
+        path, suffix = str(item.path), item.path.suffix.lower()
+        if verdict.bom == "utf-8-sig" and suffix in BOM_CHOKES:
+            fix = None if item.is_link else FixRef(_("remove the UTF-8 BOM from {name}", name=item.path.name), DropBomParams(sha))
+            return [
+                self.finding(
+                    ENC006,
+                    _("{path}: starts with a UTF-8 byte-order mark, which {suffix} loaders choke on.", path=path, suffix=suffix),
+                    evidence=evidence,
+                    path=path,
+                    fix=fix,
+                )
+            ]
+        if verdict.bom == "utf-8-sig":
+            if suffix in BOM_READERS:  # said(): English in the facts and JSON, the user's language where shown
+                why = said(BOM_READERS[suffix])
+            elif suffix:
+                why = said("no {suffix} loader decode-doctor knows fails on it", suffix=suffix)
+            else:
+                why = said("no loader of extension-less files decode-doctor knows fails on it")
+            self._kept.append(KeptBom(path, why))
+            evidence["bom_kept"] = why
+        return []
+
     def _findings(self, item: TextFile, given: Path, stated: str | None, data: bytes, verdict: Any) -> list[Finding]:
+        from .textenc import Status
+
         path, suffix = str(item.path), item.path.suffix.lower()
         evidence: dict[str, Any] = {
             "file": path,
@@ -493,29 +540,9 @@ class Encodings(Check):
             _(" at byte {offset} (line {line})", offset=verdict.bad_offset, line=verdict.bad_line) if verdict.bad_offset is not None else ""
         )
         sha = hashlib.sha256(data).hexdigest()
-        if verdict.status in ("utf-8", "ascii"):
-            if verdict.bom == "utf-8-sig" and suffix in BOM_CHOKES:
-                fix = None if item.is_link else FixRef(_("remove the UTF-8 BOM from {name}", name=item.path.name), DropBomParams(sha))
-                return [
-                    self.finding(
-                        ENC006,
-                        _("{path}: starts with a UTF-8 byte-order mark, which {suffix} loaders choke on.", path=path, suffix=suffix),
-                        evidence=evidence,
-                        path=path,
-                        fix=fix,
-                    )
-                ]
-            if verdict.bom == "utf-8-sig":
-                if suffix in BOM_READERS:
-                    why = _(BOM_READERS[suffix])
-                elif suffix:
-                    why = _("no {suffix} loader decode-doctor knows fails on it", suffix=suffix)
-                else:
-                    why = _("no loader of extension-less files decode-doctor knows fails on it")
-                self._kept.append(KeptBom(path, why))
-                evidence["bom_kept"] = why
-            return []
-        if verdict.status == "binary":
+        if verdict.status.is_utf8:
+            return self._utf8_findings(item, verdict, evidence, sha)
+        if verdict.status == Status.BINARY:
             if item.path.name.lower() in LOADER_NAMES or suffix in (".json", ".jsonl", ".txt", ".jinja"):
                 return [
                     self.finding(
@@ -527,7 +554,7 @@ class Encodings(Check):
                 ]
             return []
         severity = Severity.ERROR if item.path.name.lower() in LOADER_NAMES or suffix in (".json", ".jsonl", ".jinja") else Severity.WARNING
-        if verdict.status == "convert" and verdict.encoding:
+        if verdict.status == Status.CONVERT and verdict.encoding:
             shown = f" «{verdict.preview}»" if verdict.preview else ""
             convert = None
             if not item.is_link:
@@ -541,7 +568,7 @@ class Encodings(Check):
                 path=path, encoding=verdict.encoding.upper(), where=where, shown=shown, why=verdict.reason, note=note,
             )  # fmt: skip
             return [self.finding(ENC001, message, evidence=evidence, path=path, fix=convert, severity=severity)]
-        if verdict.status == "mixed":
+        if verdict.status == Status.MIXED:
             lines = "; ".join(
                 _("{encoding}: lines {lines}", encoding=enc, lines=", ".join(map(str, nums[:8])) + ("…" if len(nums) > 8 else ""))
                 for enc, nums in verdict.mixed_lines.items()
@@ -556,7 +583,7 @@ class Encodings(Check):
                     severity=severity,
                 )
             ]
-        if verdict.status == "truncated":
+        if verdict.status == Status.TRUNCATED:
             return [
                 self.finding(
                     ENC004,
@@ -566,7 +593,7 @@ class Encodings(Check):
                     severity=severity,
                 )
             ]
-        if verdict.status == "cookie":
+        if verdict.status == Status.COOKIE:
             return [
                 self.finding(
                     ENC005, _("{path}: not UTF-8 and {why}; left as it is.", path=path, why=verdict.reason), evidence=evidence, path=path
@@ -577,7 +604,7 @@ class Encodings(Check):
             for r in verdict.readings
             if r.words
         )
-        if verdict.status == "contradicted" or verdict.stated:
+        if verdict.status == Status.CONTRADICTED or verdict.stated:
             message = _(
                 "{path}: {why}{readings}; left as it is.",
                 path=path,
@@ -601,26 +628,28 @@ class Encodings(Check):
 
 @dataclass
 class _Tree:
-    """One --model tree while it is judged: who speaks for its encoding, and the files it could not
-    decide alone. Paths only, never the files' bytes (a tree can be large)."""
+    """One model directory while its --model tree is judged: who speaks for its encoding, and the
+    files it could not decide alone. Paths only, and the bytes of a few small undecided files."""
 
+    directory: Path
+    kept: list[int]  # bytes kept of undecided files, shared by every directory of the tree
     confident: dict[str, int] = field(default_factory=dict)  # family: files its own evidence decided confidently
     voices: dict[str, list[tuple[TextFile, str]]] = field(default_factory=dict)  # family: the first few of them, with codec
     narrow: list[tuple[TextFile, str, str, float, Finding]] = field(default_factory=list)  # decided alone, by little
     # undecided, with its refusal, and while they are small its bytes and readings (read again otherwise)
     pending: list[tuple[TextFile, Finding, tuple[bytes, Readings] | None]] = field(default_factory=list)
-    kept_bytes: int = 0
 
     def note(self, item: TextFile, data: bytes, verdict: Verdict, found: list[Finding]) -> None:
         from .readings import family_of
         from .siblings import CONFIDENT_BITS, SIBLINGS_READ
+        from .textenc import Status
 
-        if verdict.status == "ambiguous" and found:
-            keep = verdict.found is not None and len(data) <= KEEP_FILE_BYTES and self.kept_bytes + len(data) <= KEEP_TREE_BYTES
-            self.kept_bytes += len(data) if keep else 0
+        if verdict.status == Status.AMBIGUOUS and found:
+            keep = verdict.found is not None and len(data) <= KEEP_FILE_BYTES and self.kept[0] + len(data) <= KEEP_TREE_BYTES
+            self.kept[0] += len(data) if keep else 0
             self.pending.append((item, found[0], (data, verdict.found) if keep and verdict.found else None))
             return
-        if verdict.status != "convert" or not verdict.encoding or verdict.margin is None or item.is_link:
+        if verdict.status != Status.CONVERT or not verdict.encoding or verdict.margin is None or item.is_link:
             return
         family = family_of(verdict.encoding)
         if family is None:
@@ -633,6 +662,50 @@ class _Tree:
             self.narrow.append((item, verdict.encoding, verdict.language or N_("no known language"), verdict.margin, found[0]))
 
 
+MODEL_MARKERS = ("config.json", "tokenizer_config.json", "tokenizer.json", "tokenizer.model", "generation_config.json", "model_index.json")
+
+
+class _Repositories:
+    """The model directories of one --model tree: a file's repository is the nearest directory above
+    it, inside the tree, that holds a config or tokenizer file (a Hugging Face snapshot is one), else
+    its own directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.trees: dict[Path, _Tree] = {}
+        self._model: dict[Path, Path | None] = {}  # a directory: the model directory it is in, if any
+        self._kept = [0]
+
+    def of(self, path: Path) -> _Tree:
+        directory = self.nearest(path.parent)
+        if directory not in self.trees:
+            self.trees[directory] = _Tree(directory, self._kept)
+        return self.trees[directory]
+
+    def nearest(self, directory: Path) -> Path:
+        climbed: list[Path] = []
+        current = directory
+        while True:
+            if current in self._model:
+                model = self._model[current]
+                break
+            if any(os.path.lexists(current / marker) for marker in MODEL_MARKERS):
+                model = current
+                break
+            if current == self.root or self.root not in current.parents:
+                model = None  # no model directory above it inside the tree
+                break
+            climbed.append(current)
+            current = current.parent
+        self._model.update(dict.fromkeys([*climbed, current], model))
+        return model or directory
+
+    def shown(self, directory: Path) -> str:
+        """The directory as a person names it: relative to the tree, with a trailing slash."""
+        relative = directory.relative_to(self.root) if directory != self.root and self.root in directory.parents else None
+        return f"{relative}/" if relative is not None else f"{directory.name or directory}/"
+
+
 KEEP_FILE_BYTES = 1 << 20  # an undecided file this small keeps its readings for the second look
 KEEP_TREE_BYTES = 32 << 20  # and all of them together at most this many bytes of files
 UNDECIDED_SHOWN = 6  # runs of non-ASCII bytes a refusal lists
@@ -642,13 +715,13 @@ HIGH_RUN = re.compile(rb"[\x80-\xff]+")
 def _undecided_bytes(data: bytes) -> str:
     """The few non-ASCII byte runs of a file with little non-ASCII text, with where they are
     ("e8 at byte 19 (line 1)"); empty when there are more than a handful."""
-    from .textenc import _position
+    from .textenc import line_number
 
     runs: list[str] = []
     for match in HIGH_RUN.finditer(data):
         if len(runs) == UNDECIDED_SHOWN:
             return ""
-        runs.append(f"{match.group()[:8].hex(' ')} at byte {match.start()} (line {_position(data, match.start())})")
+        runs.append(f"{match.group()[:8].hex(' ')} at byte {match.start()} (line {line_number(data, match.start())})")
     return "; ".join(runs)
 
 

@@ -405,6 +405,8 @@ def _misshapen(reading: Reading, found: Words) -> bool:
     voted = [(reading.words[i], found.counts[i]) for i in np.argsort(-found.counts, kind="stable")[:VOTED_WORDS]]
     if any(_script(char) in CJK_SCRIPTS for word, _ in voted if word for char in word):
         return False
+    if len(voted) <= FEW_WORDS and any(word and _capitals_then_small(word) for word, _ in voted):
+        return True  # a file of a few words: one word cased as no word is ("ЗГФе", GB2312 read as ISO-8859-5) decides
     real = unreal = 0.0
     for word, count in voted:
         looks = word_looks_real(word) if word is not None else None
@@ -412,7 +414,24 @@ def _misshapen(reading: Reading, found: Words) -> bool:
             real += count
         elif looks is False:
             unreal += count
-    return unreal > 0 and unreal >= real
+    return bool(unreal > 0 and unreal >= real)
+
+
+FEW_WORDS = 4  # a file this short has too few words for its misshapen ones to be outvoted
+
+
+def _capitals_then_small(word: str) -> bool:
+    """Two or more capitals of a non-ASCII cased alphabet, then a small letter: a shape ordinary words
+    lack (an inflected acronym, "ВУЗе", is the exception a short file can afford to refuse)."""
+    capitals = 0
+    for char in word:
+        if char.isupper() and not char.isascii():
+            capitals += 1
+        elif char.islower():
+            return capitals >= 2
+        else:
+            capitals = 0
+    return False
 
 
 def _why(reading: Reading, nearest: tuple[Reading, Comparison] | None) -> str:

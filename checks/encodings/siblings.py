@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import sys
 import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING
 from decode_doctor.i18n import Said, _, said
 
 from .readings import CJK_SCRIPTS
-from .textenc import STRUCTURED, Readings, Verdict, Where, _line_at, _mixed, _position, _truncated, parses
+from .textenc import STRUCTURED, Readings, Status, Verdict, Where, line_at, line_number, mixed_lines, truncation
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -136,10 +137,61 @@ class Judgement:
     why: Said = NO_REASON  # why it could not decide: English in the evidence, text() in the message
 
 
-def decide_with_siblings(data: bytes, suffix: str, siblings: list[Sibling], known: Readings | None = None) -> Judgement:
+def _weigh_against(
+    ours: Reading, other: Reading, codec: str, words: Words, weighed: list[Sibling], family: str
+) -> Judgement | tuple[Said, Comparison]:
+    """The file's own bytes and its siblings' weighed for ``ours`` against one other reading: how the
+    two are shown and the combined comparison, or the judgement that leaves the file unconverted."""
+    from .readings import Comparison, compare
+
+    own = compare(ours, other, words)
+    shown = said(
+        "{codec} «{word}» against {other} «{other_word}»",
+        codec=codec,
+        word=_first_word(ours, other),
+        other=other.encoding,
+        other_word=_first_word(other, ours),
+    )
+    if _script(ours) == _script(other) and own.score < SAME_SCRIPT_LEAD_BITS and not _has_rare(other):
+        # two readings in one script (cp1252/cp1250, GBK/Big5): the file's own bytes must choose
+        one_script = said(
+            "{shown} are letters of one script, and its own bytes lean to {codec} by {bits} bits only",
+            shown=shown,
+            codec=codec,
+            bits=format(own.score, ".1f"),
+        )
+        return Judgement(None, one_script)
+    if own.score < -min(OWN_DEFICIT_BITS, OWN_DEFICIT_RATE * own.size) or _reversed(own).decisive:
+        leans = said(
+            "its own bytes lean to {other} by {bits} bits ({shown})", other=other.encoding, bits=format(-own.score, ".1f"), shown=shown
+        )
+        return Judgement(None, leans)
+    combined = Comparison(own.bits, own.size, own.words_for_a, own.words_for_b, own.examples)
+    for sibling in weighed:
+        evidence = sibling.against(other)
+        if evidence is None:
+            return Judgement(None, said("{sibling} has no {family} reading", sibling=sibling.name, family=family))
+        combined.bits += evidence[0]
+        combined.size += evidence[1]
+    if not combined.decisive:
+        leads = said(
+            "with the siblings, {codec} leads {other} by {bits} bits only ({shown})",
+            codec=codec,
+            other=other.encoding,
+            bits=format(combined.score, ".1f"),
+            shown=shown,
+        )
+        return Judgement(None, leads)
+    return shown, combined
+
+
+def decide_with_siblings(
+    data: bytes, suffix: str, siblings: list[Sibling], known: Readings | None = None, repository: str = ""
+) -> Judgement:
     """A conversion for a file its own evidence could not decide (see the module's rules), or why
-    it stays undecided. known: the file's readings from its first look, when they were kept."""
-    from .readings import FAMILIES, Comparison, compare, hot_spans, readings
+    it stays undecided. known: the file's readings from its first look, when they were kept;
+    repository: the model directory the siblings are of, as shown to people."""
+    from .readings import FAMILIES, hot_spans, readings
 
     families = {s.family for s in siblings}
     if len(families) != 1:
@@ -150,7 +202,7 @@ def decide_with_siblings(data: bytes, suffix: str, siblings: list[Sibling], know
         found, words = known.found, known.words
     else:
         lines = [data[start:end] for start, end in spans]
-        if not lines or _mixed(data, spans) or _truncated(data, lines):
+        if not lines or mixed_lines(data, spans) or truncation(data, lines):
             return Judgement(None, said("its own lines are mixed or cut off"))
         found, words = readings(data, lines)
     codecs = set(FAMILIES[family])
@@ -171,72 +223,38 @@ def decide_with_siblings(data: bytes, suffix: str, siblings: list[Sibling], know
         return Judgement(None, said("read as {codec} it {odd}", codec=codec, odd=odd))
     nearest: tuple[Reading, Comparison] | None = None
     beaten: list[tuple[Reading, Said]] = []  # every other reading, with how it is shown
-    our_script = _script(ours)
     for other in found:
         if other is ours:
             continue
-        own = compare(ours, other, words)
-        shown = said(
-            "{codec} «{word}» against {other} «{other_word}»",
-            codec=codec,
-            word=_first_word(ours, other),
-            other=other.encoding,
-            other_word=_first_word(other, ours),
-        )
-        if our_script == _script(other) and own.score < SAME_SCRIPT_LEAD_BITS and not _has_rare(other):
-            # two readings in one script (cp1252/cp1250, GBK/Big5): the file's own bytes must choose
-            one_script = said(
-                "{shown} are letters of one script, and its own bytes lean to {codec} by {bits} bits only",
-                shown=shown,
-                codec=codec,
-                bits=format(own.score, ".1f"),
-            )
-            return Judgement(None, one_script)
-        if own.score < -min(OWN_DEFICIT_BITS, OWN_DEFICIT_RATE * own.size) or _reversed(own).decisive:
-            leans = said(
-                "its own bytes lean to {other} by {bits} bits ({shown})", other=other.encoding, bits=format(-own.score, ".1f"), shown=shown
-            )
-            return Judgement(None, leans)
-        combined = Comparison(own.bits, own.size, own.words_for_a, own.words_for_b, own.examples)
-        for sibling in weighed:
-            evidence = sibling.against(other)
-            if evidence is None:
-                return Judgement(None, said("{sibling} has no {family} reading", sibling=sibling.name, family=family))
-            combined.bits += evidence[0]
-            combined.size += evidence[1]
-        if not combined.decisive:
-            leads = said(
-                "with the siblings, {codec} leads {other} by {bits} bits only ({shown})",
-                codec=codec,
-                other=other.encoding,
-                bits=format(combined.score, ".1f"),
-                shown=shown,
-            )
-            return Judgement(None, leads)
+        weighed_against = _weigh_against(ours, other, codec, words, weighed, family)
+        if isinstance(weighed_against, Judgement):
+            return weighed_against
+        shown, combined = weighed_against
         beaten.append((other, shown))
         if nearest is None or combined.score < nearest[1].score:
             nearest = (other, combined)
     if suffix in STRUCTURED:  # parsed only now, for a file the evidence would convert
-        our_fields = _key_fields(ours.text) if suffix == ".json" else None
-        if our_fields is None if suffix == ".json" else not parses(ours.text, suffix):
+        our_fields = _key_fields(ours.text, suffix)
+        if our_fields is None:
             return Judgement(None, said("read as {codec} it does not parse as {format}", codec=codec, format=suffix[1:].upper()))
-        differing = next((shown for other, shown in beaten if _fields_differ(our_fields, other)), None)
+        differing = next((shown for other, shown in beaten if _fields_differ(our_fields, other, suffix)), None)
         if differing is not None:
             return Judgement(None, said("its readings differ in a key or an id ({differing})", differing=differing))
     own_bytes = sum(len(data[start:end].translate(None, bytes(range(0x80)))) for start, end in spans)
     against = _("; against {other} by {bits:.0f} bits together", other=nearest[0].encoding, bits=nearest[1].score) if nearest else ""
-    where = Where(bad_offset=spans[0][0], bad_line=_position(data, spans[0][0]))
+    where = Where(bad_offset=spans[0][0], bad_line=line_number(data, spans[0][0]))
     reason = _(
         "its own {count} non-ASCII byte(s) are too few to decide alone; decided with the evidence of {siblings} sibling "
-        "file(s) ({names}), all {family}{against}",
+        "file(s) of {repository} ({names}), all {family}{against}",
         count=own_bytes,
         siblings=len(weighed),
+        repository=repository or _("its directory"),
         names=_names(s.name for s in weighed),
         family=family,
         against=against,
     )
-    preview = _line_at(data, where["bad_offset"], codec)
-    return Judgement(Verdict("convert", codec, text=ours.text, reason=reason, language=ours.language, preview=preview, **where))
+    preview = line_at(data, where["bad_offset"], codec)
+    return Judgement(Verdict(Status.CONVERT, codec, text=ours.text, reason=reason, language=ours.language, preview=preview, **where))
 
 
 def _reversed(comparison: Comparison) -> Comparison:
@@ -364,36 +382,61 @@ def _same_text(sibling: Sibling, other: Reading) -> Reading | None:
 ID_KEY = re.compile(r"(?:^|_)(?:id|ids|type)$")
 
 
-def _key_fields(text: str) -> list[object] | None:
-    """A JSON file's keys and id-like values that hold non-ASCII text, as this reading gives them;
-    None when it does not parse. (An ASCII key is the same bytes, read the same way, in every
-    reading.)"""
+MAX_FIELD_NODES = 100_000  # values walked in one structured file, at most (a YAML alias bomb stays small)
+
+
+def _parsed(text: str, suffix: str) -> list[object] | None:
+    """The documents of a structured file as this reading gives them; None when it does not parse
+    (or YAML cannot be read here)."""
     try:
-        value = json.loads(text)
-    except ValueError:
+        if suffix == ".json":
+            return [json.loads(text)]
+        if suffix == ".jsonl":
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        if suffix == ".toml":
+            if sys.version_info >= (3, 11):
+                import tomllib
+            else:  # Python 3.10
+                import tomli as tomllib
+            return [tomllib.loads(text)]
+        import yaml
+
+        return list(yaml.safe_load_all(text))
+    except Exception:  # ValueError, TOMLDecodeError, YAMLError, ImportError: not decided on siblings
+        return None
+
+
+def _key_fields(text: str, suffix: str = ".json") -> list[object] | None:
+    """A structured file's keys and id-like values that hold non-ASCII text, as this reading gives
+    them (JSON, JSON Lines, TOML, YAML: the values carry the evidence, the keys and ids must not
+    differ between readings); None when it does not parse. (An ASCII key is the same bytes, read the
+    same way, in every reading.)"""
+    documents = _parsed(text, suffix)
+    if documents is None:
         return None
     found: list[object] = []
-    stack: list[tuple[object, int]] = [(value, 0)]
-    while stack:
+    stack: list[tuple[object, int]] = [(document, 0) for document in documents]
+    seen: set[int] = set()
+    while stack and len(seen) < MAX_FIELD_NODES:
         item, depth = stack.pop()
-        if depth > 64:
+        if depth > 64 or id(item) in seen:
             continue
+        seen.add(id(item))
         children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
         if isinstance(item, dict):
             for key, child in item.items():
-                if not key.isascii():
-                    found.append(("key", key))
-                if isinstance(child, str) and not child.isascii() and ID_KEY.search(key):
-                    found.append(("id", key, child))
+                name = str(key)
+                if not name.isascii():
+                    found.append(("key", name))
+                if isinstance(child, str) and not child.isascii() and ID_KEY.search(name):
+                    found.append(("id", name, child))
         stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return found
+    return None if stack else found  # too many values to compare: not decided on siblings
 
 
-def _fields_differ(mine: list[object] | None, other: Reading) -> bool:
-    """Whether another reading of a structured file differs from ours (mine: _key_fields, or None for
-    YAML and TOML, whose keys are not compared here) in a key or an id-like value."""
-    if mine is None:
-        return True  # never decided on siblings alone
+def _fields_differ(mine: list[object], other: Reading, suffix: str) -> bool:
+    """Whether another reading of a structured file differs from ours (mine: _key_fields) in a key or
+    an id-like value."""
     if not mine:
         return False  # keys and ids all ASCII: every reading gives them alike, no need to decode it
-    return _key_fields(other.text) != mine
+    return _key_fields(other.text, suffix) != mine

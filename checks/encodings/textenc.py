@@ -13,6 +13,7 @@ reads clearly as something else is reported and left alone.
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 import sys
@@ -66,9 +67,29 @@ class Shown:
     words: list[str]  # the words where the readings differ, in this reading
 
 
+class Status(str, enum.Enum):
+    """A file's verdict: text already UTF-8 (or plain ASCII), a legacy encoding to convert, or one of the
+    reasons it is refused."""
+
+    UTF8 = "utf-8"
+    ASCII = "ascii"
+    CONVERT = "convert"  # decoded clearly from one legacy encoding: the fix converts it
+    AMBIGUOUS = "ambiguous"  # several legacy readings, none clearly right
+    CONTRADICTED = "contradicted"  # the encoding the user named reads as another
+    MIXED = "mixed"  # UTF-8 lines beside lines in another encoding
+    TRUNCATED = "truncated"  # cut off inside its last character
+    BINARY = "binary"
+    UNDECODABLE = "undecodable"
+    COOKIE = "cookie"  # a Python source that declares its coding
+
+    @property
+    def is_utf8(self) -> bool:
+        return self in (Status.UTF8, Status.ASCII)
+
+
 @dataclass
 class Verdict:
-    status: str  # utf-8, ascii, convert, ambiguous, contradicted, mixed, truncated, binary, undecodable, cookie
+    status: Status
     encoding: str | None = None
     text: str | None = None  # the decoded text, for "convert"
     reason: str = ""
@@ -232,11 +253,11 @@ def _is_cjk(char: str) -> bool:
     )
 
 
-def _position(data: bytes, offset: int) -> int:
+def line_number(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
 
-def _line_at(data: bytes, offset: int | None, encoding: str) -> str:
+def line_at(data: bytes, offset: int | None, encoding: str) -> str:
     """The line holding byte offset, decoded: a newline is never part of a character, so a line
     decodes on its own (for the one-byte and multi-byte encodings read line by line here)."""
     if offset is None:
@@ -269,10 +290,10 @@ def _before_utf8(data: bytes) -> Verdict | None:
                 text = data.decode(codec)
             except UnicodeDecodeError as exc:
                 reason = _("starts with a {codec} BOM but byte {start} does not decode", codec=codec, start=exc.start)
-                return Verdict("undecodable", codec, reason=reason, bad_offset=exc.start)
+                return Verdict(Status.UNDECODABLE, codec, reason=reason, bad_offset=exc.start)
             if codec == "utf-8-sig":
-                return Verdict("utf-8", "utf-8", text=text, bom=codec)
-            return Verdict("convert", codec, text=text, reason=_("{value} with a byte-order mark", value=codec.upper()), bom=codec)
+                return Verdict(Status.UTF8, "utf-8", text=text, bom=codec)
+            return Verdict(Status.CONVERT, codec, text=text, reason=_("{value} with a byte-order mark", value=codec.upper()), bom=codec)
     wide = _wide_without_bom(data)
     if wide:
         try:
@@ -283,7 +304,10 @@ def _before_utf8(data: bytes) -> Verdict | None:
             text = decoded
             zeros = _("three bytes in four") if wide.startswith("utf-32") else _("every other byte")
             return Verdict(
-                "convert", wide, text=text, reason=_("{value} without a byte-order mark ({zeros} zero)", value=wide.upper(), zeros=zeros)
+                Status.CONVERT,
+                wide,
+                text=text,
+                reason=_("{value} without a byte-order mark ({zeros} zero)", value=wide.upper(), zeros=zeros),
             )
     if data.isascii() and any(escape in data for escape in _ESCAPES):
         for codec in ISO2022:
@@ -293,11 +317,11 @@ def _before_utf8(data: bytes) -> Verdict | None:
                 continue
             if not text.isascii() and not forbidden(text):
                 return Verdict(
-                    "convert", codec, text=text, reason=_("{value}: its escape sequences name the character sets", value=codec.upper())
+                    Status.CONVERT, codec, text=text, reason=_("{value}: its escape sequences name the character sets", value=codec.upper())
                 )
     binary = sniff_binary(data[:4096]) or (b"\x00" in data and _("NUL bytes")) or None
     if binary:
-        return Verdict("binary", reason=binary)
+        return Verdict(Status.BINARY, reason=binary)
     return None
 
 
@@ -309,21 +333,21 @@ def decide(data: bytes, suffix: str = "", stated: str | None = None) -> Verdict:
         return early
     try:
         text = data.decode("utf-8")
-        return Verdict("ascii" if data.isascii() else "utf-8", "utf-8", text=text)
+        return Verdict(Status.ASCII if data.isascii() else Status.UTF8, "utf-8", text=text)
     except UnicodeDecodeError as exc:
-        line_no = _position(data, exc.start)
+        line_no = line_number(data, exc.start)
         where = Where(bad_offset=exc.start, bad_line=line_no)
         utf8_cut = exc.reason == "unexpected end of data" and exc.start >= len(data) - 3 and not data[: exc.start].isascii()
     if suffix == ".py":
         cookie = CODING_COOKIE.search(b"\n".join(data.split(b"\n")[:2]))
         if cookie:
             named = cookie.group(1).decode(errors="replace")
-            return Verdict("cookie", named, reason=_("declares coding: {named}", named=named), **where)
+            return Verdict(Status.COOKIE, named, reason=_("declares coding: {named}", named=named), **where)
     if utf8_cut:
-        return Verdict("truncated", "utf-8", reason=_("UTF-8 text cut off inside its last character"), **where)
+        return Verdict(Status.TRUNCATED, "utf-8", reason=_("UTF-8 text cut off inside its last character"), **where)
     control = _control_byte(data)
     if control is not None:  # never a byte of a character in these encodings: a real control character
-        return Verdict("undecodable", reason=_("control byte 0x{control:02x} in the text", control=control), **where)
+        return Verdict(Status.UNDECODABLE, reason=_("control byte 0x{control:02x} in the text", control=control), **where)
     return _legacy(data, suffix, stated, where)
 
 
@@ -332,12 +356,14 @@ def _legacy(data: bytes, suffix: str, stated: str | None, where: Where) -> Verdi
 
     spans = list(hot_spans(data))
     lines = [data[start:end] for start, end in spans]
-    mixed = _mixed(data, spans)
+    mixed = mixed_lines(data, spans)
     if mixed:
-        return Verdict("mixed", reason=_("UTF-8 lines beside lines in another encoding"), mixed_lines=mixed, **where)
-    truncated = _truncated(data, lines)
+        return Verdict(Status.MIXED, reason=_("UTF-8 lines beside lines in another encoding"), mixed_lines=mixed, **where)
+    truncated = truncation(data, lines)
     if truncated:
-        return Verdict("truncated", truncated, reason=_("{truncated} text cut off inside its last character", truncated=truncated), **where)
+        return Verdict(
+            Status.TRUNCATED, truncated, reason=_("{truncated} text cut off inside its last character", truncated=truncated), **where
+        )
     found, words = readings(data, lines)
     choice = choose(found, words)
     undecided = [r for r, _ in choice.rivals]
@@ -348,10 +374,10 @@ def _legacy(data: bytes, suffix: str, stated: str | None, where: Where) -> Verdi
             names = " and ".join(r.encoding for r in undecided[:3])
             reason = _("you said {stated}, but the file does not read as {stated}: {names} read far better", stated=stated, names=names)
             readings_shown = _side_by_side([*undecided[:2], stated_reading], words)
-            return Verdict("contradicted", None, reason=reason, readings=readings_shown, stated=stated, **where)
+            return Verdict(Status.CONTRADICTED, None, reason=reason, readings=readings_shown, stated=stated, **where)
         if stated:
             return _as_stated(data, suffix, stated, where, shown)
-        return Verdict("ambiguous", reason=choice.why, readings=shown, found=Readings(found, words), **where)
+        return Verdict(Status.AMBIGUOUS, reason=choice.why, readings=shown, found=Readings(found, words), **where)
     reading = choice.reading
     if stated and stated_reading is not reading:
         behind = (
@@ -360,7 +386,7 @@ def _legacy(data: bytes, suffix: str, stated: str | None, where: Where) -> Verdi
             else _(", which {stated} does not decode cleanly", stated=stated)
         )
         return Verdict(
-            "contradicted",
+            Status.CONTRADICTED,
             reading.encoding,
             reason=_(
                 "you said {stated}; this file reads as {encoding} ({language}){behind}",
@@ -376,7 +402,7 @@ def _legacy(data: bytes, suffix: str, stated: str | None, where: Where) -> Verdi
         )
     if suffix in STRUCTURED and not parses(reading.text, suffix):
         return Verdict(
-            "undecodable",
+            Status.UNDECODABLE,
             reading.encoding,
             reason=_(
                 "it reads as {encoding} ({language}), but decoded so it does not parse as {value}",
@@ -387,12 +413,12 @@ def _legacy(data: bytes, suffix: str, stated: str | None, where: Where) -> Verdi
             **where,
         )
     return Verdict(
-        "convert",
+        Status.CONVERT,
         reading.encoding,
         text=reading.text,
         reason=choice.why,
         language=reading.language,
-        preview=_line_at(data, where["bad_offset"], reading.encoding),
+        preview=line_at(data, where["bad_offset"], reading.encoding),
         margin=choice.margin,
         **where,
     )
@@ -417,20 +443,20 @@ def _as_stated(data: bytes, suffix: str, stated: str, where: Where, shown: list[
         text = data.decode(stated)
     except UnicodeDecodeError as exc:
         reason = _("--from-encoding {stated} fails at byte {start}: {reason}", stated=stated, start=exc.start, reason=exc.reason)
-        return Verdict("undecodable", stated, reason=reason, stated=stated, readings=shown, **where)
+        return Verdict(Status.UNDECODABLE, stated, reason=reason, stated=stated, readings=shown, **where)
     bad = forbidden(text)
     if bad:
         reason = _("decoded as {stated} it holds a {bad}, which no real text does", stated=stated, bad=bad)
-        return Verdict("undecodable", stated, reason=reason, stated=stated, readings=shown, **where)
+        return Verdict(Status.UNDECODABLE, stated, reason=reason, stated=stated, readings=shown, **where)
     if suffix in STRUCTURED and not parses(text, suffix):
         reason = _("decoded as {stated} it no longer parses as {value}", stated=stated, value=suffix[1:].upper())
-        return Verdict("undecodable", stated, reason=reason, stated=stated, readings=shown, **where)
+        return Verdict(Status.UNDECODABLE, stated, reason=reason, stated=stated, readings=shown, **where)
     return Verdict(
-        "convert",
+        Status.CONVERT,
         stated,
         text=text,
         reason=_("--from-encoding {stated}", stated=stated),
-        preview=_line_at(data, where["bad_offset"], stated),
+        preview=line_at(data, where["bad_offset"], stated),
         **where,
     )
 
@@ -449,7 +475,7 @@ def _side_by_side(candidates: list[Reading], words: Words) -> list[Shown]:
     return [Shown(r.encoding, r.language, [t[i] or "?" for i in places]) for r, t in zip(candidates, texts, strict=True)]
 
 
-def _truncated(data: bytes, lines: list[bytes]) -> str | None:
+def truncation(data: bytes, lines: list[bytes]) -> str | None:
     """A multi-byte encoding that fails only in its last character, and reads well up to it."""
     from .readings import FAMILIES, MULTIBYTE, choose, readings
 
@@ -471,7 +497,7 @@ def _truncated(data: bytes, lines: list[bytes]) -> str | None:
     return None
 
 
-def _mixed(data: bytes, spans: list[tuple[int, int]]) -> dict[str, list[int]]:
+def mixed_lines(data: bytes, spans: list[tuple[int, int]]) -> dict[str, list[int]]:
     """Lines that read better as UTF-8 than in the encoding of the file's other non-ASCII lines.
     A line that decodes as UTF-8 but holds one lone two-byte character is not counted either way."""
     from .language import best_model

@@ -81,7 +81,7 @@ def analyze(check: Check, text: str, source: str) -> Analysis | None:
     findings: list[Finding] = []
     if found is not None:
         info, kind = found
-        facts = GpuFacts(info.driver_version, info.cuda_version, kind, info.attached, list(info.devices), list(info.notes))
+        facts = GpuFacts(info.driver_version, info.cuda_version, kind, info.attached, info.devices, info.notes)
         kinds.append(kind)
     elif looks_like_collect_env(text):
         facts, judged = collect_env_findings(check, text, source)
@@ -96,6 +96,7 @@ def analyze(check: Check, text: str, source: str) -> Analysis | None:
                 continue  # the other Xids are read below, one finding for all of them
             name = "off-bus"
         code: Code | None = None
+        message = ""
         if family == "smi" and name in SMI_FAILURE_CODES:
             code, message = SMI_FAILURE_CODES[name]
         elif family == "kernel" and name in KERNEL_EVENTS:
@@ -135,7 +136,9 @@ def collect_env_findings(check: Check, text: str, source: str) -> tuple[GpuFacts
         toolkits.append(Toolkit(env.cuda_runtime, ".".join(env.cuda_runtime.split(".")[:2]), "nvcc (collect_env)"))
     devices = [GpuDevice(index, name) for index, name in enumerate(env.gpus) if env.driver]
     notes = [f"vLLM {env.vllm}"] if env.vllm else []
-    facts = GpuFacts(env.driver, None, "collect_env", len(devices) or None, devices, notes, toolkits=toolkits, torch=torch)
+    facts = GpuFacts(
+        env.driver, None, "collect_env", len(devices) or None, tuple(devices), tuple(notes), toolkits=tuple(toolkits), torch=torch
+    )
     judged = judge_software(check, facts, gpu_host=bool(env.driver))
     lines = text.splitlines()
     cited = []

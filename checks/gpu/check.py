@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from decode_doctor.engine import Analysis, Check, Context, Finding, Needs, Option, SkipCheck
-from decode_doctor.engine.units import amount
+from decode_doctor.engine import Analysis, Check, Context, Finding, Needs, SkipCheck
 from decode_doctor.i18n import N_, _
 
 from .board import nvidia_pci_devices, tegra_board
@@ -19,6 +18,7 @@ from .codes import CODES, GPU015, GPU024, GPU030, RETIRED
 from .contract import DriverInfo, GpuFacts, TorchBuild
 from .cudapaths import path_findings
 from .kernellog import kernel_findings, kernel_logs
+from .options import GpuOptions
 from .procdriver import read_proc_driver
 from .smi import read_nvidia_smi
 from .software import judge_software
@@ -45,18 +45,10 @@ class GpuStack(Check):
     description = N_("NVIDIA driver, CUDA, toolkit, PyTorch and cuDNN versions and whether they work together")
     codes = CODES
     needs = Needs(platforms=("linux",))
-    options = (
-        Option("--python", "The Python interpreter whose PyTorch to inspect (default: decode-doctor's own)."),
-        Option(
-            "--nvidia-smi-timeout",
-            "Seconds nvidia-smi may take before it counts as hung [default: 15].",
-            type=amount(0.0, 3600.0, N_("seconds")),
-            metavar="SECONDS",
-        ),
-    )
+    options = GpuOptions
     timeout_s = 45.0
     facts_type = GpuFacts
-    reads = N_("nvidia-smi's table, -q and -q -x and its errors, kernel logs (Xids), torch/vLLM collect_env, PyTorch's CUDA errors")
+    pasted = N_("nvidia-smi's table, -q and -q -x and its errors, kernel logs (Xids), torch/vLLM collect_env, PyTorch's CUDA errors")
     retired = RETIRED
 
     def run(self, ctx: Context) -> list[Finding]:
@@ -88,7 +80,7 @@ class GpuStack(Check):
             message = _("NVIDIA GPU(s) at {addresses} but no nvidia-smi: the driver is not installed.", addresses=", ".join(pci))
             findings.append(self.finding(GPU015, message, evidence={"pci_devices": pci}))
         # a node agent's own Python is its container's, not the node's serving one (unless --python names it)
-        torch = None if ctx.same_host and not ctx.options.get("python") else probe_torch(ctx)
+        torch = None if ctx.same_host and not ctx.option(GpuOptions).python else probe_torch(ctx)
         if isinstance(torch, str):
             ctx.not_judged(_("PyTorch's CUDA build"), torch)
         facts = GpuFacts(
@@ -96,11 +88,11 @@ class GpuStack(Check):
             cuda=info.cuda_version if info else None,
             source=info.source if info else None,
             attached=info.attached if info else None,
-            devices=list(info.devices) if info else [],
-            notes=list(info.notes) if info else [],
+            devices=info.devices if info else (),
+            notes=info.notes if info else (),
             unified_memory=board is not None,
             board=board.text if board else None,
-            toolkits=toolkits(ctx),
+            toolkits=tuple(toolkits(ctx)),
             torch=torch if isinstance(torch, TorchBuild) else None,
         )
         ctx.publish(facts)
@@ -118,13 +110,13 @@ class GpuStack(Check):
         from .nvidia import min_driver, minor_floor
 
         found = toolkits(ctx)
-        probed = probe_torch(ctx) if ctx.options.get("python") or importlib.util.find_spec("torch") else None
+        probed = probe_torch(ctx) if ctx.option(GpuOptions).python or importlib.util.find_spec("torch") else None
         torch = probed if isinstance(probed, TorchBuild) else None
         if isinstance(probed, str):
             ctx.not_judged(_("PyTorch's CUDA build"), probed)
         if not found and not (torch and torch.cuda):
             raise SkipCheck(_("no NVIDIA GPU (no NVML, nvidia-smi, /proc/driver/nvidia or NVIDIA PCI device)"))
-        facts = GpuFacts(source="no GPU", toolkits=found, torch=torch)
+        facts = GpuFacts(source="no GPU", toolkits=tuple(found), torch=torch)
         ctx.publish(facts)
         needs, said = [], []  # the evidence in English (machine-read), the message in the user's language
         items = [

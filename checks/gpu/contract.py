@@ -6,7 +6,7 @@ Other features read the driver, the GPUs and the CUDA software through this modu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from decode_doctor.engine import EnvRow, Facts, Metric, Sample
 from decode_doctor.i18n import _
@@ -14,7 +14,7 @@ from decode_doctor.i18n import _
 from .codes import GPU020, GPU021, GPU022, GPU023, GPU030
 
 
-@dataclass
+@dataclass(frozen=True)
 class GpuDevice:
     index: int
     name: str
@@ -29,17 +29,17 @@ class GpuDevice:
 
     def __post_init__(self) -> None:
         if self.theoretical_gbps is None and self.max_mem_clock_mhz and self.bus_width_bits:
-            self.theoretical_gbps = round(2 * self.max_mem_clock_mhz * 1e6 * self.bus_width_bits / 8 / 1e9, 1)
+            object.__setattr__(self, "theoretical_gbps", round(2 * self.max_mem_clock_mhz * 1e6 * self.bus_width_bits / 8 / 1e9, 1))
 
 
-@dataclass
+@dataclass(frozen=True)
 class DriverInfo:
     driver_version: str | None
     cuda_version: str | None  # the highest CUDA the driver supports
-    devices: list[GpuDevice] = field(default_factory=list)
+    devices: tuple[GpuDevice, ...] = ()
     attached: int | None = None
     source: str = ""
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,11 +65,11 @@ class GpuFacts(Facts):
     cuda: str | None = None  # the highest CUDA the driver supports
     source: str | None = None  # NVML, nvidia-smi -q -x, nvidia-smi -q
     attached: int | None = None
-    devices: list[GpuDevice] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    devices: tuple[GpuDevice, ...] = ()
+    notes: tuple[str, ...] = ()
     unified_memory: bool = False  # Jetson: the GPU allocates from system RAM
     board: str | None = None
-    toolkits: list[Toolkit] = field(default_factory=list)
+    toolkits: tuple[Toolkit, ...] = ()
     torch: TorchBuild | None = None
 
     def summary(self) -> list[str]:

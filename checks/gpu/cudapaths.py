@@ -10,7 +10,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from decode_doctor.engine import Check, Context, Finding, Severity
+from decode_doctor.engine import Check, Context, Finding, JSONValue, Severity
 from decode_doctor.i18n import Said, _, said
 
 from .codes import GPU027, GPU028, GPU029, GPU031
@@ -220,7 +220,7 @@ def path_findings(check: Check, ctx: Context, torch_cuda: str | None) -> list[Fi
         missing = _("{variable} names a directory that is not there. ", variable=chosen.missing_home) if chosen.missing_home else ""
         listed = _(", ").join(label(t.root) for t in toolkits) or _("none")
         message = missing + _("Installed: {installed}; {picks}.", installed=listed, picks=_("; ").join(parts))
-        evidence: dict[str, object] = {"installed": {t.root: t.version for t in toolkits}, **{k: v for k, v in named.items() if v}}
+        evidence: dict[str, JSONValue] = {"installed": {t.root: t.version for t in toolkits}, **{k: v for k, v in named.items() if v}}
         findings.append(check.finding(GPU027, message, evidence=evidence))
     for where, directory, shadows in stub_dirs(ctx):
         if shadows:
@@ -249,7 +249,7 @@ def path_findings(check: Check, ctx: Context, torch_cuda: str | None) -> list[Fi
             toolkit=build.root,
             gnu_max=build.gnu_max,
         )
-        cited: dict[str, object] = {"compiler": compiler[0], "gcc_major": compiler[1], "toolkit": build.root, "gnu_max": build.gnu_max}
+        cited: dict[str, JSONValue] = {"compiler": compiler[0], "gcc_major": compiler[1], "toolkit": build.root, "gnu_max": build.gnu_max}
         findings.append(check.finding(GPU029, message, evidence=cited))
     if build and build.version and torch_cuda:
         built, have = torch_cuda.split(".")[:2], build.version.split(".")[:2]

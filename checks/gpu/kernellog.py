@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from decode_doctor.engine import Check, Code, Context, Finding
+from decode_doctor.engine import Check, Code, Context, Finding, JSONValue
 from decode_doctor.i18n import N_, _
 
 from .codes import GPU010, GPU011, GPU012, GPU014
@@ -26,7 +26,7 @@ KERNEL_EVENTS: dict[str, tuple[Code, str]] = {
 XID_OFF_BUS = 79
 
 
-def event_finding(check: Check, kind: str, text: str, suffix: str = "", evidence: dict[str, object] | None = None) -> Finding | None:
+def event_finding(check: Check, kind: str, text: str, suffix: str = "", evidence: dict[str, JSONValue] | None = None) -> Finding | None:
     """The finding for one kernel-log event, worded the same live and pasted."""
     if kind not in KERNEL_EVENTS:
         return None

@@ -49,15 +49,11 @@ def parse_smi_xml(text: str) -> DriverInfo:
         raise ValueError(f"nvidia-smi -q -x printed XML that does not parse: {exc}") from None
     if root.tag != "nvidia_smi_log":
         raise ValueError(f"nvidia-smi -q -x printed <{root.tag}>, not <nvidia_smi_log>")
-    info = DriverInfo(
-        _version(_text(root, "driver_version")) or _version(_text(root, "kmd_version")),
-        _version(_text(root, "cuda_version")) or _version(_text(root, "cuda_umd_version")),
-        source="nvidia-smi -q -x",
-    )
-    info.attached = _number(_text(root, "attached_gpus"))
+    attached = _number(_text(root, "attached_gpus"))
+    devices: list[GpuDevice] = []
     for position, gpu in enumerate(root.findall("gpu")):
         minor = _number(_text(gpu, "minor_number"))
-        info.devices.append(
+        devices.append(
             GpuDevice(
                 index=minor if minor is not None else position,
                 name=_text(gpu, "product_name") or "unknown NVIDIA GPU",
@@ -69,9 +65,15 @@ def parse_smi_xml(text: str) -> DriverInfo:
                 max_mem_clock_mhz=_number(_text(gpu, "max_clocks/mem_clock")),
             )
         )
-    if info.attached is not None and info.attached != len(info.devices):
-        info.notes.append(f"attached_gpus says {info.attached} but the output lists {len(info.devices)}")
-    return info
+    notes = (f"attached_gpus says {attached} but the output lists {len(devices)}",) if attached not in (None, len(devices)) else ()
+    return DriverInfo(
+        _version(_text(root, "driver_version")) or _version(_text(root, "kmd_version")),
+        _version(_text(root, "cuda_version")) or _version(_text(root, "cuda_umd_version")),
+        tuple(devices),
+        attached,
+        "nvidia-smi -q -x",
+        notes,
+    )
 
 
 MAX_SMI_TEXT = 8 << 20  # nvidia-smi -q of 8 GPUs is about 100 KB
@@ -141,12 +143,7 @@ def parse_smi_text(text: str) -> DriverInfo:
     def field_value(label: str) -> str | None:
         return top.get(label.lower())
 
-    info = DriverInfo(
-        _version(field_value("KMD Version")) or _version(field_value("Driver Version")),
-        _version(field_value("CUDA UMD Version")) or _version(field_value("CUDA Version")),
-        source="nvidia-smi -q",
-    )
-    info.attached = _number(field_value("Attached GPUs"))
+    devices: list[GpuDevice] = []
     blocks = _gpu_blocks(lines)
     for index, (bus_id, body) in enumerate(blocks):
 
@@ -155,7 +152,7 @@ def parse_smi_text(text: str) -> DriverInfo:
             return value if value and value != "N/A" else None
 
         mig = _section_field(body, "MIG Mode", "Current")
-        info.devices.append(
+        devices.append(
             GpuDevice(
                 index=index,
                 name=inner("Product Name") or "unknown NVIDIA GPU",
@@ -167,9 +164,11 @@ def parse_smi_text(text: str) -> DriverInfo:
                 max_mem_clock_mhz=_leading_number(_section_field(body, "Max Clocks", "Memory")),
             )
         )
-    if info.driver_version is None:
+    driver = _version(field_value("KMD Version")) or _version(field_value("Driver Version"))
+    if driver is None:
         raise ValueError("nvidia-smi -q printed no driver version")
-    return info
+    cuda = _version(field_value("CUDA UMD Version")) or _version(field_value("CUDA Version"))
+    return DriverInfo(driver, cuda, tuple(devices), _number(field_value("Attached GPUs")), "nvidia-smi -q")
 
 
 def _gpu_blocks(lines: list[_Line]) -> list[tuple[str, list[_Line]]]:
@@ -288,7 +287,7 @@ def _padded(version: str) -> tuple[int, ...]:
 
 @cache
 def compat_table() -> dict[str, Any]:
-    return json.loads(resources.files(__package__).joinpath("data/cuda-drivers.json").read_text())
+    return json.loads(resources.files(__package__ or __name__).joinpath("data/cuda-drivers.json").read_text())
 
 
 def min_driver(cuda: str) -> tuple[str, str] | None:
@@ -395,12 +394,9 @@ def probe_nvml() -> DriverInfo | None:
             cuda = f"{cuda_int // 1000}.{cuda_int % 1000 // 10}"
         except Exception:
             cuda = None
-        info = DriverInfo(driver, cuda, source="NVML")
         count = pynvml.nvmlDeviceGetCount()
-        info.attached = count
-        for index in range(count):
-            info.devices.append(device_from_nvml(index, pynvml, pynvml.nvmlDeviceGetHandleByIndex(index)))
-        return info
+        devices = tuple(device_from_nvml(index, pynvml, pynvml.nvmlDeviceGetHandleByIndex(index)) for index in range(count))
+        return DriverInfo(driver, cuda, devices, count, "NVML")
     finally:
         try:
             pynvml.nvmlShutdown()

@@ -50,4 +50,4 @@ def read_proc_driver(ctx: Context) -> DriverInfo | None:
         )
     if version is None and not devices:
         return None
-    return DriverInfo(version, None, devices=devices, attached=len(devices), source=SOURCE)
+    return DriverInfo(version, None, devices=tuple(devices), attached=len(devices), source=SOURCE)

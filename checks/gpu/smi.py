@@ -11,6 +11,7 @@ from decode_doctor.i18n import N_, _
 from .codes import GPU010, GPU011, GPU012, GPU013, GPU014, GPU015, GPU016, GPU017
 from .contract import DriverInfo
 from .nvidia import classify_smi_failure, parse_smi_text, parse_smi_xml
+from .options import GpuOptions
 
 SMI_TIMEOUT_S = 15.0
 
@@ -36,7 +37,7 @@ def read_nvidia_smi(check: Check, ctx: Context, findings: list[Finding]) -> tupl
     """(the driver and GPUs, whether nvidia-smi failed); a failure is added to findings."""
     if not ctx.which("nvidia-smi"):
         return None, False
-    limit = ctx.options.get("nvidia_smi_timeout") or SMI_TIMEOUT_S
+    limit = ctx.option(GpuOptions).nvidia_smi_timeout or SMI_TIMEOUT_S
     record = ctx.run(["nvidia-smi", "-q", "-x"], timeout_s=limit)
     evidence = record_evidence(record)
     if record.timed_out:

@@ -4,17 +4,11 @@ CUDA build and cuDNN. The live check and `analyze` (collect_env) judge with the 
 from __future__ import annotations
 
 from decode_doctor.engine import Check, Finding, Severity
-from decode_doctor.i18n import N_, _
+from decode_doctor.i18n import _
 
 from .codes import GPU020, GPU021, GPU022, GPU023
 from .contract import GpuFacts, Toolkit, TorchBuild
 from .nvidia import build_for_driver, compat_table, judge, vkey
-
-# the compatibility table's note on PTX (data/cuda-drivers.json "ptx_effect"), marked for the catalog
-PTX_EFFECT = N_(
-    "PTX produced by the newer toolkit cannot be JIT-compiled by the older driver (cudaErrorUnsupportedPtxVersion): kernels "
-    "shipped only as PTX, or for an architecture without SASS in the binary, fail."
-)
 
 
 def judge_software(check: Check, facts: GpuFacts, gpu_host: bool) -> list[Finding]:

@@ -4,6 +4,8 @@ backtracks, whatever a line holds."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from .contract import DriverInfo, GpuDevice
 
 HEADER_FIELDS = (("KMD Version:", "driver"), ("Driver Version:", "driver"), ("CUDA UMD Version:", "cuda"), ("CUDA Version:", "cuda"))
@@ -36,23 +38,40 @@ def _memory_total(cell: str) -> int | None:
     return int(digits) if slash and digits.isdecimal() and len(digits) <= 9 else None
 
 
+def _header_versions(line: str) -> tuple[str | None, str | None]:
+    """The driver and CUDA versions of the table's ``NVIDIA-SMI …`` header line."""
+    found: dict[str, str] = {}
+    for label, key in HEADER_FIELDS:
+        value = _version(_field(line, label))
+        if value and key not in found:
+            found[key] = value
+    return found.get("driver"), found.get("cuda")
+
+
+def _device_row(first: list[str], cells: list[str]) -> GpuDevice:
+    """A GPU from the first row of its block: its index and name, then its bus id."""
+    name_words = first[1:]
+    if name_words and name_words[-1] in ("On", "Off", "N/A", "WDDM", "TCC"):
+        name_words = name_words[:-1]
+    if len(name_words) > 1 and name_words[-1] in ("WDDM", "TCC"):
+        name_words = name_words[:-1]
+    bus = cells[1].split()
+    return GpuDevice(index=int(first[0]), name=" ".join(name_words) or "unknown NVIDIA GPU", bus_id=bus[0] if bus else None)
+
+
 def parse_smi_table(text: str) -> DriverInfo:
     """Driver, CUDA and each GPU (index, name, bus id, memory) from the table; ValueError when the
     text is not one."""
-    info = DriverInfo(None, None, source="nvidia-smi (table)")
+    versions: tuple[str | None, str | None] | None = None
+    devices: list[GpuDevice] = []
     in_gpus = False
     pending: GpuDevice | None = None
     for line in text[:MAX_TABLE].splitlines():
         stripped = line.strip()
-        if "NVIDIA-SMI " in stripped and info.driver_version is None:
-            for label, key in HEADER_FIELDS:
-                value = _version(_field(stripped, label))
-                if value and key == "driver" and info.driver_version is None:
-                    info.driver_version = value
-                elif value and key == "cuda" and info.cuda_version is None:
-                    info.cuda_version = value
+        if "NVIDIA-SMI " in stripped and (versions is None or versions[0] is None):
+            versions = _header_versions(stripped)
             continue
-        if stripped.startswith("|=") and not info.devices and pending is None:
+        if stripped.startswith("|=") and not devices and pending is None:
             in_gpus = True
             continue
         if not in_gpus:
@@ -64,21 +83,14 @@ def parse_smi_table(text: str) -> DriverInfo:
             continue
         first = cells[0].split()
         if pending is None and first and first[0].isdecimal() and len(first[0]) <= 3:
-            name_words = first[1:]
-            if name_words and name_words[-1] in ("On", "Off", "N/A", "WDDM", "TCC"):
-                name_words = name_words[:-1]
-            if len(name_words) > 1 and name_words[-1] in ("WDDM", "TCC"):
-                name_words = name_words[:-1]
-            bus = cells[1].split()
-            pending = GpuDevice(index=int(first[0]), name=" ".join(name_words) or "unknown NVIDIA GPU", bus_id=bus[0] if bus else None)
+            pending = _device_row(first, cells)
             continue
         if pending is not None:
-            pending.memory_mib = _memory_total(cells[1])
-            info.devices.append(pending)
+            devices.append(dataclasses.replace(pending, memory_mib=_memory_total(cells[1])))
             pending = None
             continue
-        if stripped.startswith("|") and len(cells) >= 3 and cells[2].strip() in ("Enabled", "Disabled") and info.devices:
-            info.devices[-1].mig_mode = cells[2].strip()
-    if info.driver_version is None:
+        if stripped.startswith("|") and len(cells) >= 3 and cells[2].strip() in ("Enabled", "Disabled") and devices:
+            devices[-1] = dataclasses.replace(devices[-1], mig_mode=cells[2].strip())
+    if versions is None or versions[0] is None:
         raise ValueError("no 'NVIDIA-SMI … Driver Version:' header: not an nvidia-smi table")
-    return info
+    return DriverInfo(versions[0], versions[1], tuple(devices), source="nvidia-smi (table)")

@@ -13,6 +13,7 @@ from decode_doctor.i18n import _
 
 from .contract import TorchBuild
 from .nvidia import parse_torch_version_py
+from .options import GpuOptions
 
 TORCH_VERSION = re.compile(r"\d{1,4}\.\d{1,4}(\.\d{1,4})?[0-9A-Za-z.+_-]{0,60}")
 CUDA_BUILD = re.compile(r"\d{1,4}\.\d{1,4}(\.\d{1,6})?([.-][0-9A-Za-z]{1,20}){0,3}")
@@ -53,7 +54,7 @@ def _last_json_object(output: str) -> dict[str, Any] | None:
 def probe_torch(ctx: Context) -> TorchBuild | str | None:
     """PyTorch's version and CUDA build from torch/version.py, without importing torch; a string says
     why the probe failed; None: no torch."""
-    python = ctx.options.get("python") or sys.executable
+    python = ctx.option(GpuOptions).python or sys.executable
     record = ctx.run([python, "-c", TORCH_PROBE], timeout_s=20)
     if not record.ok:
         return record.error or record.stderr.strip()[-200:] or _("the probe failed")

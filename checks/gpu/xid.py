@@ -75,7 +75,7 @@ class XidGroup:
 
 @cache
 def catalog_data() -> dict[str, Any]:
-    return json.loads(resources.files(__package__).joinpath("data/xid-catalog.json").read_text(encoding="utf-8"))
+    return json.loads(resources.files(__package__ or __name__).joinpath("data/xid-catalog.json").read_text(encoding="utf-8"))
 
 
 @cache

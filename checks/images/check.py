@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from decode_doctor.engine import Check, Context, Facts, Finding, FixRef, Needs, Option
+from decode_doctor.engine import Check, Context, Facts, Finding, FixRef, JSONValue, Needs, Options, option
 from decode_doctor.engine.units import amount, whole
 from decode_doctor.engine.workers import usable_cpus
 from decode_doctor.i18n import N_, Said, _, ngettext
@@ -118,6 +118,42 @@ def max_pixels_option(value: str | int) -> int:
     return number
 
 
+@dataclass(frozen=True)
+class ImagesOptions(Options):
+    max_pixels: int | None = option(
+        "--max-pixels",
+        f"The loader's pixel limit: it warns above, refuses above twice [default: {DEFAULT_MAX_PIXELS:,}, Pillow's].",
+        parse=max_pixels_option,
+        metavar="PIXELS",
+    )
+    loader: tuple[str, ...] = option(
+        "--loader",
+        "Also judge by this loader (repeatable): torchvision (decode_image) or opencv (imread); Pillow always.",
+        multiple=True,
+        default=(),
+        parse=loader_name,
+        metavar="NAME",
+    )
+    quarantine: str = option(
+        "--quarantine",
+        "What --fix moves out: broken (the loader fails on it) or damaged (also damaged pixels it reads past) [default: broken].",
+        choices=("broken", "damaged"),
+        default="broken",
+    )
+    quarantine_dir: str | None = option(
+        "--quarantine-dir", "Where --fix moves broken images [default: DATASET.quarantine beside the dataset]."
+    )
+    image_timeout: float | None = option(
+        "--image-timeout",
+        f"Seconds one image may take to decode [default: {FILE_TIMEOUT_S:g}].",
+        parse=amount(0.0, 3600.0, N_("seconds")),
+        metavar="SECONDS",
+    )
+    jobs: int | None = option(
+        "--jobs", "Decoding processes [default: one per usable CPU].", parse=whole(1, 256, N_("a number of processes")), metavar="N"
+    )
+
+
 class Images(Check):
     name = "images"
     looks_at = (
@@ -140,45 +176,19 @@ class Images(Check):
     )
     codes = CODES
     needs = Needs(inputs=("images",))
-    options = (
-        Option(
-            "--max-pixels",
-            f"The loader's pixel limit: it warns above, refuses above twice [default: {DEFAULT_MAX_PIXELS:,}, Pillow's].",
-            type=max_pixels_option,
-            metavar="PIXELS",
-        ),
-        Option(
-            "--loader",
-            "Also judge by this loader (repeatable): torchvision (decode_image) or opencv (imread); Pillow always.",
-            multiple=True,
-            type=loader_name,
-            metavar="NAME",
-        ),
-        Option(
-            "--quarantine",
-            "What --fix moves out: broken (the loader fails on it) or damaged (also damaged pixels it reads past) [default: broken].",
-            choices=("broken", "damaged"),
-        ),
-        Option("--quarantine-dir", "Where --fix moves broken images [default: DATASET.quarantine beside the dataset]."),
-        Option(
-            "--image-timeout",
-            f"Seconds one image may take to decode [default: {FILE_TIMEOUT_S:g}].",
-            type=amount(0.0, 3600.0, N_("seconds")),
-            metavar="SECONDS",
-        ),
-        Option("--jobs", "Decoding processes [default: one per usable CPU].", type=whole(1, 256, N_("a number of processes")), metavar="N"),
-    )
+    options = ImagesOptions
     timeout_s = 7 * 24 * 3600.0  # a dataset of millions takes hours; --timeout caps it
     facts_type = ImagesFacts
     scoped = True  # after a quarantine, only the files moved are judged again
 
     def run(self, ctx: Context) -> list[Finding]:
-        max_pixels = max_pixels_option(ctx.options.get("max_pixels") or DEFAULT_MAX_PIXELS)
-        extra = tuple(name for name in dict.fromkeys(ctx.options.get("loader") or ()) if name != "pillow")
+        options = ctx.option(ImagesOptions)
+        max_pixels = options.max_pixels or DEFAULT_MAX_PIXELS
+        extra = tuple(name for name in dict.fromkeys(options.loader) if name != "pillow")
         settings = Settings(max_pixels, extra)
-        file_timeout = ctx.options.get("image_timeout") or FILE_TIMEOUT_S
-        jobs = ctx.options.get("jobs") or usable_cpus()
-        quarantine_damaged = ctx.options.get("quarantine") == "damaged"
+        file_timeout = options.image_timeout or FILE_TIMEOUT_S
+        jobs = options.jobs or usable_cpus()
+        quarantine_damaged = options.quarantine == "damaged"
         findings: list[Finding] = []
         scans: list[DatasetScan] = []
         for dataset in ctx.images:
@@ -196,7 +206,7 @@ class Images(Check):
         quarantine_damaged: bool,
         scans: list[DatasetScan],
     ) -> list[Finding]:
-        quarantine = Path(ctx.options.get("quarantine_dir") or default_quarantine(dataset)).absolute()
+        quarantine = Path(ctx.option(ImagesOptions).quarantine_dir or default_quarantine(dataset)).absolute()
         if quarantine == dataset or dataset in quarantine.parents:
             raise ValueError(f"the quarantine directory {quarantine} is inside the dataset {dataset}; choose one outside it")
         links: list[str] = []
@@ -238,7 +248,7 @@ class Images(Check):
                 counter.kill()
         scan = DatasetScan(str(dataset), progress.done, round(time.monotonic() - progress.started, 3), round(peak_rss[0] / 1024, 1))
         scans.append(scan)
-        summary = {"dataset": scan.dataset, "images": scan.images, "seconds": scan.seconds}
+        summary: dict[str, JSONValue] = {"dataset": scan.dataset, "images": scan.images, "seconds": scan.seconds}
         self._coverage(ctx, dataset, unreadable, unchecked, unlisted)
         if scoped:  # the re-check after a fix: only the files it touched; what is said of the dataset stands
             return findings
@@ -264,6 +274,12 @@ class Images(Check):
             message = _("{dataset}: {count} images not checked: {parts}.", dataset=dataset, count=len(unchecked), parts=parts)
             examples = {path: reason.english() for path, reason in list(unchecked.items())[:100]}
             findings.append(self.finding(IMG008, message, evidence={**summary, "files": examples}))
+        findings.extend(self._skipped_files(dataset, summary, links, appledouble))
+        return findings
+
+    def _skipped_files(self, dataset: Path, summary: dict[str, JSONValue], links: list[str], appledouble: list[str]) -> list[Finding]:
+        """The findings for what the scan passed over on purpose: links it does not follow, AppleDouble files."""
+        skipped: list[Finding] = []
         if links:
             message = ngettext(
                 "{dataset}: {count} symbolic link not followed.",
@@ -271,14 +287,14 @@ class Images(Check):
                 len(links),
                 dataset=dataset,
             )
-            findings.append(self.finding(IMG009, message, evidence={**summary, "links": links[:100]}))
+            skipped.append(self.finding(IMG009, message, evidence={**summary, "links": links[:100]}))
         if appledouble:
             message = ngettext(
                 "{dataset}: {count} AppleDouble ._* file (not images).", "{dataset}: {count} AppleDouble ._* files (not images).",
                 len(appledouble), dataset=dataset,
             )  # fmt: skip
-            findings.append(self.finding(IMG010, message, evidence={**summary, "files": appledouble[:100]}))
-        return findings
+            skipped.append(self.finding(IMG010, message, evidence={**summary, "files": appledouble[:100]}))
+        return skipped
 
     @staticmethod
     def _coverage(
@@ -310,7 +326,7 @@ class Images(Check):
         problems = sorted(result["problems"], key=lambda p: PRECEDENCE.index(p["code"]) if p["code"] in PRECEDENCE else 99)
         primary = problems[0]
         spec = self.code(primary["code"])
-        evidence = {
+        evidence: dict[str, JSONValue] = {
             "file": path,
             "format": result.get("format") or primary.get("format"),
             "loader": primary.get("loader"),

@@ -377,6 +377,29 @@ def _png_data_bytes(data: bytes) -> int:
     return rows + rows * (row + 8) + 4096
 
 
+def _inflate_idat(inflater: Any, body: bytes, inflated: int, needed: int, data: bytes) -> int | Problem:
+    """One IDAT chunk fed to the PNG's inflater in steps and thrown away: the bytes inflated so far,
+    or the problem that ends the inflating."""
+    import zlib
+
+    try:
+        inflated += len(inflater.decompress(body, INFLATE_STEP))
+        while inflater.unconsumed_tail and inflated <= needed:
+            inflated += len(inflater.decompress(inflater.unconsumed_tail, INFLATE_STEP))
+    except zlib.error as exc:
+        return Problem(IMG013.code, "zlib", said("the PNG image data is not a valid zlib stream: {exc}", exc=str(exc)))
+    if inflated > needed:  # a 1×1 image whose data inflates to a gigabyte: stop, say so
+        message = said(
+            "the PNG image data inflates to more than {needed:,} bytes, all its {dimensions} pixels need; the rest is a decompression bomb",
+            needed=needed,
+            dimensions="×".join(map(str, _png_size(data))),
+        )
+        return Problem(IMG013.code, "zlib", message)
+    if inflater.unused_data:
+        return Problem(IMG013.code, "zlib", said("the PNG image data goes on after its zlib stream ends"))
+    return inflated
+
+
 def _png_structure(data: bytes) -> list[Problem]:
     """Every chunk's CRC, a sane IHDR first, the zlib stream over the IDATs inflated in steps and
     thrown away (memory stays flat whatever the header claims), IEND, and what follows it."""
@@ -400,25 +423,12 @@ def _png_structure(data: bytes) -> list[Problem]:
             if ctype != b"IHDR" or length != 13:
                 return [Problem(IMG013.code, "bad header", said("the PNG does not start with an IHDR chunk"))]
         if ctype == b"IDAT" and not zlib_broken:
-            try:
-                inflated += len(inflater.decompress(body, INFLATE_STEP))
-                while inflater.unconsumed_tail and inflated <= needed:
-                    inflated += len(inflater.decompress(inflater.unconsumed_tail, INFLATE_STEP))
-                if inflated > needed:  # a 1×1 image whose data inflates to a gigabyte: stop, say so
-                    message = said(
-                        "the PNG image data inflates to more than {needed:,} bytes, all its {dimensions} pixels need; "
-                        "the rest is a decompression bomb",
-                        needed=needed,
-                        dimensions="×".join(map(str, _png_size(data))),
-                    )
-                    problems.append(Problem(IMG013.code, "zlib", message))
-                    zlib_broken = True
-            except zlib.error as exc:
-                problems.append(Problem(IMG013.code, "zlib", said("the PNG image data is not a valid zlib stream: {exc}", exc=str(exc))))
+            problem = _inflate_idat(inflater, body, inflated, needed, data)
+            if isinstance(problem, Problem):
+                problems.append(problem)
                 zlib_broken = True
-            if inflater.unused_data and not zlib_broken:
-                problems.append(Problem(IMG013.code, "zlib", said("the PNG image data goes on after its zlib stream ends")))
-                zlib_broken = True
+            else:
+                inflated = problem
         pos = end
         if ctype == b"IEND":
             seen_iend = True

@@ -248,25 +248,30 @@ def _dib(data: bytes, at: int, fmt: str) -> Header | None:
                     )
                 )
     if fmt == "BMP":
-        (file_size, pixel_offset) = struct.unpack("<I4xI", data[2:14])
-        if file_size > len(data):
-            header.damage.append(said("a file size of {file_size:,} bytes; the file has {count:,}", file_size=file_size, count=len(data)))
-        stride = (abs(width) * bits + 31) // 32 * 4
-        if pixel_offset >= len(data):
-            header.truncated = said(
-                "the bitmap's pixel data would start at byte {pixel_offset:,}, past the end of the {count:,}-byte file",
-                pixel_offset=pixel_offset,
-                count=len(data),
-            )
-        elif compression in (0, 3) and bits in BMP_BIT_COUNTS and pixel_offset + stride * abs(height) > len(data):
-            header.truncated = said(
-                "the bitmap's pixel data stops at byte {count:,} of the {amount:,} it declares",
-                count=len(data),
-                amount=pixel_offset + stride * abs(height),
-            )
-        elif bits in (4, 8) and compression in (0, 1, 2) and not header.damage:
-            header.damage += _palette_overruns(data, at + size, pixel_offset, bits, compression, colours, abs(width), height)
+        _bmp_file(data, at, size, header, width, height, bits, compression, colours)
     return header
+
+
+def _bmp_file(data: bytes, at: int, size: int, header: Header, width: int, height: int, bits: int, compression: int, colours: int) -> None:
+    """The BMP file header around the DIB: its file size and where its pixel data starts and ends."""
+    (file_size, pixel_offset) = struct.unpack("<I4xI", data[2:14])
+    if file_size > len(data):
+        header.damage.append(said("a file size of {file_size:,} bytes; the file has {count:,}", file_size=file_size, count=len(data)))
+    stride = (abs(width) * bits + 31) // 32 * 4
+    if pixel_offset >= len(data):
+        header.truncated = said(
+            "the bitmap's pixel data would start at byte {pixel_offset:,}, past the end of the {count:,}-byte file",
+            pixel_offset=pixel_offset,
+            count=len(data),
+        )
+    elif compression in (0, 3) and bits in BMP_BIT_COUNTS and pixel_offset + stride * abs(height) > len(data):
+        header.truncated = said(
+            "the bitmap's pixel data stops at byte {count:,} of the {amount:,} it declares",
+            count=len(data),
+            amount=pixel_offset + stride * abs(height),
+        )
+    elif bits in (4, 8) and compression in (0, 1, 2) and not header.damage:
+        header.damage += _palette_overruns(data, at + size, pixel_offset, bits, compression, colours, abs(width), height)
 
 
 def _palette_overruns(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from itertools import islice
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from decode_doctor.engine.workers import Child, wait_ready
 from decode_doctor.i18n import Said, said
@@ -81,61 +81,73 @@ def _worker(conn: Connection, settings: Settings, file_timeout: float) -> None:
 def decode_all(paths: Iterator[Path], jobs: int, settings: Settings, file_timeout: float, on_result: Callable[[Result], None]) -> None:
     """Feeds batches of paths to `jobs` forked workers as they free up; calls on_result per file."""
     loaders.preload(settings.extra_loaders)
+    pool = _Pool(iter(paths), settings, file_timeout, on_result)
+    pool.workers = [pool.spawn() for _ in range(max(1, jobs))]
+    try:
+        pool.run()
+    finally:
+        pool.close()
 
-    def spawn() -> Child:
-        return Child.start(_worker, settings, file_timeout, duplex=True)
 
-    workers = [spawn() for _ in range(max(1, jobs))]
-    batches: dict[Child, list[str]] = {}
-    source = iter(paths)
-    retry: deque[str] = deque()
+class _Pool:
+    """Forked decoders, each with the batch it was given; a worker that crashes or overruns is
+    replaced, its batch retried a file at a time so the culprit alone is reported."""
 
-    def feed(worker: Child) -> None:
-        batch = [retry.popleft()] if retry else [str(p) for p in islice(source, BATCH)]
+    def __init__(self, source: Iterator[Path], settings: Settings, file_timeout: float, on_result: Callable[[Result], None]) -> None:
+        self.source, self.settings, self.file_timeout, self.on_result = source, settings, file_timeout, on_result
+        self.workers: list[Child] = []
+        self.batches: dict[Child, list[str]] = {}
+        self.retry: deque[str] = deque()
+
+    def spawn(self) -> Child:
+        return Child.start(_worker, self.settings, self.file_timeout, duplex=True)
+
+    def feed(self, worker: Child) -> None:
+        batch = [self.retry.popleft()] if self.retry else [str(p) for p in islice(self.source, BATCH)]
         if batch:
-            batches[worker] = batch
-            worker.set_deadline(file_timeout * len(batch) + SLACK_S)
+            self.batches[worker] = batch
+            worker.set_deadline(self.file_timeout * len(batch) + SLACK_S)
             worker.conn.send(batch)
 
-    def replace(worker: Child, why: str) -> None:
-        batch = batches.pop(worker)
+    def replace(self, worker: Child, *, timed_out: bool) -> None:
+        batch = self.batches.pop(worker)
         worker.kill()
-        fresh = spawn()
-        workers[workers.index(worker)] = fresh
-        if len(batch) == 1:
-            if why == "timeout":
-                on_result(_timed_out(batch[0], file_timeout))
-            else:
-                on_result(_crashed(batch[0], said("the decoder crashed on this file")))
+        fresh = self.spawn()
+        self.workers[self.workers.index(worker)] = fresh
+        if len(batch) > 1:
+            self.retry.extend(batch)
+        elif timed_out:
+            self.on_result(_timed_out(batch[0], self.file_timeout))
         else:
-            retry.extend(batch)
-        feed(fresh)
+            self.on_result(_crashed(batch[0], said("the decoder crashed on this file")))
+        self.feed(fresh)
 
-    try:
-        for worker in workers:
-            feed(worker)
-        while batches:
-            readable, overdue = wait_ready(batches)
+    def run(self) -> None:
+        for worker in self.workers:
+            self.feed(worker)
+        while self.batches:
+            readable, overdue = wait_ready(self.batches)
             for worker in readable:
                 try:
-                    results = worker.conn.recv()
+                    results = cast("list[Any]", worker.conn.recv())
                 except EOFError:
-                    replace(worker, "crash")
+                    self.replace(worker, timed_out=False)
                     continue
-                del batches[worker]
+                del self.batches[worker]
                 for result in results:
-                    on_result(result)
-                feed(worker)
+                    self.on_result(result)
+                self.feed(worker)
             for worker in overdue:
-                replace(worker, "timeout")
-    finally:
-        for worker in workers:
+                self.replace(worker, timed_out=True)
+
+    def close(self) -> None:
+        for worker in self.workers:
             try:
                 worker.conn.send(None)
             except (BrokenPipeError, OSError):
                 pass
-        for worker in workers:
-            if worker in batches:
+        for worker in self.workers:
+            if worker in self.batches:
                 worker.kill()
             else:
                 worker.reap()

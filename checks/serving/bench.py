@@ -20,7 +20,8 @@ from typing import Any
 
 import click
 
-from decode_doctor.checks.models.contract import BudgetAt
+from decode_doctor.checks.bandwidth.contract import BandwidthOptions
+from decode_doctor.checks.budget.contract import BudgetAt, BudgetOptions
 from decode_doctor.engine.hfcache import cached_snapshot
 from decode_doctor.i18n import _, localized, reason, said
 
@@ -30,6 +31,7 @@ from .client import ClientError, Endpoint, stream
 from .facts import BenchRun, Peaks, PromptSummary
 from .load import LevelRun, LoadPlan, run_level
 from .observe import Observer, ServerLoad
+from .options import ServingOptions
 from .stats import SloTerm, knee, parse_slo, summarise
 
 MAX_LEVELS = 16
@@ -400,11 +402,11 @@ def report(
         load=measurement.load,
         threads=params.get("threads"),
     )
-    options: dict[str, Any] = {"endpoint": endpoint.label}
-    if bandwidth:
-        options["bandwidth"] = bandwidth  # --bandwidth means the same to the decode budget: the figure to divide by
-    if params.get("threads"):
-        options["threads"] = params["threads"]  # the bandwidth probe's threads, and so the prediction's
+    options = (
+        ServingOptions(endpoint=endpoint.label),
+        BudgetOptions(bandwidth=bandwidth),  # --bandwidth means the same to the decode budget: the figure to divide by
+        BandwidthOptions(threads=params.get("threads")),  # the bandwidth probe's threads, and so the prediction's
+    )
     at = BudgetAt(context=params["input_tokens"] + params["output_tokens"] // 2, concurrency=1)  # the mean context while decoding
     request = RunRequest(
         models=(files,) if judged and files is not None else (),

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from decode_doctor.checks.models.contract import Budget, BudgetFacts, DecodePrediction
-from decode_doctor.engine import Analysis, Check, Context, Finding, Needs, Option, Reads, Severity
+from decode_doctor.checks.budget.contract import Budget, BudgetFacts, DecodePrediction
+from decode_doctor.engine import Analysis, Check, Context, Finding, Needs, OptionRef, Reads, Severity
+from decode_doctor.engine.paths import default_state_dir
 from decode_doctor.i18n import N_, _, localized, reason, said
 
 from . import reading
@@ -18,6 +19,7 @@ from .engines import Snapshot
 from .facts import BenchRun, Ceiling, Peaks, ServingFacts
 from .judge import ERROR_RATE, judge
 from .observe import ServerLoad
+from .options import ServingOptions
 from .pasted import READS, analyze
 from .predicted import against_prediction, prediction_verdicts
 
@@ -57,19 +59,11 @@ class Serving(Check):
     description = N_("a running server: bench results judged against the ceiling, its own /metrics diagnosed")
     codes = CODES
     # the served model's ceiling on this host: the decode budget of its files, when they are given
-    needs = Needs(inputs=("endpoint",), reads=(Reads(BudgetFacts, when_input="models"),))
-    options = (
-        Option("--endpoint", "An OpenAI-compatible server (http://host:port/v1) whose /metrics to diagnose.", metavar="URL"),
-        Option(
-            "--api-key-env",
-            "The environment variable holding the server's API key [default: OPENAI_API_KEY].",
-            default="OPENAI_API_KEY",
-            metavar="VAR",
-        ),
-    )
+    needs = Needs(inputs=(OptionRef(ServingOptions, "endpoint"),), reads=(Reads(BudgetFacts, when_input="models"),))
+    options = ServingOptions
     timeout_s = 30.0
     facts_type = ServingFacts
-    reads = READS
+    pasted = READS
 
     @classmethod
     def analyze(cls, text: str, source: str) -> Analysis | None:
@@ -94,7 +88,8 @@ class Serving(Check):
         ceiling, note = ceiling_from(ctx, measured.device)
         note = measured.ceiling_note or note
         predicted, predicted_note = prediction_from(ctx, measured.device) if ceiling is not None else (None, note)
-        against = against_prediction(measured.bench, predicted, measured.load, measured.threads, True, measured.endpoint)
+        state = default_state_dir(ctx.env) if ctx.live_devices else None  # a run on this host teaches this host's records
+        against = against_prediction(measured.bench, predicted, measured.load, measured.threads, state, measured.endpoint)
         facts = ServingFacts(
             endpoint=measured.endpoint,
             engine=measured.engine,
@@ -136,8 +131,8 @@ class Serving(Check):
             ctx.not_judged(_("{what} ({engine})", what=what, engine=snap.engine) if snap.engine != "unknown" else what, why)
 
     def _read_alone(self, ctx: Context) -> list[Finding]:
-        url = str(ctx.options.get("endpoint"))
-        key = ctx.env.get(str(ctx.options.get("api_key_env") or "OPENAI_API_KEY")) or None
+        url = str(ctx.option(ServingOptions).endpoint)
+        key = ctx.env.get(ctx.option(ServingOptions).api_key_env or "OPENAI_API_KEY") or None
         try:
             endpoint = Endpoint.parse(url, api_key=key)
         except ValueError as exc:

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from decode_doctor.i18n import N_, said
 from decode_doctor.i18n import reason as reason_of
-from decode_doctor.i18n import said
+from decode_doctor.i18n.labels import Labelled
 
 MAX_HEADER_BYTES = 64 << 10
 MAX_LINE_BYTES = 1 << 20  # one SSE line, one chunk-size line
@@ -32,6 +33,15 @@ class ClientError(Exception):
     def __init__(self, message: str, kind: str = "error"):
         super().__init__(message)
         self.kind = kind
+
+
+class TokenSource(Labelled):
+    """Where a response's output tokens were counted from."""
+
+    USAGE = "usage", N_("usage")  # the server's usage block
+    CHUNKS = "chunks", N_("chunks")  # one per content chunk: a server without usage in its stream
+    MIXED = "mixed", N_("mixed")  # some of each, across a level's requests
+    NONE = "none", N_("none")  # no response to count
 
 
 @dataclass(frozen=True)
@@ -98,8 +108,8 @@ class Record:
         return self.usage_output if self.usage_output is not None else self.chunks
 
     @property
-    def tokens_from(self) -> str:
-        return "usage" if self.usage_output is not None else "chunks"
+    def tokens_from(self) -> TokenSource:
+        return TokenSource.USAGE if self.usage_output is not None else TokenSource.CHUNKS  # pyright: ignore[reportReturnType]  # pyright reads the member's value through an import cycle
 
     @property
     def tpot(self) -> float | None:
@@ -245,88 +255,12 @@ async def stream(
     A caller that may cancel the request passes its own record: cancelled, it holds what arrived."""
     record = record if record is not None else Record()
     record.started = clock()
-    body = json.dumps(payload).encode()
-    max_events = 4 * int(payload.get("max_tokens") or 256) + MAX_EVENTS_SLACK
-    last = record.started
-    writer: asyncio.StreamWriter | None = None
-
-    async def run() -> None:
-        nonlocal last, writer
-        reader, writer = await _connect(endpoint, limits.connect_s)
-        record.started = last = clock()
-        writer.write(_request_bytes(endpoint, "POST", path, body, "text/event-stream"))
-        await writer.drain()
-        try:
-            status, headers = await asyncio.wait_for(_read_head(reader), limits.idle_s)
-        except asyncio.TimeoutError:
-            raise ClientError(said("stalled: no response for {idle_s:g} s after 0 tokens", idle_s=limits.idle_s), "stall") from None
-        record.status = status
-        if status != 200:
-            data = bytearray()
-            async for part in _body_chunks(reader, headers):
-                data += part
-                if len(data) > 4096:
-                    break
-            snippet = data[:200].decode("utf-8", "replace").strip().replace("\n", " ")
-            kind = "http-429" if status == 429 else ("http-5xx" if status >= 500 else "http-4xx")
-            raise ClientError(
-                said("HTTP {status}: {snippet}", status=status, snippet=snippet) if snippet else said("HTTP {status}", status=status), kind
-            )
-        buffer = bytearray()
-        events = 0
-        chunks = _body_chunks(reader, headers).__aiter__()
-        while True:
-            try:
-                part = await asyncio.wait_for(chunks.__anext__(), limits.idle_s)
-            except StopAsyncIteration:
-                break
-            except asyncio.TimeoutError:
-                raise ClientError(
-                    said("stalled: no bytes for {idle_s:g} s after {chunks} tokens", idle_s=limits.idle_s, chunks=record.chunks), "stall"
-                ) from None
-            now = clock()
-            buffer += part
-            if len(buffer) > MAX_LINE_BYTES:
-                raise ClientError(said("an SSE line longer than {amount} MiB", amount=MAX_LINE_BYTES >> 20), "malformed")
-            if b"\n" not in part:  # a line trickling in: only the new bytes are searched (linear time)
-                continue
-            *lines, rest = buffer.split(b"\n")
-            buffer = bytearray(rest)
-            for raw in lines:
-                line = raw.rstrip(b"\r")
-                if not line.startswith(b"data:"):
-                    continue  # blank separators, comments (": ping"), event:/id: fields
-                events += 1
-                if events > max_events:
-                    message = said(
-                        "more than {max_events} events for max_tokens {value}: a runaway stream",
-                        max_events=max_events,
-                        value=payload.get("max_tokens"),
-                    )
-                    raise ClientError(message, "runaway")
-                event_data = bytes(line[5:].strip())
-                if event_data == b"[DONE]":
-                    record.done = True
-                    continue
-                if _take(record, event_data, now, last):
-                    last = now
-            if record.done:
-                break
-        record.e2e = clock() - record.started
-        if not record.done:
-            raise ClientError(said("the stream ended without [DONE] after {chunks} tokens", chunks=record.chunks), "no-done")
-        if record.finish_reason is None:
-            # [DONE] without a finish_reason: the server ended the answer itself (llama-cpp-python does
-            # when another request arrives); the user got a truncated reply.
-            raise ClientError(
-                said("the stream was cut off after {chunks} tokens: [DONE] without a finish_reason", chunks=record.chunks), "cut-off"
-            )
-
+    request = _Stream(endpoint, path, payload, limits, clock, record)
     try:
-        await asyncio.wait_for(run(), limits.total_s)
+        await asyncio.wait_for(request.run(), limits.total_s)
     except ClientError as exc:
         record.error, record.kind = reason_of(exc), exc.kind
-        if exc.kind == "dropped" and "tokens" not in record.error:
+        if exc.kind == "dropped" and "tokens" not in (record.error or ""):
             record.error = said("{error} after {chunks} tokens", error=record.error, chunks=record.chunks)
     except asyncio.TimeoutError:
         record.error, record.kind = (
@@ -339,9 +273,112 @@ async def stream(
         record.error, record.kind = said("cancelled: the run was stopped"), "cancelled"
         raise
     finally:
-        if writer is not None:
-            writer.close()
+        if request.writer is not None:
+            request.writer.close()
     return record
+
+
+class _Stream:
+    """One request's stream, read event by event: the head, then data lines until [DONE]. Bytes that
+    carry no data (comments such as ": ping", blank lines) keep the connection alive but not the
+    stream: more than idle_s without a data event is a stall, however many comments arrive."""
+
+    def __init__(
+        self, endpoint: Endpoint, path: str, payload: dict[str, Any], limits: StreamLimits, clock: Callable[[], float], record: Record
+    ) -> None:
+        self.endpoint, self.path, self.payload, self.limits, self.clock, self.record = endpoint, path, payload, limits, clock, record
+        self.body = json.dumps(payload).encode()
+        self.max_events = 4 * int(payload.get("max_tokens") or 256) + MAX_EVENTS_SLACK
+        self.last = record.started  # when the last content chunk arrived (TPOT's clock)
+        self.last_event = record.started  # when the last data event arrived (the stall's clock)
+        self.events = 0
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def run(self) -> None:
+        reader, self.writer = await _connect(self.endpoint, self.limits.connect_s)
+        self.record.started = self.last = self.last_event = self.clock()
+        self.writer.write(_request_bytes(self.endpoint, "POST", self.path, self.body, "text/event-stream"))
+        await self.writer.drain()
+        try:
+            status, headers = await asyncio.wait_for(_read_head(reader), self.limits.idle_s)
+        except asyncio.TimeoutError:
+            raise ClientError(said("stalled: no response for {idle_s:g} s after 0 tokens", idle_s=self.limits.idle_s), "stall") from None
+        self.record.status = status
+        if status != 200:
+            await self._refuse(reader, headers, status)
+        await self._read_events(reader, headers)
+        self._ended()
+
+    async def _refuse(self, reader: asyncio.StreamReader, headers: dict[str, str], status: int) -> None:
+        data = bytearray()
+        async for part in _body_chunks(reader, headers):
+            data += part
+            if len(data) > 4096:
+                break
+        snippet = data[:200].decode("utf-8", "replace").strip().replace("\n", " ")
+        kind = "http-429" if status == 429 else ("http-5xx" if status >= 500 else "http-4xx")
+        raise ClientError(
+            said("HTTP {status}: {snippet}", status=status, snippet=snippet) if snippet else said("HTTP {status}", status=status), kind
+        )
+
+    def _stalled(self) -> ClientError:
+        return ClientError(
+            said("stalled: no bytes for {idle_s:g} s after {chunks} tokens", idle_s=self.limits.idle_s, chunks=self.record.chunks), "stall"
+        )
+
+    async def _read_events(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> None:
+        buffer = bytearray()
+        chunks = _body_chunks(reader, headers).__aiter__()
+        while not self.record.done:
+            wait_s = self.limits.idle_s - (self.clock() - self.last_event)
+            if wait_s <= 0:
+                raise self._stalled()  # bytes kept coming (comments), but no data event for idle_s
+            try:
+                part = await asyncio.wait_for(chunks.__anext__(), wait_s)
+            except StopAsyncIteration:
+                return
+            except asyncio.TimeoutError:
+                raise self._stalled() from None
+            buffer += part
+            if len(buffer) > MAX_LINE_BYTES:
+                raise ClientError(said("an SSE line longer than {amount} MiB", amount=MAX_LINE_BYTES >> 20), "malformed")
+            if b"\n" not in part:  # a line trickling in: only the new bytes are searched (linear time)
+                continue
+            *lines, rest = buffer.split(b"\n")
+            buffer = bytearray(rest)
+            now = self.clock()
+            for raw in lines:
+                self._line(bytes(raw.rstrip(b"\r")), now)
+
+    def _line(self, line: bytes, now: float) -> None:
+        if not line.startswith(b"data:"):
+            return  # blank separators, comments (": ping"), event:/id: fields
+        self.events += 1
+        self.last_event = now
+        if self.events > self.max_events:
+            message = said(
+                "more than {max_events} events for max_tokens {value}: a runaway stream",
+                max_events=self.max_events,
+                value=self.payload.get("max_tokens"),
+            )
+            raise ClientError(message, "runaway")
+        event_data = bytes(line[5:].strip())
+        if event_data == b"[DONE]":
+            self.record.done = True
+        elif _take(self.record, event_data, now, self.last):
+            self.last = now
+
+    def _ended(self) -> None:
+        record = self.record
+        record.e2e = self.clock() - record.started
+        if not record.done:
+            raise ClientError(said("the stream ended without [DONE] after {chunks} tokens", chunks=record.chunks), "no-done")
+        if record.finish_reason is None:
+            # [DONE] without a finish_reason: the server ended the answer itself (llama-cpp-python does
+            # when another request arrives); the user got a truncated reply.
+            raise ClientError(
+                said("the stream was cut off after {chunks} tokens: [DONE] without a finish_reason", chunks=record.chunks), "cut-off"
+            )
 
 
 def _take(record: Record, data: bytes, now: float, last: float) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from decode_doctor.engine import Chart, Facts, HtmlBlock, Metric, Sample, Series
 from decode_doctor.i18n import N_, _, localized, ngettext
+from decode_doctor.models.hardware import BandwidthSource
 
 from .engines import Snapshot
 from .stats import Knee, LevelStats
@@ -19,7 +20,7 @@ class Ceiling:
     tokens_per_s: float
     device: str
     bandwidth_gbps: float
-    bandwidth_source: str  # measured, spec, given
+    bandwidth_source: BandwidthSource
     context: int
     model: str
 
@@ -90,13 +91,13 @@ def _count(value: float | None) -> str:
 
 
 def reading_values(snap: Snapshot, peaks: Peaks | None = None, before: Snapshot | None = None) -> list[tuple[str, str]]:
-    """What the server's own metrics said, as (name, value) rows: the gauges now, or their peaks
+    """What the server's own metrics said, as (name, value) rows, each name marked where it is written
+    and translated where it is shown: the gauges now, or their peaks
     during a run; counters since the server started, or what the run added. A value the metrics
     lack says so."""
     kv = peaks.kv_usage if peaks and peaks.kv_usage is not None else snap.kv_usage
     running = peaks.running if peaks and peaks.running is not None else snap.running
     waiting = peaks.waiting if peaks and peaks.waiting is not None else snap.waiting
-    peak = "peak " if peaks else ""
     limit = _count(snap.max_running)
     if snap.limit_source == "default":
         limit += _(" ({engine}'s default {flag})", engine=snap.engine, flag=snap.limit_flag)
@@ -110,31 +111,23 @@ def reading_values(snap: Snapshot, peaks: Peaks | None = None, before: Snapshot 
     else:
         sequences = _count(running)
     rows = [
-        (f"{peak}KV cache in use", absent if kv is None else f"{kv * 100:.1f} %"),
-        (f"{peak}sequences running", sequences),
-        (f"{peak}requests waiting", absent if waiting is None else _count(waiting)),
+        (N_("peak KV cache in use") if peaks else N_("KV cache in use"), absent if kv is None else f"{kv * 100:.1f} %"),
+        (N_("peak sequences running") if peaks else N_("sequences running"), sequences),
+        (N_("peak requests waiting") if peaks else N_("requests waiting"), absent if waiting is None else _count(waiting)),
     ]
     if snap.preemptions is not None:
         gained = snap.preemptions - before.preemptions if before is not None and before.preemptions is not None else snap.preemptions
-        rows.append(("preemptions " + ("during the run" if before is not None else "since it started"), _count(gained)))
+        rows.append((N_("preemptions during the run") if before is not None else N_("preemptions since it started"), _count(gained)))
     if snap.queue_time is not None and snap.queue_time.mean is not None:
         queue = snap.queue_time.since(before.queue_time if before else None)
         if queue.mean is not None:
-            rows.append(("mean queue time", _("{ms:,.1f} ms over {count:,.0f} requests", ms=queue.mean * 1000, count=queue.count)))
+            rows.append((N_("mean queue time"), _("{ms:,.1f} ms over {count:,.0f} requests", ms=queue.mean * 1000, count=queue.count)))
     if snap.slots is not None:
         per_slot = _(", {tokens:,} tokens each", tokens=snap.slots.n_ctx) if snap.slots.n_ctx else ""
-        rows.append(("slots", _("{busy} of {total} busy{per_slot}", busy=snap.slots.busy, total=snap.slots.total, per_slot=per_slot)))
+        rows.append((N_("slots"), _("{busy} of {total} busy{per_slot}", busy=snap.slots.busy, total=snap.slots.total, per_slot=per_slot)))
     if snap.lost:
-        rows.append(("lines dropped", ", ".join(snap.lost)))
+        rows.append((N_("lines dropped"), ", ".join(snap.lost)))
     return rows
-
-
-# names of the readings (reading_values) and where tokens were counted from, translated where shown
-READING_NAMES = (
-    N_("KV cache in use"), N_("peak KV cache in use"), N_("sequences running"), N_("peak sequences running"),
-    N_("requests waiting"), N_("peak requests waiting"), N_("preemptions during the run"), N_("preemptions since it started"),
-    N_("mean queue time"), N_("slots"), N_("lines dropped"), N_("usage"), N_("chunks"), N_("mixed"), N_("none"),
-)  # fmt: skip
 
 
 def ms(value: float | None) -> str:
@@ -175,7 +168,7 @@ class ServingFacts(Facts):
                 "decode at concurrency 1 reaches {reach:.0f} % of this host's ceiling ({tps:,.1f} tok/s: "
                 "{model} on {device}, {bandwidth:,.0f} GB/s {source})",
                 reach=reach * 100, tps=ceiling.tokens_per_s, model=ceiling.model, device=ceiling.device,
-                bandwidth=ceiling.bandwidth_gbps, source=_(ceiling.bandwidth_source),
+                bandwidth=ceiling.bandwidth_gbps, source=ceiling.bandwidth_source.label,
             )  # fmt: skip
         if self.bench and self.ceiling_note:
             return _("not judged against a ceiling: {why}", why=localized(self.ceiling_note))
@@ -262,7 +255,7 @@ class ServingFacts(Facts):
                 concurrency=lv.concurrency, ok=lv.ok, errors=errors, ttft50=ms(ttft.p50 if ttft else None),
                 ttft95=ms(ttft.p95 if ttft else None), ttft99=ms(ttft.p99 if ttft else None), tpot50=ms(tpot.p50 if tpot else None),
                 tpot95=ms(tpot.p95 if tpot else None), tpot99=ms(tpot.p99 if tpot else None), rps=lv.requests_per_s,
-                tps=lv.output_tokens_per_s, goodput=goodput, source=_(lv.tokens_from),
+                tps=lv.output_tokens_per_s, goodput=goodput, source=lv.tokens_from.label,
             )  # fmt: skip
             lines.append("  " + level)
         if bench.knee:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from decode_doctor.i18n import N_, _, localized
 
+from .client import TokenSource
 from .codes import LIV001, LIV002, LIV003, LIV004, LIV005, LIV006, LIV007, LIV008, LIV009
 from .diagnosis import Verdict
 from .facts import BenchRun, Ceiling, ms
@@ -144,7 +145,7 @@ def _max_tokens(levels: Sequence[LevelStats], max_tokens: int, ignore_eos: bool)
             early=early, ok=ok, max_tokens=max_tokens, hint=hint,
         )  # fmt: skip
         verdicts.append(Verdict(LIV006, message, {"early": early, "ok": ok, "max_tokens": max_tokens}))
-    chunks = [lv.concurrency for lv in levels if lv.tokens_from in ("chunks", "mixed")]
+    chunks = [lv.concurrency for lv in levels if lv.tokens_from in (TokenSource.CHUNKS, TokenSource.MIXED)]
     if chunks:
         message = _(
             "the server sent no usage with its stream (stream_options.include_usage), so output tokens were counted as "

@@ -7,10 +7,12 @@ calibration for that engine, with its source."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
-from decode_doctor.checks.bandwidth.contract import CONTENDED_CORES, CONTENDED_STEAL
-from decode_doctor.checks.models.contract import DecodePrediction, LiveDecode
+from decode_doctor.checks.budget.contract import DecodePrediction
+from decode_doctor.engine.hostload import CONTENDED_CORES, CONTENDED_STEAL
 from decode_doctor.i18n import _, localized, ngettext, said
+from decode_doctor.models.calibration.records import learn_from_run
 
 from .codes import LIV010
 from .diagnosis import Verdict
@@ -27,10 +29,11 @@ def against_prediction(
     predicted: DecodePrediction | None,
     load: ServerLoad | None,
     threads: int | None,
-    learn: bool = False,
+    learn_into: Path | None = None,
     endpoint: str = "",
 ) -> PredictionCheck | None:
-    """The comparison; with learn, the run's lesson kept (DecodePrediction.learn) when it is fit to learn from."""
+    """The comparison; with learn_into (a state directory), the run's lesson kept in this host's
+    calibration records when it is fit to learn from."""
     first = bench.level(1)
     if predicted is None or first is None or first.tpot is None or not first.tpot.p50:
         return None
@@ -38,7 +41,7 @@ def against_prediction(
     error = measured_s / predicted.tpot_s - 1
     causes = _causes(predicted, measured_s, error, load, threads) if abs(error) > GAP else ()
     learned = ""
-    if learn:
+    if learn_into is not None:
         why_not = _unfit_to_learn(predicted, error, load, threads)
         if why_not:
             learned = said("not learned: {why_not}", why_not=why_not)
@@ -49,7 +52,8 @@ def against_prediction(
                 f"against {predicted.tpot_s * 1e3:.3f} ms predicted by the {predicted.source} record of "
                 f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(predicted.calibrated_at))}"
             )
-            learned = predicted.learn(LiveDecode(measured_s, load.foreign_cores, load.steal, basis))
+            key = (predicted.engine_version, predicted.threads, predicted.weight_type, predicted.calibrated_at)
+            learned = learn_from_run(learn_into, key, measured_s, predicted.tpot_s, load.foreign_cores, load.steal, basis)
     return PredictionCheck(
         predicted_ms=predicted.tpot_s * 1000,
         low_ms=predicted.low_s * 1000,

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .client import Record
+from .client import Record, TokenSource
 
 PERCENTILES = (50, 90, 95, 99)
 SLO_METRICS = ("ttft", "tpot", "itl", "e2e")
@@ -109,7 +109,7 @@ class LevelStats:
     e2e: Dist | None
     output_tokens: int
     prompt_tokens_median: float | None  # as the server counted them (usage), when it says
-    tokens_from: str  # usage, chunks, or mixed
+    tokens_from: TokenSource
     stopped_early: int  # finished before max_tokens (end of sequence)
     over_max: int  # more output tokens than max_tokens
     engine_tpot: Dist | None  # the engine's own per-token decode time, where its answer carries it
@@ -203,7 +203,7 @@ def summarise(
         e2e=Dist.of([r.e2e * 1000 for r in ok if r.e2e is not None]),
         output_tokens=sum(r.output_tokens for r in ok),
         prompt_tokens_median=percentile(prompt, 50) if prompt else None,
-        tokens_from=sources.pop() if len(sources) == 1 else ("mixed" if sources else "none"),
+        tokens_from=sources.pop() if len(sources) == 1 else (TokenSource.MIXED if sources else TokenSource.NONE),
         stopped_early=sum(1 for r in ok if r.output_tokens < max_tokens),
         over_max=sum(1 for r in ok if r.output_tokens > max_tokens),
         engine_tpot=Dist.of(engine),

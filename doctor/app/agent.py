@@ -219,10 +219,19 @@ def _loop(request: AgentRequest, say: Callable[[str], None]) -> int:
         time.sleep(max(0.0, request.interval_s - (time.monotonic() - began)))
 
 
-def with_defaults(request: RunRequest, **options: object) -> RunRequest:
-    """The run request with check options the agent sets unless given (a node agent on a serving host)."""
-    merged = dict(request.options)
-    for key, value in options.items():
-        if merged.get(key) is None:
-            merged[key] = value
-    return replace(request, options=merged)
+def with_defaults(request: RunRequest, **values: object) -> RunRequest:
+    """The run request with check options the agent sets unless given (a node agent on a serving
+    host), each named by its field and found in the options type of the check that declares it (a
+    name no check declares is an error, not an option silently dropped)."""
+    from ..engine.options import OptionValues
+    from ..engine.registry import load
+
+    owners = {name: cls.options for cls in load().checks.values() if cls.options for name in cls.options.names()}
+    unknown = [name for name in values if name not in owners]
+    if unknown:
+        raise ValueError(f"no check declares the option(s) {', '.join(unknown)}")
+    defaults = []
+    for kind in {owners[name] for name in values}:
+        assert kind is not None
+        defaults.append(kind(**{name: value for name, value in values.items() if owners[name] is kind}))
+    return replace(request, options=tuple(OptionValues(request.options).merged(*defaults)))

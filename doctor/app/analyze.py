@@ -5,13 +5,11 @@ size-limited, never a FIFO or a device) and judged in a child with a deadline.""
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from .. import __version__, i18n
 from ..engine.files import open_regular
 from ..engine.findings import CheckResult, State
 from ..engine.registry import Registry, load
@@ -19,6 +17,7 @@ from ..i18n import _
 from ..reports.report import Report
 from .deadline import within
 from .requests import RequestError
+from .service import run_meta
 
 MAX_INPUT = 16 << 20
 DEADLINE_S = 120.0
@@ -67,21 +66,15 @@ def _judge(texts: list[tuple[str, str]]) -> list[tuple[str, CheckResult]]:
 
 def analyze(request: AnalyzeRequest, registry: Registry | None = None) -> Report:
     registry = registry or load()
+    started = time.time()
     texts = [(name, read_input(name)) for name in request.files]
     judged = within(request.timeout, _("reading the pasted texts"), _judge, texts)
     unknown = [name for name in request.files if name not in {name for name, _ in judged}]
     if unknown:
-        known = _("; ").join(_("{check}: {reads}", check=cls.name, reads=_(cls.reads)) for cls in registry.checks.values() if cls.reads)
+        known = _("; ").join(_("{check}: {reads}", check=cls.name, reads=_(cls.pasted)) for cls in registry.checks.values() if cls.pasted)
         raise RequestError(_("{files}: no check reads this kind of text (read: {known})", files=", ".join(unknown), known=known))
     results = [result for _, result in judged]
-    meta: dict[str, Any] = {
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "host": "analyze: " + ", ".join(_source(name) for name in request.files),
-        "root": "-",
-        "argv": ["analyze", *request.files],
-        "version": __version__,
-        "lang": i18n.current(),  # the language of the messages (codes, keys and values stay as they are)
-    }
+    meta = run_meta(started, "analyze: " + ", ".join(_source(name) for name in request.files), "-", ["analyze", *request.files])
     return Report(
         results,
         [f for r in results for f in r.findings],

@@ -7,7 +7,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ..engine.workers import Child, wait_ready
 from ..i18n import _
@@ -48,7 +48,7 @@ def within(seconds: float, what: str, work: Callable[..., T], *args: Any) -> T:
             if readable:
                 break
         try:
-            kind, value = child.conn.recv()
+            kind, value = cast("tuple[str, Any]", child.conn.recv())
         except (EOFError, OSError):
             raise WorkFailed(f"{what} stopped: {child.reap()}") from None
         child.reap()

@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..engine.findings import Applicability, Finding
 from ..engine.paths import default_state_dir
 from ..fixes.actions import FixPlan
-from ..fixes.journal import LockBusy, apply_plans, note
-from ..i18n import N_, _, localized
+from ..fixes.journal import FixStatus, LockBusy, apply_plans, note
+from ..i18n import _, localized
+from ..reports.report import FixSummary
 from .requests import Dialogue, FixRequest
 from .service import Outcome, recheck
 
@@ -53,9 +53,6 @@ def plan_fixes(outcome: Outcome, findings: list[Finding], unsafe: bool, dialogue
     return plans
 
 
-STATUS_WORDS = (N_("applied"), N_("rolled back"))  # statuses said as they are; "failed: …" carries its error
-
-
 def _shell(plans: list[FixPlan], dialogue: Dialogue) -> None:
     for plan in plans:
         for action in plan.actions:
@@ -65,7 +62,7 @@ def _shell(plans: list[FixPlan], dialogue: Dialogue) -> None:
 def fix(outcome: Outcome, request: FixRequest, dialogue: Dialogue) -> Outcome:
     """Previews and (unless dry_run) applies the fixes for the outcome's findings; returns the outcome
     after the re-check, with report.fixes saying what happened."""
-    summary: dict[str, Any] = {"applied": False, "run_id": None, "outcomes": []}
+    summary = FixSummary()
     outcome.report.fixes = summary
     findings = outcome.report.fixable()
     if not findings:
@@ -102,22 +99,18 @@ def fix(outcome: Outcome, request: FixRequest, dialogue: Dialogue) -> Outcome:
         dialogue.say(_("Not applying: {why}. Try again when it has finished.", why=exc))
         return outcome
     for item in result.outcomes:
-        dialogue.say(_("{code}: {target}: {status}", code=item.code, target=item.shown, status=localized(item.status)))
+        dialogue.say(_("{code}: {target}: {status}", code=item.code, target=item.shown, status=localized(item.said)))
     undo_hint = f"decode-doctor undo {result.run_id}"
     if request.state_dir != default_state_dir():
         undo_hint += f" --state-dir {request.state_dir}"
     dialogue.say(_("Fix run {run} recorded in {folder}. Undo with: {hint}", run=result.run_id, folder=result.run_dir, hint=undo_hint))
-    summary.update(
-        applied=True,
-        run_id=result.run_id,
-        outcomes=[{"code": o.code, "target": o.shown, "status": o.status} for o in result.outcomes],
-    )
+    summary.applied, summary.run_id, summary.outcomes = True, result.run_id, result.outcomes
     scope = {Path(plan.finding.path) for plan in plans.to_apply if plan.finding.path}
     scope |= {path for plan in plans.to_apply for action in plan.actions for path in action.touched()}
     checked = recheck(outcome, {plan.finding.check for plan in plans.to_apply}, scope)
     note(result.run_dir, {"type": "recheck", "scope": len(scope), "paths": sorted(map(str, scope))[:100], "judged": checked.judged})
     after = checked.outcome
-    refused = {(o.code, o.shown): o.status for o in result.outcomes if not o.status.startswith("applied")}
+    refused = {(o.code, o.shown): o.said for o in result.outcomes if o.status is not FixStatus.APPLIED}
     _say_rechecked(plans.to_apply, {(f.code, f.path) for r in after.report.results for f in r.findings}, dialogue, summary, refused)
     return after
 
@@ -129,7 +122,7 @@ def _say_rechecked(
     applied: list[FixPlan],
     still: set[tuple[str, str | None]],
     dialogue: Dialogue,
-    summary: dict[str, Any],
+    summary: FixSummary,
     refused: dict[tuple[str, str], str],
 ) -> None:
     """What the re-check says: resolved codes counted, each fix that did not take effect named (failed).
@@ -158,4 +151,4 @@ def _say_rechecked(
         dialogue.say("    " + _("{code}: FAILED: {said}{where}", code=finding.code, said=said, where=where))
     if len(failed) > SHOWN_FAILURES:
         dialogue.say("    " + _("… and {count:,} more still present", count=len(failed) - SHOWN_FAILURES))
-    summary["rechecked"] = {"resolved": sum(resolved.values()), "still_present": len(failed)}
+    summary.resolved, summary.still_present = sum(resolved.values()), len(failed)

@@ -62,7 +62,7 @@ def _redactor(out: OutputRequest) -> Redactor:
 
 
 def _stdout() -> TextIO:
-    if hasattr(sys.stdout, "reconfigure"):
+    if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors=ESCAPE)
     return sys.stdout
 

@@ -6,8 +6,10 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from ..engine.facts import Facts
+from ..engine.options import Options
 from ..fixes.journal import StepHook
 
 
@@ -31,13 +33,15 @@ class RunRequest:
     host_name: str | None = None  # the node's name as the orchestrator knows it (--host-name); None: read it
     models: tuple[Path, ...] = ()
     images: tuple[Path, ...] = ()
-    select: tuple[str, ...] = ()  # check names, codes or code prefixes; empty: every check
+    select: tuple[str, ...] = ()  # check names, codes or code prefixes; empty: every check (unless select_facts)
+    select_facts: tuple[type[Facts], ...] = ()  # also the checks that publish these facts (a command's measurement)
     ignore: tuple[str, ...] = ()
     reasons: Mapping[str, str] = field(default_factory=dict)  # ignore selector → why
     fail_on: str = "error"
+    verdict_exits: bool = True  # the command exits with the verdict's code; `report` exits 0 once its bundle is written
     incomplete_fails: bool = True  # a check that crashed, timed out or could not judge an input: exit 3
     timeout: float | None = None  # seconds per check; None: each check's own
-    options: Mapping[str, Any] = field(default_factory=dict)  # check options by key (Option.key)
+    options: tuple[Options, ...] = ()  # the checks' typed options (engine.options), one instance per type given
     env: Mapping[str, str] | None = None  # None: this process's environment
     argv: tuple[str, ...] = ()  # recorded in the report
     supplied: tuple[object, ...] = ()  # typed values a command hands the checks (ctx.supplied.get(T))

@@ -19,6 +19,7 @@ from ..engine.context import Context
 from ..engine.facts import Board
 from ..engine.files import open_regular
 from ..engine.findings import CheckResult, State
+from ..engine.options import OptionValues
 from ..engine.registry import Registry, load
 from ..engine.runner import Progress, run_checks
 from ..reports.report import Ignored, Report
@@ -97,7 +98,7 @@ def with_requirements(registry: Registry, classes: list[type[Check]], request: R
     while pending:
         for reads in pending.pop().needs.reads:
             publisher = registry.publisher(reads.facts)
-            if publisher is None or publisher.name in wanted or not reads.pulls_in(request.options, inputs):
+            if publisher is None or publisher.name in wanted or not reads.pulls_in(OptionValues(request.options), inputs):
                 continue
             wanted.add(publisher.name)
             pending.append(publisher)
@@ -128,7 +129,7 @@ def context_for(request: RunRequest) -> Context:
         env=env,
         models=request.models,
         images=request.images,
-        options=dict(request.options),
+        options=OptionValues(request.options),
         supplied=Board(request.supplied),
     )
 
@@ -153,30 +154,49 @@ def build_report(request: RunRequest, registry: Registry, results: list[CheckRes
             else:
                 ignored.append(Ignored(finding, selector, request.reasons.get(selector)))
     pulled_in = frozenset(r.check for r in results if not _selected(registry, select, r.check))
-    report = Report(results, kept, ignored, meta, request.fail_on, load_errors=list(registry.errors), pulled_in=pulled_in)
+    report = Report(
+        results,
+        kept,
+        ignored,
+        meta,
+        request.fail_on,
+        load_errors=list(registry.errors),
+        pulled_in=pulled_in,
+        verdict_exits=request.verdict_exits,
+    )
     report.incomplete_fails = request.incomplete_fails
     return report
+
+
+def run_meta(started: float, host: str, root: str, argv: Iterable[str]) -> dict[str, Any]:
+    """The report's run section (what every command that makes a report says of its run)."""
+    return {
+        "started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(timespec="seconds"),
+        "duration_s": round(max(0.0, time.time() - started), 3),
+        "root": root,
+        "host": host,
+        "argv": list(argv),
+        "version": __version__,
+        "lang": i18n.current(),  # the language of the messages (codes, keys and values stay as they are)
+    }
 
 
 def run(request: RunRequest, registry: Registry | None = None, progress: Progress | None = None) -> Outcome:
     """Runs the checks the request selects; the Report says what they found."""
     registry = registry or load()
-    classes = select_checks(registry, request.select)
+    publishers = [registry.publisher(kind) for kind in request.select_facts]
+    if None in publishers:
+        missing = [kind.__name__ for kind, cls in zip(request.select_facts, publishers, strict=True) if cls is None]
+        raise RequestError(f"no check publishes {', '.join(missing)}")
+    classes = select_checks(registry, request.select) if request.select or not publishers else []
+    classes += [cls for cls in publishers if cls is not None and cls not in classes]
     if not classes:
         raise RequestError("no check is selected; see `decode-doctor list`")
     classes = with_requirements(registry, classes, request)
     started = time.time()
     ctx = context_for(request)
     results = run_checks(classes, ctx, timeout_s=request.timeout, progress=progress)
-    meta = {
-        "started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(timespec="seconds"),
-        "duration_s": round(time.time() - started, 3),
-        "root": str(request.root),
-        "host": host_name(request),
-        "argv": list(request.argv),
-        "version": __version__,
-        "lang": i18n.current(),  # the language of the messages (codes, keys and values stay as they are)
-    }
+    meta = run_meta(started, host_name(request), str(request.root), request.argv)
     return Outcome(request, build_report(request, registry, results, meta), ctx, registry)
 
 

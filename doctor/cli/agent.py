@@ -10,7 +10,7 @@ import click
 from ..app.guard import guarded
 from ..engine.units import duration
 from ..i18n import _
-from .common import CONTEXT, run_options, run_request
+from .common import CONTEXT, RunCommand, run_options, run_request
 
 DEFAULT_INTERVAL = "15m"
 QUIET_BANDWIDTH_AGE = 86400.0  # a node agent measures bandwidth at most daily, and only while idle
@@ -23,7 +23,7 @@ def _duration(text: str) -> float:
         raise click.BadParameter(str(exc)) from None
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(cls=RunCommand, context_settings=CONTEXT)
 @run_options
 @click.option(
     "--textfile-directory",

@@ -11,10 +11,10 @@ import click
 
 from ..app.choices import FORMATS
 from ..app.guard import guarded
-from .common import CONTEXT, Progress, TerminalDialogue, output_request, run_options, run_request
+from .common import CONTEXT, Progress, RunCommand, TerminalDialogue, output_request, run_options, run_request
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(cls=RunCommand, context_settings=CONTEXT)
 @run_options
 @click.option(
     "--format",

@@ -17,38 +17,6 @@ from ..engine.config import ConfigError, load_config, split_selectors
 from ..i18n import _
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
-# Flags of the commands themselves: a check option may not take one of these.
-CORE_FLAGS = {
-    "--root",
-    "--same-host",
-    "--host-name",
-    "--model",
-    "--images",
-    "--select",
-    "--ignore",
-    "--config",
-    "--fail-on",
-    "--timeout",
-    "--incomplete",
-    "--debug",
-    "--verbose",
-    "-v",
-    "--quiet",
-    "-q",
-    "--format",
-    "-o",
-    "--output",
-    "--fix",
-    "--dry-run",
-    "--yes",
-    "-y",
-    "--unsafe-fixes",
-    "--state-dir",
-    "--redact-hosts",
-    "--no-redact",
-    "--help",
-    "-h",
-}
 
 
 class Progress:
@@ -100,30 +68,40 @@ class TerminalDialogue:
         return click.confirm(question, default=False)
 
 
-def _check_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Adds the options that checks declare (Check.options). A flag that is one of the commands' own
-    is left out and reported as a load error; two checks sharing a flag never load (registry)."""
-    from ..engine.registry import load
+class RunCommand(click.Command):
+    """A command that runs checks: its own options, then the options the checks declare (Check.options,
+    typed dataclasses). A check's flag that is already one of the command's is left out and reported as
+    a load error; two checks sharing a flag never load (registry)."""
 
-    registry = load()
-    for cls in registry.checks.values():
-        for option in cls.options:
-            if option.flag in CORE_FLAGS:
-                message = _("check {file}: option {flag} is one of decode-doctor's own; left out", file=repr(cls.name), flag=option.flag)
-                if message not in registry.errors:
-                    registry.errors.append(message)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from ..engine.registry import load
+
+        registry = load()
+        taken = {"-h", "--help", "--lang", *(flag for param in self.params for flag in (*param.opts, *param.secondary_opts))}
+        self.check_fields: set[str] = set()
+        for cls in registry.checks.values():
+            if cls.options is None:
                 continue
-            func = click.option(
-                option.flag,
-                option.key,
-                multiple=option.multiple,
-                default=option.default,
-                is_flag=option.is_flag,
-                type=None if option.is_flag else (click.Choice(option.choices) if option.choices else option.type),
-                metavar=option.metavar,
-                help=f"{option.help} [{cls.name}]",
-            )(func)
-    return func
+            for name, flag, default in cls.options.flags():
+                if flag.flag in taken:
+                    message = _("check {file}: option {flag} is one of decode-doctor's own; left out", file=repr(cls.name), flag=flag.flag)
+                    if message not in registry.errors:
+                        registry.errors.append(message)
+                    continue
+                kind = click.Choice(flag.choices) if flag.choices else flag.parse
+                self.params.append(
+                    click.Option(
+                        [flag.flag, name],
+                        multiple=flag.multiple,
+                        is_flag=flag.is_flag,
+                        default=default,  # click 8.3+ reads an option without one as taking an optional value
+                        type=None if flag.is_flag else kind,
+                        metavar=flag.metavar,
+                        help=f"{flag.help} [{cls.name}]",
+                    )
+                )
+                self.check_fields.add(name)
 
 
 def run_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -178,18 +156,27 @@ def run_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds each check may run (default: each check's own)."
         ),
         click.option("--debug", is_flag=True, help="Show tracebacks of crashed checks and internal errors."),
-        _check_options,
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
     return func
 
 
-def check_option_keys() -> set[str]:
-    """The parameter names of the options the checks add (see _check_options)."""
+def check_options(params: dict[str, Any]) -> tuple[Any, ...]:
+    """The checks' typed options from the command line's parameters (those RunCommand added): one
+    instance per options type that was given anything (engine.options)."""
     from ..engine.registry import load
 
-    return {option.key for cls in load().checks.values() for option in cls.options if option.flag not in CORE_FLAGS}
+    context = click.get_current_context(silent=True)
+    fields: set[str] = getattr(context.command, "check_fields", set()) if context is not None else set()
+    found = []
+    for cls in load().checks.values():
+        if cls.options is None:
+            continue
+        value = cls.options.from_values({name: params.get(name) for name in cls.options.names() if name in fields})
+        if value.given():
+            found.append(value)
+    return tuple(found)
 
 
 def _selectors(values: list[str], where: str, retired_note: list[str]) -> list[str]:
@@ -218,8 +205,6 @@ def run_request(params: dict[str, Any]) -> Any:
     retired codes named in the options or the config file are said on stderr."""
     from ..app.requests import RunRequest, command_argv
 
-    keys = check_option_keys()
-    check_options = {key: value for key, value in params.items() if key in keys}
     try:
         config = load_config(params["config_path"], Path.cwd())
     except ConfigError as exc:
@@ -245,7 +230,7 @@ def run_request(params: dict[str, Any]) -> Any:
         fail_on=params["fail_on"] or config.fail_on or "error",
         incomplete_fails=params.get("incomplete", "fail") == "fail",
         timeout=params["timeout"] or config.timeout,
-        options=check_options,
+        options=check_options(params),
         argv=command_argv(_command_name()),
     )
 

@@ -10,13 +10,13 @@ import click
 from ..i18n import N_, _, localized
 from .common import CONTEXT
 
-INPUT_FLAGS = {"models": "--model", "images": "--images", "endpoint": "--endpoint"}  # Needs.inputs → the flag
-
 
 @click.command("list", context_settings=CONTEXT)
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
 def list_checks(fmt: str) -> None:
     """List the checks, the codes each can emit, and which are fixable (markdown: the README's table)."""
+    from ..engine.check import INPUTS
+    from ..engine.options import OptionRef
     from ..engine.registry import load
 
     registry = load()
@@ -36,9 +36,9 @@ def list_checks(fmt: str) -> None:
                 "origin": registry.origins["check:" + name],
                 "description": cls.description,
                 "exclusive": needs.exclusive,
-                "needs": [*needs.platforms, *(INPUT_FLAGS.get(i, f"--{i}") for i in needs.inputs)],
+                "needs": [*needs.platforms, *(i.flag if isinstance(i, OptionRef) else INPUTS[i] for i in needs.inputs)],
                 "reads": sorted({registry.publishers[r.facts] for r in needs.reads if r.facts in registry.publishers}),
-                "options": [option.flag for option in cls.options],
+                "options": [flag.flag for _name, flag, _default in cls.options.flags()] if cls.options else [],
                 "timeout_s": cls.timeout_s,
                 "codes": codes,
             }

@@ -1,7 +1,9 @@
 """The command line. Subcommands load on demand so `decode-doctor --help` stays fast and light.
 
 Core commands are listed here; a feature may add its own by shipping checks/<feature>/commands.py
-with a COMMANDS tuple of click commands (that module may import only click at its top).
+with a COMMANDS tuple of click commands. That module is imported to list the commands, so what it
+imports at its top must be light (click and the engine's light modules: tests/test_startup.py
+measures what `--help` imports); the work behind a command is imported inside it.
 """
 
 from __future__ import annotations
@@ -17,18 +19,33 @@ import click
 from .. import __version__, i18n
 from ..i18n import _, clihelp
 
-# name → (module, attribute, one-line help); the help is here so --help imports no subcommand.
+# name → (module, attribute). The listing's one line is the first sentence of the command's own
+# docstring, read from its source without importing it (--help imports no subcommand).
 CORE = {
-    "check": ("decode_doctor.cli.check", "check", "Run the checks; with --fix, preview and apply fixes."),
-    "list": ("decode_doctor.cli.info", "list_checks", "List the checks, their codes and which are fixable."),
-    "explain": ("decode_doctor.cli.info", "explain", "Explain a finding code: what it means, why, how to fix."),
-    "report": ("decode_doctor.cli.report", "report", "Write a ticket-ready support bundle with secrets removed."),
-    "diff": ("decode_doctor.cli.report", "diff", "What differs between two reports."),
-    "merge": ("decode_doctor.cli.report", "merge", "A host × check matrix for a fleet of reports."),
-    "agent": ("decode_doctor.cli.agent", "agent", "Run the checks on a schedule for Prometheus (node_exporter textfile)."),
-    "undo": ("decode_doctor.cli.undo", "undo", "Roll back the last fix run (or a named one) exactly."),
-    "analyze": ("decode_doctor.cli.analyze", "analyze", "Judge pasted nvidia-smi output, its errors and kernel logs."),
+    "check": ("decode_doctor.cli.check", "check"),
+    "list": ("decode_doctor.cli.info", "list_checks"),
+    "explain": ("decode_doctor.cli.info", "explain"),
+    "report": ("decode_doctor.cli.report", "report"),
+    "diff": ("decode_doctor.cli.report", "diff"),
+    "merge": ("decode_doctor.cli.report", "merge"),
+    "agent": ("decode_doctor.cli.agent", "agent"),
+    "undo": ("decode_doctor.cli.undo", "undo"),
+    "analyze": ("decode_doctor.cli.analyze", "analyze"),
 }
+
+
+@functools.cache
+def docstring(module_name: str, attribute: str) -> str:
+    """A command function's docstring, from its module's source (ast; nothing is imported)."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or spec.origin is None:
+        return ""
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    found = next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == attribute), None)
+    return (ast.get_docstring(found) or "") if found is not None else ""
 
 
 @functools.cache
@@ -37,7 +54,7 @@ def feature_commands() -> dict[str, click.Command]:
     import decode_doctor.checks as checks
 
     found: dict[str, click.Command] = {}
-    for directory in sorted(Path(checks.__path__[0]).iterdir()):
+    for directory in sorted(Path(next(iter(checks.__path__))).iterdir()):
         if (directory / "commands.py").is_file() and not directory.name.startswith("_"):
             module = importlib.import_module(f"decode_doctor.checks.{directory.name}.commands")
             for command in getattr(module, "COMMANDS", ()):
@@ -73,14 +90,14 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in CORE:
-            module_name, attribute, _ = CORE[cmd_name]
+            module_name, attribute = CORE[cmd_name]
             command = getattr(importlib.import_module(module_name), attribute)
         else:
             command = feature_commands().get(cmd_name)
         return clihelp.prepared(command) if command is not None else None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, clihelp.help_text(help_text)) for name, (_, _, help_text) in CORE.items()]
+        rows = [(name, clihelp.first_sentence(clihelp.help_text(docstring(*place)))) for name, place in CORE.items()]
         rows += [(name, clihelp.short_help(command)) for name, command in feature_commands().items()]
         with formatter.section(_("Commands")):
             formatter.write_dl(rows)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -13,12 +14,12 @@ import click
 from ..app.choices import BUNDLE_FORMATS, FAIL_ON_LEVELS
 from ..app.guard import guarded
 from ..i18n import _
-from .common import CONTEXT, Progress, run_options, run_request
+from .common import CONTEXT, Progress, RunCommand, run_options, run_request
 
 T = TypeVar("T")
 
 
-@click.command("report", context_settings=CONTEXT)
+@click.command("report", cls=RunCommand, context_settings=CONTEXT)
 @run_options
 @click.option(
     "-o",
@@ -54,7 +55,7 @@ def report(**params: Any) -> None:
 
     if params["redact_hosts"] and params["no_redact"]:
         raise click.UsageError("--redact-hosts and --no-redact contradict each other")
-    request = run_request(params)
+    request = replace(run_request(params), verdict_exits=False)  # the bundle is the result: 0 once it is written
     bundle = BundleRequest(
         run=request,
         output=params["output"] or Path.cwd(),

@@ -8,7 +8,7 @@ import click
 
 from ..app.guard import guarded
 from ..app.output import shown
-from ..i18n import N_, _, localized
+from ..i18n import _, localized
 from .common import CONTEXT
 
 
@@ -28,9 +28,6 @@ def undo(run_id: str | None, state_dir: Path | None, list_only: bool, force: boo
 
     given = state_dir is not None
     guarded(False, lambda: _undo(run_id, state_dir or default_state_dir(), given, list_only, force))
-
-
-RUN_STATES = (N_("applied"), N_("interrupted"), N_("undone"), N_("nothing applied"), N_("restored"), N_("original"))
 
 
 def _undo(run_id: str | None, state_dir: Path, given: bool, list_only: bool, force: bool) -> int:

@@ -4,7 +4,7 @@ the command runner, the registry and the runner that executes checks. It names n
 Checks and fixers import what they need from here.
 """
 
-from .check import Analysis, Check, Needs, Option, Reads, SkipCheck
+from .check import INPUTS, Analysis, Check, Needs, Reads, SkipCheck
 from .context import Context
 from .facts import Board, Chart, EnvRow, Facts, HtmlBlock, Metric, Sample, Series
 from .findings import (
@@ -16,13 +16,16 @@ from .findings import (
     FixableCode,
     FixParams,
     FixRef,
+    JSONValue,
     NoParams,
     NotJudged,
     Severity,
 )
 from .fixer import Fixer
+from .options import OptionRef, Options, OptionValues, option
 
 __all__ = [
+    "INPUTS",
     "Analysis",
     "Applicability",
     "Board",
@@ -40,14 +43,18 @@ __all__ = [
     "FixableCode",
     "Fixer",
     "HtmlBlock",
+    "JSONValue",
     "Metric",
     "Needs",
     "NoParams",
     "NotJudged",
-    "Option",
+    "OptionRef",
+    "OptionValues",
+    "Options",
     "Reads",
     "Sample",
     "Series",
     "Severity",
     "SkipCheck",
+    "option",
 ]

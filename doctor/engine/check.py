@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, overload
+from typing import TYPE_CHECKING, ClassVar, overload
 
 from .facts import Facts
-from .findings import Code, Finding, FixableCode, FixRef, NotJudged, P, Severity
+from .findings import Code, Finding, FixableCode, FixRef, JSONValue, NotJudged, P, Severity
+from .options import OptionRef, Options, OptionValues
 
 if TYPE_CHECKING:
     from .context import Context
@@ -17,23 +18,32 @@ class SkipCheck(Exception):
     """Raised by a check that finds at run time that it does not apply (e.g. "no NVIDIA GPU")."""
 
 
+INPUTS = {"models": "--model", "images": "--images"}  # what a run is given besides options (Context.models, .images) → its flag
+
+
 @dataclass(frozen=True)
 class Reads:
     """Facts of another check that this one reads (ctx.facts.get(facts)), declared once: the check
     that publishes them runs first, and a selection of this check pulls that one in, unless
 
     - unless_option names an option that stands in for the facts when given (--bandwidth), or
-    - when_input names an input without which the facts are not needed (a budget without --model).
+    - when_input names an input (INPUTS) or an option without which the facts are not needed (a
+      budget without --model).
+    The registry checks every option named here when it loads.
     """
 
     facts: type[Facts]
-    unless_option: str | None = None
-    when_input: str | None = None
+    unless_option: OptionRef | None = None
+    when_input: str | OptionRef | None = None
 
-    def pulls_in(self, options: Mapping[str, Any], inputs: Mapping[str, Any]) -> bool:
-        if self.unless_option is not None and options.get(self.unless_option):
+    def pulls_in(self, options: OptionValues, inputs: Mapping[str, object]) -> bool:
+        if self.unless_option is not None and options.value(self.unless_option):
             return False
-        return self.when_input is None or bool(inputs.get(self.when_input) or options.get(self.when_input))
+        if self.when_input is None:
+            return True
+        if isinstance(self.when_input, OptionRef):
+            return bool(options.value(self.when_input))
+        return bool(inputs.get(self.when_input))
 
 
 @dataclass(frozen=True)
@@ -41,31 +51,9 @@ class Needs:
     """What a check needs before it can run; the engine skips it with a reason otherwise."""
 
     platforms: tuple[str, ...] = ()  # e.g. ("linux",); empty: any
-    inputs: tuple[str, ...] = ()  # context inputs that must be non-empty: "models", "images"
+    inputs: tuple[str | OptionRef, ...] = ()  # INPUTS, or options, that must be given: "models", OptionRef(ServingOptions, "endpoint")
     exclusive: bool = False  # timing probes: run alone, nothing beside them
     reads: tuple[Reads, ...] = ()  # the facts of other checks this one reads: ordering and pull-in follow
-
-
-@dataclass(frozen=True)
-class Option:
-    """A command-line option a check adds to `decode-doctor check` (lands in ctx.options[key]).
-
-    Flags are one namespace across all checks: two checks declaring the same flag is an error when
-    the registry loads, never a silent first-wins.
-    """
-
-    flag: str  # "--from-encoding"
-    help: str
-    multiple: bool = False
-    default: Any = None
-    is_flag: bool = False
-    type: Callable[[str], Any] = str  # a function raising ValueError is a usage error on the command line
-    choices: tuple[str, ...] = ()
-    metavar: str | None = None  # what --help shows for the value
-
-    @property
-    def key(self) -> str:
-        return self.flag.lstrip("-").replace("-", "_")
 
 
 @dataclass
@@ -87,11 +75,11 @@ class Check:
     looks_at: ClassVar[str] = ""  # Markdown: what it reads and judges, for the README's table (`list --format markdown`)
     codes: ClassVar[tuple[Code, ...]] = ()
     needs: ClassVar[Needs] = Needs()
-    options: ClassVar[tuple[Option, ...]] = ()
+    options: ClassVar[type[Options] | None] = None  # its typed options (engine.options), read with ctx.option(type)
     timeout_s: ClassVar[float] = 10.0
     facts_type: ClassVar[type[Facts] | None] = None  # what run() publishes with ctx.publish
     retired: ClassVar[dict[str, str]] = {}  # codes this check no longer emits → where they went
-    reads: ClassVar[str] = ""  # the pasted texts analyze() recognises, for `analyze`'s messages
+    pasted: ClassVar[str] = ""  # the pasted texts analyze() recognises, for `analyze`'s messages
     # Judges only the paths in ctx.scope when it is set (the re-check after a fix): its findings about
     # other paths stand from the run before, and its facts are that run's.
     scoped: ClassVar[bool] = False
@@ -119,7 +107,7 @@ class Check:
         code: FixableCode[P],
         message: str,
         *,
-        evidence: dict[str, Any] | None = None,
+        evidence: Mapping[str, JSONValue] | None = None,
         path: str | None = None,
         fix: FixRef[P] | None = None,
         severity: Severity | None = None,
@@ -132,7 +120,7 @@ class Check:
         code: Code,
         message: str,
         *,
-        evidence: dict[str, Any] | None = None,
+        evidence: Mapping[str, JSONValue] | None = None,
         path: str | None = None,
         severity: Severity | None = None,
         sensitive: tuple[str, ...] = (),
@@ -143,9 +131,9 @@ class Check:
         code: Code,
         message: str,
         *,
-        evidence: dict[str, Any] | None = None,
+        evidence: Mapping[str, JSONValue] | None = None,
         path: str | None = None,
-        fix: FixRef[Any] | None = None,
+        fix: object = None,  # a FixRef of the code's params (the overloads say so to the type checker)
         severity: Severity | None = None,
         sensitive: tuple[str, ...] = (),
     ) -> Finding:
@@ -159,6 +147,8 @@ class Check:
             raise TypeError(f"{self.name}: finding() takes one of its Code constants, not {spec!r}")
         if spec not in self.codes:
             raise KeyError(f"{self.name} does not declare {spec.code}")
+        if fix is not None and not isinstance(fix, FixRef):
+            raise TypeError(f"{spec.code}: fix= takes a FixRef, not {type(fix).__name__}")
         if fix is not None and not (isinstance(spec, FixableCode) and isinstance(fix.params, spec.params)):
             raise TypeError(f"{spec.code} takes no fix of {type(fix.params).__name__}")
         return Finding(
@@ -167,7 +157,7 @@ class Check:
             severity=severity or spec.severity,
             title=spec.title,
             message=message,
-            evidence=evidence or {},
+            evidence=dict(evidence or {}),
             path=path,
             fix=fix,
             sensitive=sensitive,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -150,3 +151,12 @@ class CommandRunner:
     def _keep(self, record: CommandRecord) -> CommandRecord:
         self.records.append(record)
         return record
+
+
+def signal_name(returncode: int) -> str | None:
+    """SIGSEGV for a child a signal ended (returncode -11, or a shell's 139)."""
+    number = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
+    try:
+        return signal.Signals(number).name if number else None
+    except ValueError:
+        return f"signal {number}"

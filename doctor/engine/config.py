@@ -6,7 +6,6 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -33,7 +32,7 @@ class Config:
     timeout: float | None = None
 
 
-def _parse(table: dict[str, Any], source: str) -> Config:
+def _parse(table: dict[str, object], source: str) -> Config:
     unknown = set(table) - KNOWN_KEYS
     if unknown:
         raise ConfigError(
@@ -80,7 +79,7 @@ def _parse(table: dict[str, Any], source: str) -> Config:
     return config
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path) -> dict[str, object]:
     try:
         with open(path, "rb") as handle:
             return tomllib.load(handle)
@@ -90,7 +89,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(_("{path} is not valid TOML: {exc}", path=path, exc=exc)) from None
 
 
-def _table(data: dict[str, Any], source: str) -> dict[str, Any]:
+def _table(data: dict[str, object], source: str) -> dict[str, object]:
     if "tool" in data:
         tool = data["tool"]
         if not isinstance(tool, dict) or "decode-doctor" not in tool:

@@ -6,14 +6,16 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TypeVar
 
-from .commands import CommandRunner
+from .commands import DEFAULT_MAX_OUTPUT, CommandRunner
 from .facts import Board, Facts
 from .files import NotRegular, open_regular
 from .findings import CommandRecord, NotJudged
+from .options import Options, OptionValues
 
 DEFAULT_READ_LIMIT = 1 << 20
+OptionsT = TypeVar("OptionsT", bound=Options)
 
 
 @dataclass
@@ -27,7 +29,7 @@ class Context:
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     models: tuple[Path, ...] = ()
     images: tuple[Path, ...] = ()
-    options: dict[str, Any] = field(default_factory=dict)
+    options: OptionValues = field(default_factory=OptionValues)  # read by type: ctx.option(BandwidthOptions)
     files_read: list[str] = field(default_factory=list)
     # Facts published by checks that ran earlier, by type (ctx.facts.get(GpuFacts)); see Needs.reads.
     facts: Board = field(default_factory=Board)
@@ -40,6 +42,10 @@ class Context:
     scope: frozenset[Path] | None = None
     # Long checks report progress ("1,234 files, 850/s"); the engine shows it on a terminal.
     progress: Callable[[str], None] = field(default=lambda text: None, repr=False)
+
+    def option(self, kind: type[OptionsT]) -> OptionsT:
+        """The options of that type this run was given (their defaults when none were)."""
+        return self.options.get(kind)
 
     def publish(self, facts: Facts) -> None:
         """The check's facts: for the report, and for the checks that run after this one."""
@@ -105,8 +111,16 @@ class Context:
     def which(self, name: str) -> str | None:
         return self.runner.which(name)
 
-    def run(self, argv: list[str] | tuple[str, ...], **kwargs: Any) -> CommandRecord:
-        return self.runner.run(argv, **kwargs)
+    def run(
+        self,
+        argv: list[str] | tuple[str, ...],
+        *,
+        timeout_s: float | None = None,
+        input_bytes: bytes | None = None,
+        max_output: int = DEFAULT_MAX_OUTPUT,
+        env: Mapping[str, str] | None = None,
+    ) -> CommandRecord:
+        return self.runner.run(argv, timeout_s=timeout_s, input_bytes=input_bytes, max_output=max_output, env=env)
 
     @property
     def live_host(self) -> bool:

@@ -11,13 +11,14 @@ and `diff` all ask the facts. Facts cross process boundaries (pickle) and land i
 from __future__ import annotations
 
 import dataclasses
+import enum
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar, Union
+from typing import Any, ClassVar, TypeVar, Union, cast
 
-from .findings import Code
+from .findings import Code, JSONValue
 
 F = TypeVar("F", bound="Facts")
 T = TypeVar("T")
@@ -102,13 +103,13 @@ class Facts:
         """Values `diff` compares between two reports: strings as versions, numbers as measurements."""
         return {}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONValue]:
         return values_dict(self)
 
     @classmethod
-    def from_dict(cls: type[F], data: dict[str, Any]) -> F:
+    def from_dict(cls: type[F], data: Mapping[str, object]) -> F:
         """Rebuilds the facts from to_dict(); raises ValueError when the data do not fit."""
-        return _build(cls, data)
+        return cast(F, _build(cls, data))
 
 
 class Board:
@@ -138,7 +139,7 @@ class Board:
         return len(self._by_type)
 
 
-def _build(cls: type, data: Any) -> Any:
+def _build(cls: type, data: object) -> object:
     if not isinstance(data, dict):
         raise ValueError(f"{cls.__name__}: expected an object, got {type(data).__name__}")
     hints = typing.get_type_hints(cls)
@@ -154,7 +155,7 @@ def _build(cls: type, data: Any) -> Any:
     return cls(**values)
 
 
-def _convert(hint: Any, value: Any) -> Any:
+def _convert(hint: object, value: object) -> object:
     origin = typing.get_origin(hint)
     if origin in (Union, types.UnionType):
         options = [a for a in typing.get_args(hint) if a is not type(None)]
@@ -168,6 +169,8 @@ def _convert(hint: Any, value: Any) -> Any:
         return value
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return _build(hint, value)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint(value)  # a state written by its value; ValueError for one this release does not know
     if origin in (list, tuple) and isinstance(value, list):
         args = typing.get_args(hint)
         inner = args[0] if args else Any
@@ -176,7 +179,30 @@ def _convert(hint: Any, value: Any) -> Any:
     return value
 
 
-def values_dict(value: Any) -> dict[str, Any]:
-    """dataclasses.asdict without the callables a value may carry (a feature's hook for another,
-    such as DecodePrediction.learn_with): a report holds values only."""
-    return dataclasses.asdict(value, dict_factory=lambda items: {key: item for key, item in items if not callable(item)})
+REPORTED = "decode_doctor.reported"  # field metadata: False keeps a field out of reports (a config.json read whole)
+
+
+def values_dict(value: object) -> dict[str, JSONValue]:
+    """A value's fields as a dict, as dataclasses.asdict makes it, less the fields marked
+    metadata={REPORTED: False} (facts hold values only: no callables, tests/test_contract.py)."""
+    assert dataclasses.is_dataclass(value) and not isinstance(value, type)
+    data = dataclasses.asdict(value)
+    _drop_unreported(value, data)
+    return data
+
+
+def _drop_unreported(value: object, data: object) -> None:
+    """Removes, in asdict's output data, the fields of value (and of the dataclasses it holds) marked unreported."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type) and isinstance(data, dict):
+        for item in dataclasses.fields(value):
+            if item.metadata.get(REPORTED, True) is False:
+                data.pop(item.name, None)
+            elif item.name in data:
+                _drop_unreported(getattr(value, item.name), data[item.name])
+    elif isinstance(value, list | tuple) and isinstance(data, list | tuple):
+        for inner, shown in zip(value, data, strict=False):
+            _drop_unreported(inner, shown)
+    elif isinstance(value, dict) and isinstance(data, dict):
+        for key, inner in value.items():
+            if key in data:
+                _drop_unreported(inner, data[key])

@@ -46,13 +46,6 @@ def open_regular(path: str | os.PathLike[str], *, follow: bool = True, buffering
         raise
 
 
-def is_regular(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(path.stat().st_mode)
-    except OSError:
-        return False
-
-
 def replace_file(path: Path, data: bytes) -> None:
     """path replaced with data whole or not at all: a temporary file beside it, fsynced, renamed over it
     (a check's own state, such as a quiet bandwidth figure; fixes use fixes.atomic, which also keeps owners)."""

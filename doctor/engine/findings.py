@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeAlias, TypeVar
 
 from ..i18n import _
 
 if TYPE_CHECKING:
     from .facts import Facts
 
-JSONValue = Any
+# What a report's JSON holds: evidence, facts as dicts, fix params. Sequence and Mapping (read-only,
+# covariant) so that a list[str] or a dict of ints is one without a copy.
+JSONValue: TypeAlias = "str | int | float | bool | Sequence[JSONValue] | Mapping[str, JSONValue] | None"
 
 
 class Severity(str, enum.Enum):
@@ -96,6 +99,7 @@ class CommandsParams(FixParams):
 
 
 P = TypeVar("P", bound=FixParams)
+P_co = TypeVar("P_co", bound=FixParams, covariant=True)  # a code or fix of ConvertParams is one of FixParams
 
 
 @dataclass(frozen=True)
@@ -131,12 +135,12 @@ class Code:
 
 
 @dataclass(frozen=True, kw_only=True)
-class FixableCode(Code, Generic[P]):
+class FixableCode(Code, Generic[P_co]):
     """A code with an automatic fix: the fixer that claims it takes `params` (checked when the
     registry loads), and fix_safety says what the fix does and how safe it is. A finding of this
     code can carry a FixRef[params]; one of a plain Code cannot (the type checker proves it)."""
 
-    params: type[P]
+    params: type[P_co]
     fix_safety: str
 
     @property
@@ -150,7 +154,8 @@ class FixableCode(Code, Generic[P]):
 
 @dataclass(frozen=True)
 class FixRef(Generic[P]):
-    """What a finding tells its fixer: a one-line summary and the typed params.
+    """What a finding tells its fixer: a one-line summary and the typed params. Invariant in its params
+    (a code is covariant): Check.finding(code, fix=…) then refuses a fix of another code's kind.
 
     The check sets summary and params; the engine fills in which fixer claims the code and with
     which applicability, so a check can never disagree with its fixer.
@@ -179,7 +184,7 @@ class Finding:
     message: str
     evidence: dict[str, JSONValue] = field(default_factory=dict)
     path: str | None = None
-    fix: FixRef[Any] | None = None
+    fix: FixRef[FixParams] | None = None
     # Evidence keys whose values may hold secrets; reports redact them.
     sensitive: tuple[str, ...] = ()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from .findings import Applicability, Finding, FixableCode, FixParams, P
 
@@ -22,7 +22,7 @@ class Fixer:
     """
 
     name: ClassVar[str]
-    claims: ClassVar[Mapping[FixableCode[Any], Applicability]] = {}
+    claims: ClassVar[Mapping[FixableCode[FixParams], Applicability]] = {}
     takes: ClassVar[tuple[type[FixParams], ...]] = ()
 
     def plan(self, finding: Finding, ctx: Context) -> FixPlan:

@@ -8,6 +8,11 @@ import os
 import time
 from dataclasses import dataclass
 
+# A measurement beside a tenth of a core of other work, or 2 % stolen, is contended: a lower bound for
+# a figure that must be the host's own (bandwidth), a widened interval for one that need not (a calibration).
+CONTENDED_CORES = 0.1
+CONTENDED_STEAL = 0.02
+
 
 @dataclass(frozen=True)
 class Load:

@@ -5,7 +5,9 @@ subclasses defined in its modules, every one of which is imported but commands.p
 CLI's), built-in fixers the modules under fixers/; plugins register the entry-point groups below.
 The engine never names a check. Loading verifies:
 - every code belongs to one check; a code that offers a fix (FixableCode) says how safe it is;
-- option flags are one namespace: a flag two checks declare is an error, not first-wins;
+- options are typed (engine.options): one options type per check, flags and field names one
+  namespace (a flag two checks declare is an error, not first-wins), and every input and option a
+  check names in its needs exists;
 - each facts type has one publisher, and every type a check reads (Needs.reads) has one;
 - the fix contract: every code that declares a fix is claimed by exactly one fixer, that fixer
   takes the params type the code declares, and a fixer claims only codes that exist and declare one.
@@ -14,6 +16,7 @@ What breaks a contract is left out and named in `errors`, shown by `list` and ev
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import pkgutil
@@ -21,13 +24,14 @@ import sys
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..i18n import joined, said
-from .check import Check
+from .check import INPUTS, Check
 from .facts import Facts
 from .findings import Applicability, Code, Finding, FixableCode, FixParams
 from .fixer import Fixer
+from .options import OptionRef, Options
 
 CHECK_GROUP = "decode_doctor.checks"
 FIXER_GROUP = "decode_doctor.fixers"
@@ -105,7 +109,7 @@ def _discover(package: str, group: str, base: type[T], errors: list[str]) -> lis
         found.extend((cls, "builtin") for cls in _defined_in(module, base))
     for entry in metadata.entry_points(group=group):
         try:
-            obj: Any = entry.load()
+            obj: object = entry.load()
         except Exception as exc:
             errors.append(
                 said(
@@ -127,9 +131,51 @@ def _discover(package: str, group: str, base: type[T], errors: list[str]) -> lis
     return found
 
 
+def _option_problems(cls: type[Check], flag_owner: dict[str, str], field_owner: dict[str, str], type_owner: dict[type, str]) -> list[str]:
+    """What is wrong with a check's options type: not an Options dataclass, a field without a flag,
+    a flag, field name or type another check already declares."""
+    kind = cls.options
+    if kind is None:
+        return []
+    if not (isinstance(kind, type) and issubclass(kind, Options) and dataclasses.is_dataclass(kind)):
+        return [said("its options {kind} are not an Options dataclass", kind=repr(kind))]
+    problems: list[str] = []
+    if kind in type_owner:
+        problems.append(said("its options {kind} already belong to {owner}", kind=kind.__name__, owner=repr(type_owner[kind])))
+    described = {name for name, _flag, _default in kind.flags()}
+    bare = [f.name for f in dataclasses.fields(kind) if f.name not in described]
+    problems += [said("option field {field} has no flag (make it with option())", field=name) for name in bare]
+    for name, flag, _default in kind.flags():
+        if flag.flag in flag_owner:
+            problems.append(said("option {flag} already belongs to {flag_owner}", flag=flag.flag, flag_owner=repr(flag_owner[flag.flag])))
+        elif name in field_owner:
+            problems.append(said("option field {field} already belongs to {owner}", field=name, owner=repr(field_owner[name])))
+    return problems
+
+
+def _reference_problems(cls: type[Check], declared: dict[type, str]) -> list[str]:
+    """Every input and option a check names in its needs (Needs.inputs, Reads.unless_option and
+    when_input) must exist: a misspelling is a load error, never a silent "not given"."""
+    named: list[str | OptionRef] = list(cls.needs.inputs)
+    for reads in cls.needs.reads:
+        named += [ref for ref in (reads.unless_option, reads.when_input) if ref is not None]
+    problems: list[str] = []
+    for ref in named:
+        if isinstance(ref, OptionRef):
+            if ref.kind not in declared:
+                problems.append(said("it names the option {ref}, whose type no check declares", ref=str(ref)))
+            elif ref.name not in ref.kind.names():
+                problems.append(said("it names the option {ref}, which {kind} does not have", ref=str(ref), kind=ref.kind.__name__))
+        elif ref not in INPUTS:
+            problems.append(said("it needs the input {name}, which is none of {inputs}", name=repr(ref), inputs=", ".join(sorted(INPUTS))))
+    return problems
+
+
 def _add_checks(registry: Registry, found: list[tuple[type[Check], str]]) -> None:
     code_owner: dict[str, str] = {}
     flag_owner: dict[str, str] = {}
+    field_owner: dict[str, str] = {}
+    type_owner: dict[type, str] = {}
     for cls, origin in found:
         name = cls.name
         if name in registry.checks:
@@ -147,11 +193,7 @@ def _add_checks(registry: Registry, found: list[tuple[type[Check], str]]) -> Non
             for c in cls.codes
             if c.code in code_owner
         ]
-        clashes += [
-            said("option {flag} already belongs to {flag_owner}", flag=o.flag, flag_owner=repr(flag_owner[o.flag]))
-            for o in cls.options
-            if o.flag in flag_owner
-        ]
+        clashes += _option_problems(cls, flag_owner, field_owner, type_owner)
         clashes += _code_problems(cls)
         if cls.facts_type is not None and cls.facts_type in registry.publishers:
             clashes.append(
@@ -169,10 +211,19 @@ def _add_checks(registry: Registry, found: list[tuple[type[Check], str]]) -> Non
         registry.checks[name] = cls
         registry.origins["check:" + name] = origin
         code_owner.update({c.code: name for c in cls.codes})
-        flag_owner.update({o.flag: name for o in cls.options})
+        if cls.options is not None:
+            type_owner[cls.options] = name
+            for field_name, flag, _default in cls.options.flags():
+                flag_owner[flag.flag] = name
+                field_owner[field_name] = name
         if cls.facts_type is not None:
             registry.publishers[cls.facts_type] = name
     for name, cls in list(registry.checks.items()):
+        references = _reference_problems(cls, type_owner)
+        if references:
+            registry.errors.append(said("check {name} not loaded: {problems}", name=repr(name), problems=joined("; ", references)))
+            del registry.checks[name]
+            continue
         unpublished = [r.facts.__name__ for r in cls.needs.reads if r.facts not in registry.publishers]
         if unpublished:
             registry.errors.append(

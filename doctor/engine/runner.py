@@ -17,28 +17,30 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any
 
 from decode_doctor.i18n import _
 
-from .check import Check, SkipCheck
+from .check import INPUTS, Check, SkipCheck
 from .context import Context
-from .findings import CheckResult, CommandRecord, State
+from .facts import Facts
+from .findings import CheckResult, CommandRecord, Finding, NotJudged, State
+from .options import OptionRef
 from .workers import Child, child_groups, kill_group, wait_ready
 
 MAX_PARALLEL = 8
 Progress = Callable[[str, str], None]  # (event, text): "start" / "progress" / "done"
-INPUT_FLAGS = {"models": "--model DIR", "images": "--images DIR"}
 
 
 def unmet_need(cls: type[Check], ctx: Context) -> str | None:
     needs = cls.needs
     if needs.platforms and not any(sys.platform.startswith(p) for p in needs.platforms):
         return _("needs {platforms} (this is {platform})", platforms=" or ".join(needs.platforms), platform=sys.platform)
-    for name in needs.inputs:
-        value = getattr(ctx, name, None) or ctx.options.get(name)
-        if not value:
-            return _("needs {flag}", flag=INPUT_FLAGS.get(name, "--" + name.replace("_", "-")))
+    for needed in needs.inputs:
+        if isinstance(needed, OptionRef):
+            if not ctx.options.value(needed):
+                return _("needs {flag}", flag=needed.flag)
+        elif not getattr(ctx, needed, None):
+            return _("needs {flag}", flag=INPUTS[needed])
     return None
 
 
@@ -51,7 +53,52 @@ class _Job:
     groups: dict[int, list[str]] = field(default_factory=dict)  # live command groups → argv
 
 
-def _child_main(conn: Connection, cls: type[Check], ctx: Context) -> None:
+@dataclass(frozen=True)
+class Spawned:
+    """The check started a command in a process group of its own (killed with the check on a timeout)."""
+
+    pgid: int
+    argv: list[str]
+
+
+@dataclass(frozen=True)
+class Reaped:
+    pgid: int
+
+
+@dataclass(frozen=True)
+class Progressed:
+    text: str
+
+
+@dataclass(frozen=True)
+class Done:
+    findings: list[Finding]
+    records: list[CommandRecord]
+    files: list[str]
+    facts: Facts | None
+    unjudged: list[NotJudged]
+
+
+@dataclass(frozen=True)
+class Skipped:
+    reason: str
+    records: list[CommandRecord]
+    files: list[str]
+    facts: Facts | None
+
+
+@dataclass(frozen=True)
+class Crashed:
+    reason: str
+    error: str
+    records: list[CommandRecord]
+
+
+Message = Spawned | Reaped | Progressed | Done | Skipped | Crashed
+
+
+def _child_main(conn: Connection[Message, object], cls: type[Check], ctx: Context) -> None:
     faulthandler.disable()  # a crashing probe is reported through the pipe, not dumped on screen
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
@@ -60,37 +107,41 @@ def _child_main(conn: Connection, cls: type[Check], ctx: Context) -> None:
     ctx.files_read = []
     ctx.published = None
     ctx.unjudged = []
-    ctx.runner.on_spawn = lambda pgid, argv: conn.send(("spawn", pgid, list(argv)))
-    ctx.runner.on_reap = lambda pgid, argv: conn.send(("reap", pgid, None))
-    ctx.progress = lambda text: conn.send(("progress", text, None))
-    payload: tuple[Any, ...]
+    ctx.runner.on_spawn = lambda pgid, argv: conn.send(Spawned(pgid, list(argv)))
+    ctx.runner.on_reap = lambda pgid, argv: conn.send(Reaped(pgid))
+    ctx.progress = lambda text: conn.send(Progressed(text))
+    payload: Message
     try:
         findings = cls().run(ctx) or []
-        payload = ("ok", list(findings), ctx.runner.records, ctx.files_read, ctx.published, ctx.unjudged)
+        payload = Done(list(findings), ctx.runner.records, ctx.files_read, ctx.published, ctx.unjudged)
     except SkipCheck as skip:
-        payload = ("skip", str(skip), ctx.runner.records, ctx.files_read, ctx.published, [])
+        payload = Skipped(str(skip), ctx.runner.records, ctx.files_read, ctx.published)
     except BaseException as exc:
-        payload = ("crash", f"{type(exc).__name__}: {exc}", traceback.format_exc(), ctx.runner.records)
+        payload = Crashed(f"{type(exc).__name__}: {exc}", traceback.format_exc(), ctx.runner.records)
     try:
         conn.send(payload)
     except Exception as exc:  # unpicklable findings or facts
-        conn.send(("crash", _("result could not be sent back: {error}", error=exc), traceback.format_exc(), []))
+        conn.send(Crashed(_("result could not be sent back: {error}", error=exc), traceback.format_exc(), []))
     conn.close()
 
 
-def _finish(job: _Job, message: tuple[Any, ...]) -> CheckResult:
+def _finish(job: _Job, message: object) -> CheckResult:
     job.child.reap()
     duration = time.monotonic() - job.started
     name = job.cls.name
-    if message[0] == "ok":
-        _, findings, records, files, facts, unjudged = message
-        state = State.FINDINGS if findings else State.PASSED
-        return CheckResult(name, state, duration, findings=findings, commands=records, files=files, facts=facts, not_judged=unjudged)
-    if message[0] == "skip":
-        _, reason, records, files, facts, _ = message
-        return CheckResult(name, State.SKIPPED, duration, reason=reason, commands=records, files=files, facts=facts)
-    _, reason, error, records = message
-    return CheckResult(name, State.CRASHED, duration, reason=reason, error=error, commands=records)
+    if isinstance(message, Done):
+        state = State.FINDINGS if message.findings else State.PASSED
+        return CheckResult(
+            name, state, duration, findings=message.findings, commands=message.records, files=message.files, facts=message.facts,
+            not_judged=message.unjudged,
+        )  # fmt: skip
+    if isinstance(message, Skipped):
+        return CheckResult(
+            name, State.SKIPPED, duration, reason=message.reason, commands=message.records, files=message.files, facts=message.facts
+        )
+    if isinstance(message, Crashed):
+        return CheckResult(name, State.CRASHED, duration, reason=message.reason, error=message.error, commands=message.records)
+    return CheckResult(name, State.CRASHED, duration, reason=f"the check's process answered {type(message).__name__}")
 
 
 def _kill(job: _Job) -> CheckResult:
@@ -151,16 +202,15 @@ def _drive(jobs: list[_Job], results: dict[str, CheckResult], progress: Progress
         raise
 
 
-def _relay(job: _Job, message: tuple[Any, ...], progress: Progress | None) -> bool:
+def _relay(job: _Job, message: object, progress: Progress | None) -> bool:
     """Handles a message that is not the result; True when it was one of those."""
-    kind = message[0]
-    if kind == "spawn":
-        job.groups[message[1]] = message[2]
-    elif kind == "reap":
-        job.groups.pop(message[1], None)
-    elif kind == "progress":
+    if isinstance(message, Spawned):
+        job.groups[message.pgid] = message.argv
+    elif isinstance(message, Reaped):
+        job.groups.pop(message.pgid, None)
+    elif isinstance(message, Progressed):
         if progress:
-            progress("progress", f"{job.cls.name}: {message[1]}")
+            progress("progress", f"{job.cls.name}: {message.text}")
     else:
         return False
     return True

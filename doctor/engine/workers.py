@@ -16,9 +16,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..i18n import _
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeVarTuple, Unpack
+
+    Ts = TypeVarTuple("Ts")
 
 CRASH_STATUS = 70  # a child whose target raised exits with this status
 
@@ -86,13 +91,19 @@ class Child:
     """A forked process running target(conn, *args); conn is the parent's end of the pipe."""
 
     pid: int
-    conn: Connection
+    conn: Connection[object, object]  # what crosses it is the caller's protocol (runner.py: typed messages)
     own_group: bool
     deadline: float = math.inf
     reaped: bool = False
 
     @classmethod
-    def start(cls, target: Callable[..., Any], *args: Any, own_group: bool = False, duplex: bool = False) -> Child:
+    def start(
+        cls,
+        target: Callable[[Connection[object, object], Unpack[Ts]], object],
+        *args: Unpack[Ts],
+        own_group: bool = False,
+        duplex: bool = False,
+    ) -> Child:
         if duplex:
             mine, theirs = Pipe(duplex=True)
         else:

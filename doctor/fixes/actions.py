@@ -175,7 +175,7 @@ class ReplaceFile(Action):
         path = Path(record["path"])
         current = sha256_file(path) if not path.is_symlink() else "symlink"
         if current == record["sha256_before"]:
-            return "original"
+            return said("original")
         if current != record["sha256_after"] and not force:
             return said("conflict: {file} changed after the fix; left as it is", file=record["shown"])
         if record["existed"] and record.get("within"):
@@ -191,7 +191,7 @@ class ReplaceFile(Action):
                     os.rmdir(directory)
                 except OSError:
                     break
-        return "restored"
+        return said("restored")
 
 
 @dataclass(frozen=True)
@@ -255,7 +255,7 @@ class WriteTunable(Action):
         path = Path(record["path"])
         current = path.read_bytes()
         if sha256_bytes(current) == record["sha256_before"] or current.strip() == record["before"].strip().encode():
-            return "original"
+            return said("original")
         if current.decode("ascii", errors="replace").strip() != str(record["after"]).strip() and not force:
             return said(
                 "conflict: {record} is now {value}; left as it is", record=record["shown"], value=current.strip().decode(errors="replace")
@@ -263,7 +263,7 @@ class WriteTunable(Action):
         backup = run_dir / record["backup"]
         original = backup.read_bytes() if backup.exists() else record["before"].encode()
         write_in_place(path, original)
-        return "restored"
+        return said("restored")
 
 
 def move_file(src: Path, dst: Path, expected_sha256: str | None = None, *, src_dir: int | None = None, dst_dir: int | None = None) -> None:
@@ -445,12 +445,12 @@ class MoveFile(Action):
         here, there = src.is_file(), dst.is_file()
         if here and not there:  # never moved (killed before the move, or the move was refused)
             withdrawn = MoveFile.withdraw(record)
-            return said("original ({withdrawn})", withdrawn=withdrawn) if withdrawn else "original"
+            return said("original ({withdrawn})", withdrawn=withdrawn) if withdrawn else said("original")
         if here and there:  # killed between the copy and the delete of a cross-filesystem move
             if sha256_file(dst) == record["sha256"] == sha256_file(src):
                 dst.unlink()
                 withdrawn = MoveFile.withdraw(record)
-                return said("restored ({withdrawn})", withdrawn=withdrawn) if withdrawn else "restored"
+                return said("restored ({withdrawn})", withdrawn=withdrawn) if withdrawn else said("restored")
             return said("conflict: both {src} and {dst} exist and differ; left as they are", src=src, dst=dst)
         if not there:
             return said("conflict: {dst} is gone; cannot restore {src}", dst=dst, src=src)
@@ -464,7 +464,7 @@ class MoveFile(Action):
         if record.get("manifest"):
             _append_manifest(Path(record["manifest"]), {"restored": str(src), "from": str(dst), "sha256": record["sha256"]})
         _tidy_quarantine(record)
-        return "restored"
+        return said("restored")
 
     @staticmethod
     def withdraw(record: Record) -> str | None:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..i18n import reason, said
+from ..i18n import N_, reason, said
+from ..i18n.labels import Labelled
 from .actions import ACTION_KINDS, FixPlan
 from .atomic import TEMP_SUFFIX, UnsafeTarget, fsync_dir, leftover_temps
 
@@ -96,11 +97,30 @@ def runs_dir(state_dir: Path) -> Path:
     return state_dir / "runs"
 
 
+class FixStatus(Labelled):
+    """What became of one fix action."""
+
+    APPLIED = "applied", N_("applied")
+    FAILED = "failed", N_("failed")
+    ROLLED_BACK = "rolled back", N_("rolled back")
+
+
 @dataclass
 class ActionOutcome:
     code: str
     shown: str
-    status: str  # "applied", "failed: …", "rolled back"
+    status: FixStatus
+    detail: str = ""  # why it failed
+
+    @property
+    def said(self) -> str:
+        """The status as a person reads it ("failed: PermissionError: …")."""
+        if self.detail:
+            return said("{status}: {detail}", status=said(self.status.english), detail=self.detail)
+        return said(self.status.english)  # the label is a catalog message (N_ where FixStatus defines it)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "target": self.shown, "status": str(self.said)}
 
 
 @dataclass
@@ -165,16 +185,24 @@ def apply_plans(plans: Sequence[FixPlan], state_dir: Path, meta: dict[str, Any],
                         status = ACTION_KINDS[earlier["kind"]].undo(earlier, run_dir)
                         journal.append({"type": "undo", "seq": earlier["seq"], "result": status})
                     result.outcomes.append(
-                        ActionOutcome(
-                            plan.finding.code, getattr(action, "shown", str(action.path)), said("failed: {error}", error=reason(exc))
-                        )
+                        ActionOutcome(plan.finding.code, getattr(action, "shown", str(action.path)), FixStatus.FAILED, reason(exc))
                     )
                     break
                 done_in_plan.append(record)
-                result.outcomes.append(ActionOutcome(plan.finding.code, record.get("shown", str(action.path)), "applied"))
+                result.outcomes.append(ActionOutcome(plan.finding.code, record.get("shown", str(action.path)), FixStatus.APPLIED))
         journal.append({"type": "finished", "finished": _now()})
         step()
         return result
+
+
+class RunState(Labelled):
+    """Where a journaled fix run stands."""
+
+    APPLIED = "applied", N_("applied")
+    INTERRUPTED = "interrupted", N_("interrupted")
+    UNDONE = "undone", N_("undone")
+    NOTHING_APPLIED = "nothing applied", N_("nothing applied")
+    PARTLY_UNDONE = "partly undone", N_("partly undone")
 
 
 @dataclass
@@ -182,12 +210,20 @@ class RunInfo:
     run_id: str
     started: str
     actions: int
-    status: str  # "applied", "interrupted", "undone", "nothing applied", "partly undone (k of n restored)"
+    state: RunState
     argv: list[str]
+    restored: int = 0  # a partly undone run: the steps put back
 
     @property
     def undoable(self) -> bool:
-        return self.status in ("applied", "interrupted") or self.status.startswith("partly undone")
+        return self.state in (RunState.APPLIED, RunState.INTERRUPTED, RunState.PARTLY_UNDONE)
+
+    @property
+    def status(self) -> str:
+        """The state as a person reads it ("partly undone (2 of 3 restored)")."""
+        if self.state is RunState.PARTLY_UNDONE:
+            return said("partly undone ({restored} of {count} restored)", restored=self.restored, count=self.actions)
+        return said(self.state.english)  # the label is a catalog message (N_ where RunState defines it)
 
 
 def run_info(run_dir: Path) -> RunInfo:
@@ -196,19 +232,20 @@ def run_info(run_dir: Path) -> RunInfo:
     types = {r.get("type") for r in records}
     intents = [r for r in records if r.get("type") == "intent"]
     undos = [r for r in records if r.get("type") == "undo"]
+    restored = 0
     if "undone" in types:
-        status = "undone"
+        state = RunState.UNDONE
     elif undos:  # an undo ran and left conflicts: the latest result of each step counts
         latest = {r.get("seq"): str(r.get("result", "")) for r in undos}
         restored = sum(1 for result in latest.values() if not result.startswith("conflict"))
-        status = said("partly undone ({restored} of {count} restored)", restored=restored, count=len(intents))
+        state = RunState.PARTLY_UNDONE
     elif not intents:
-        status = "nothing applied"
+        state = RunState.NOTHING_APPLIED
     elif "finished" in types:
-        status = "applied"
+        state = RunState.APPLIED
     else:
-        status = "interrupted"
-    return RunInfo(run_dir.name, head.get("started", "?"), len(intents), status, head.get("argv", []))
+        state = RunState.INTERRUPTED
+    return RunInfo(run_dir.name, head.get("started", "?"), len(intents), state, head.get("argv", []), restored)
 
 
 def list_runs(state_dir: Path) -> list[RunInfo]:

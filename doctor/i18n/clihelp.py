@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -107,8 +108,9 @@ def help_text(english: str | None) -> str:
     if not english or not chinese():
         return english or ""
     translations = catalog(current())
-    found = translations.pgettext(CONTEXT, english)
-    return found if found != english else translations.gettext(english)
+    key = inspect.cleandoc(english)  # click keeps a docstring's indentation, ast and inspect do not
+    found = translations.pgettext(CONTEXT, key)
+    return found if found != key else translations.gettext(english)
 
 
 class Formatter(click.HelpFormatter):
@@ -124,6 +126,25 @@ class Formatter(click.HelpFormatter):
         if chinese() and prefix is None:
             prefix = catalog(current()).gettext("Usage:")
         super().write_usage(prog, args, prefix)
+
+
+FULL_WIDTH_PUNCTUATION = "，。、：；！？（）“”‘’《》「」——…"
+
+
+def first_sentence(text: str) -> str:
+    """A help text's first sentence, as the command listing shows it (". " ends an English one, "。" a
+    Chinese one), its line breaks joined."""
+    lines = [line.strip() for line in text.strip().split("\n\n", 1)[0].splitlines()]
+    first = lines[0] if lines else ""
+    for line in lines[1:]:  # lines join with a space, except beside Chinese punctuation or between two Chinese characters
+        tight = bool(first and line) and (
+            first[-1] in FULL_WIDTH_PUNCTUATION or line[0] in FULL_WIDTH_PUNCTUATION or (ord(first[-1]) > 0x2E7F and ord(line[0]) > 0x2E7F)
+        )
+        first += ("" if tight else " ") + line
+    if "。" in first:
+        return first.split("。", 1)[0] + "。"
+    head, dot, _rest = first.partition(". ")
+    return head + ("." if dot else "")
 
 
 def short_help(command: click.Command) -> str:

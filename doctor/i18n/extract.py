@@ -2,7 +2,7 @@
 
 `codes`: a feature's codes.py defines each code as Code(...) or FixableCode[...](...) with its
 explanation in keyword arguments; every section is a message in the context "CODE section" (what
-explanation() looks up), so the catalog holds every explanation without a marker in 93 definitions.
+explanation() looks up), so the catalog holds every explanation without a marker at any definition.
 Referenced from babel.cfg as decode_doctor.i18n.extract:codes.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -55,7 +56,7 @@ def command_texts() -> Iterator[str]:
     and options' help (core and feature commands alike)."""
     from decode_doctor.cli.main import CORE, cli, feature_commands
 
-    yield from (text for text in (cli.help, *(line for _, _, line in CORE.values())) if text)
+    yield from (text for text in (cli.help,) if text)
     commands = [cli.get_command(None, name) for name in CORE]  # type: ignore[arg-type]
     commands += list(feature_commands().values())
     for command in commands:
@@ -78,7 +79,8 @@ def cli_help(
     from babel.messages.extract import extract_python
 
     seen = set()
-    for text in command_texts():
+    for raw in command_texts():
+        text = inspect.cleandoc(raw)  # the key clihelp.help_text looks up
         if text not in seen:
             seen.add(text)
             yield 1, "pgettext", ("cli", text), []
@@ -106,7 +108,7 @@ def xid_catalog(
 def gpu_table(
     fileobj: IO[bytes], keywords: Mapping[str, Any], comment_tags: Collection[str], options: Mapping[str, Any]
 ) -> Iterator[tuple[int, str, str, list[str]]]:
-    """Babel's extractor protocol, for checks/models/data/gpus.json: each device's memory note, which
+    """Babel's extractor protocol, for doctor/models/data/gpus.json: each device's memory note, which
     estimate shows under the plan."""
     import json
 
@@ -114,3 +116,31 @@ def gpu_table(
     notes = {row["memory_note"] for row in data["devices"] if isinstance(row, dict) and row.get("memory_note")}
     for note in sorted(notes):
         yield 1, "gettext", note, []
+
+
+def cuda_table(
+    fileobj: IO[bytes], keywords: Mapping[str, Any], comment_tags: Collection[str], options: Mapping[str, Any]
+) -> Iterator[tuple[int, str, str, list[str]]]:
+    """Babel's extractor protocol, for checks/gpu/data/cuda-drivers.json: its note on PTX, which the
+    driver finding's message shows."""
+    import json
+
+    data = json.loads(fileobj.read())
+    if isinstance(data.get("ptx_effect"), str):
+        yield 1, "gettext", data["ptx_effect"], []
+
+
+def engine_failures(
+    fileobj: IO[bytes], keywords: Mapping[str, Any], comment_tags: Collection[str], options: Mapping[str, Any]
+) -> Iterator[tuple[int, str, str, list[str]]]:
+    """Babel's extractor protocol, for checks/enginefailures/data/engine-failures.json: each known
+    failure's title and its workarounds' words, which the engine-failures finding shows."""
+    import json
+
+    data = json.loads(fileobj.read())
+    seen: set[str] = set()
+    for row in data.get("failures", []):
+        for text in [row.get("title"), *(w.get("text") for w in row.get("workarounds", []))]:
+            if isinstance(text, str) and text and text not in seen:
+                seen.add(text)
+                yield 1, "gettext", text, []

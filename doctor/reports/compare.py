@@ -61,36 +61,12 @@ def load_report(path: Path) -> dict[str, Any]:
     return data
 
 
-SEVERITIES = {"error", "warning", "info"}
-
-
 def shape_problem(data: dict[str, Any]) -> str | None:
-    """What diff and merge read, checked for type before they read it (a hand-edited or truncated
-    report is refused with the field named, never a traceback)."""
-    for key, kind in (("findings", list), ("results", list), ("facts", dict), ("tool", dict), ("run", dict)):
-        if key in ("findings", "results") and key not in data:
-            return f"no {key}"
-        if key in data and not isinstance(data[key], kind):
-            return _("{key} is a {kind}, not a {expected}", key=key, kind=type(data[key]).__name__, expected=kind.__name__)
-    for index, finding in enumerate(data.get("findings") or []):
-        if not isinstance(finding, dict):
-            return _("findings[{index}] is not an object", index=index)
-        for key in ("code", "check", "message"):
-            if not isinstance(finding.get(key), str):
-                return _("findings[{index}].{key} is not a string", index=index, key=key)
-        if not isinstance(finding.get("severity"), str) or finding["severity"] not in SEVERITIES:
-            return _("findings[{index}].severity is {value}", index=index, value=repr(str(finding.get("severity"))[:20]))
-        if not isinstance(finding.get("path"), str | None):
-            return _("findings[{index}].path is not a string", index=index)
-    for index, result in enumerate(data.get("results") or []):
-        if not isinstance(result, dict) or not isinstance(result.get("check"), str) or not isinstance(result.get("state"), str):
-            return _("results[{index}] lacks a check and a state", index=index)
-    for key in ("host", "started"):
-        if not isinstance((data.get("run") or {}).get(key, ""), str):
-            return _("run.{key} is not a string", key=key)
-    if not isinstance((data.get("tool") or {}).get("version", ""), str):
-        return "tool.version is not a string"
-    return None
+    """What diff and merge read, checked against the report schema before they read it (a hand-edited
+    or truncated report is refused with the field named, never a traceback)."""
+    from .schema import problem
+
+    return problem(data)
 
 
 def typed_facts(report: dict[str, Any], checks: Mapping[str, type[Check]]) -> dict[str, Facts]:

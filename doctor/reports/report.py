@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from ..engine.facts import Facts
 from ..engine.findings import CheckResult, Finding, Severity, State, fails
+from ..fixes.journal import ActionOutcome, FixStatus
 
 F = TypeVar("F", bound=Facts)
 
@@ -21,13 +22,36 @@ class Ignored:
 
 
 @dataclass
+class FixSummary:
+    """What --fix did in this run: whether it applied anything, the run it journaled, each action's
+    outcome, and what the re-check found of the findings it was for."""
+
+    applied: bool = False
+    run_id: str | None = None
+    outcomes: list[ActionOutcome] = field(default_factory=list)
+    resolved: int | None = None  # the re-check's count (None: no re-check ran)
+    still_present: int | None = None
+
+    @property
+    def all_applied(self) -> bool:
+        return all(o.status is FixStatus.APPLIED for o in self.outcomes)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"applied": self.applied, "run_id": self.run_id, "outcomes": [o.to_dict() for o in self.outcomes]}
+        if self.resolved is not None:
+            data["rechecked"] = {"resolved": self.resolved, "still_present": self.still_present}
+        return data
+
+
+@dataclass
 class Report:
     results: list[CheckResult]
     findings: list[Finding]
     ignored: list[Ignored]
     meta: dict[str, Any]
     fail_on: str = "error"
-    fixes: dict[str, Any] | None = None
+    fixes: FixSummary | None = None
+    verdict_exits: bool = True  # the command exits with the verdict's code (check, analyze, bench); report: 0 once written
     incomplete_fails: bool = True  # a crashed or timed-out check, or one that could not judge an input, makes the exit code 3
     load_errors: list[str] = field(default_factory=list)
     # checks that ran only for facts a selected check reads (their findings are listed as not selected)
@@ -49,7 +73,7 @@ class Report:
             return 0
         if self.incomplete_fails and self.incomplete():
             return 3
-        if self.fixes and any(not str(o.get("status", "")).startswith("applied") for o in self.fixes.get("outcomes", [])):
+        if self.fixes and not self.fixes.all_applied:
             return 1  # a fix that was refused or failed: what it was for is not fixed, whatever the re-check saw
         return 1 if any(fails(f.severity, self.fail_on) for f in self.findings) else 0
 

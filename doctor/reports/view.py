@@ -127,6 +127,7 @@ class ReportView:
     html_blocks: list[HtmlBlock]
     load_errors: list[str]
     fixes: dict[str, Any] | None
+    verdict_exits: bool = True
     explanations: dict[str, str] = field(default_factory=dict)  # code → how to fix it by hand
 
     def count(self, severity: Severity) -> int:
@@ -144,8 +145,7 @@ class ReportView:
     def command_exit_code(self) -> int | None:
         """The exit code of the command that made this report, where it is the verdict's (check,
         analyze, bench); `report` exits 0 once its bundle is written, whatever the verdict."""
-        argv = self.meta.get("argv") or []
-        return self.exit_code if not argv or argv[0] in ("check", "analyze", "bench") else None
+        return self.exit_code if self.verdict_exits else None
 
     def unjudged(self) -> list[tuple[str, NotJudged]]:
         """(check, what) for everything a check was given and could not judge."""
@@ -262,7 +262,8 @@ def build_view(
         metrics=metrics,
         html_blocks=blocks,
         load_errors=list(report.load_errors),
-        fixes=redact.json(report.fixes) if report.fixes else report.fixes,
+        fixes=redact.json(report.fixes.to_dict()) if report.fixes else None,
+        verdict_exits=report.verdict_exits,
         explanations={code: spec.fix_by_hand for code, spec in (codes or {}).items()},
     )
 

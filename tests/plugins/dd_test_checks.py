@@ -7,9 +7,17 @@ import signal
 import time
 from dataclasses import dataclass
 
-from decode_doctor.engine import Check, Code, Facts, Needs, Reads, Severity
+from decode_doctor.engine import Check, Code, Facts, Needs, Options, Reads, Severity, option
 
 TEST001 = Code("TEST001", "a test finding", Severity.WARNING, "w", "y", "f")
+
+
+@dataclass(frozen=True)
+class TestOptions(Options):
+    """What the engine tests hand these checks (never a command line: the checks load directly)."""
+
+    marker: str = option("--dd-test-marker", "a unique sleep length that names the processes", default="1000.1")
+    log: str | None = option("--dd-test-log", "where the exclusive checks log their windows", default=None)
 
 
 class SleepsForever(Check):
@@ -43,7 +51,7 @@ class HungCommand(Check):
     timeout_s = 0.5
 
     def run(self, ctx):
-        marker = ctx.options.get("marker", "1000.1")  # a unique sleep length names the processes
+        marker = ctx.option(TestOptions).marker  # a unique sleep length names the processes
         ctx.run(["sh", "-c", f"sleep {marker}; echo never"], timeout_s=1000)
         return []
 
@@ -57,7 +65,7 @@ class Quick(Check):
 
 
 def _log_window(ctx, name, seconds):
-    log = ctx.options.get("log")
+    log = ctx.option(TestOptions).log
     start = time.monotonic()
     time.sleep(seconds)
     if log:

@@ -2,21 +2,20 @@
 
 conftest wraps Check.finding for the whole session: every finding built in this process, or in a
 child it forks (the runner's checks, a fix killed mid-run), appends its code to a log file; the CLI
-runs that are real processes (conftest.run_dd) add the codes their output names. The last test of a
-full run (test_codes.py) reads the log: a declared code no test emits fails it.
+runs that are real processes (conftest.run_dd) load emitted_site/sitecustomize.py, which does the
+same in them. Only a check's own finding counts: never a code a text merely names. The last test of
+a full run (test_codes.py) reads the log: a declared code no test emits fails it.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 LOG = Path(tempfile.gettempdir()) / f"dd-emitted-{os.getpid()}.log"
-CODE = re.compile(r"\b[A-Z]{2,5}\d{3}\b")
 
 
 def record(codes: Iterable[str]) -> None:
@@ -26,14 +25,21 @@ def record(codes: Iterable[str]) -> None:
             handle.write(text)
 
 
-def record_output(*texts: str) -> None:
-    record({match for text in texts for match in CODE.findall(text or "")})
+SITE = Path(__file__).resolve().parent / "emitted_site"
+
+
+def child_env(env: dict[str, str]) -> dict[str, str]:
+    """The environment of a decode-doctor process the tests start, recording what its checks emit."""
+    path = os.pathsep.join(filter(None, [str(SITE), env.get("PYTHONPATH", "")]))
+    return {**env, "DD_EMITTED_LOG": str(LOG), "PYTHONPATH": path}
 
 
 def install() -> None:
     from decode_doctor.engine.check import Check
 
     LOG.unlink(missing_ok=True)
+    LOG.touch()
+    LOG.chmod(0o666)  # a run dropped to another user (runuser -u nobody) appends to it too
     original = Check.finding
 
     def finding(self: Check, code: Any, message: str, **kwargs: Any) -> Any:
@@ -42,18 +48,6 @@ def install() -> None:
         return built
 
     Check.finding = finding  # type: ignore[method-assign, assignment]
-
-    # the serving feature judges in Verdicts (code, message, evidence) that its check turns into
-    # findings one for one; the tests of the judgement build them without a check
-    from decode_doctor.checks.serving import diagnosis
-
-    made = diagnosis.Verdict.__init__
-
-    def verdict(self: Any, code: Any, *args: Any, **kwargs: Any) -> None:
-        made(self, code, *args, **kwargs)
-        record([code.code])
-
-    diagnosis.Verdict.__init__ = verdict  # type: ignore[method-assign]
 
 
 def emitted() -> set[str]:

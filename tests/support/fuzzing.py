@@ -308,7 +308,7 @@ def _referrers() -> Target:
 
 
 def _safetensors(scratch: Scratch) -> Target:
-    from decode_doctor.checks.models.modelfiles import ModelFormatError, read_safetensors_header
+    from decode_doctor.models.modelfiles import ModelFormatError, read_safetensors_header
 
     from .modelgen import write_safetensors
 
@@ -323,7 +323,7 @@ def _safetensors(scratch: Scratch) -> Target:
 
 
 def _gguf(scratch: Scratch) -> Target:
-    from decode_doctor.checks.models.modelfiles import ModelFormatError, read_gguf
+    from decode_doctor.models.modelfiles import ModelFormatError, read_gguf
 
     from .modelgen import llama_gguf
 
@@ -336,8 +336,8 @@ def _gguf(scratch: Scratch) -> Target:
 
 
 def _model_config(scratch: Scratch) -> Target:
-    from decode_doctor.checks.models.architecture import UnknownArchitecture, from_config
-    from decode_doctor.checks.models.modelfiles import ModelFormatError, read_hf_directory
+    from decode_doctor.models.architecture import UnknownArchitecture, from_config
+    from decode_doctor.models.modelfiles import ModelFormatError, read_hf_directory
 
     from .published import CONFIGS
 
@@ -348,7 +348,7 @@ def _model_config(scratch: Scratch) -> Target:
         (directory / "config.json").write_bytes(data)
         info = read_hf_directory(directory)
         try:
-            return from_config(info.__dict__["_config"]).params_total
+            return from_config(info.config).params_total
         except UnknownArchitecture:
             return None
 
@@ -364,9 +364,10 @@ def _model_directory(scratch: Scratch) -> Target:
     artifacts and budget checks, the estimate's sizing and plan), not only the parsers. An input is
     one JSON object of file name → document (mutated structurally or as bytes); an input that is not
     such an object is written as config.json."""
-    from decode_doctor.checks.models.hardware import lookup
-    from decode_doctor.checks.models.modelfiles import ModelFormatError, read_model
-    from decode_doctor.checks.models.plan import make_plan, sizing
+    from decode_doctor.models.hardware import lookup
+    from decode_doctor.models.modelfiles import ModelFormatError, read_model
+    from decode_doctor.models.plan import make_plan
+    from decode_doctor.models.sizing import sizing
 
     from .harness import run_check
     from .published import PUBLISHED
@@ -420,9 +421,10 @@ def _model_directory(scratch: Scratch) -> Target:
 
 def _gguf_through_the_checks(scratch: Scratch) -> Target:
     """GGUF headers (metadata sizes included) through the artifacts and budget checks and a plan."""
-    from decode_doctor.checks.models.hardware import lookup
-    from decode_doctor.checks.models.modelfiles import ModelFormatError, read_model
-    from decode_doctor.checks.models.plan import make_plan, sizing
+    from decode_doctor.models.hardware import lookup
+    from decode_doctor.models.modelfiles import ModelFormatError, read_model
+    from decode_doctor.models.plan import make_plan
+    from decode_doctor.models.sizing import sizing
 
     from .harness import run_check
     from .modelgen import llama_gguf
@@ -446,9 +448,11 @@ def _gguf_through_the_checks(scratch: Scratch) -> Target:
 
 def _torch_probe(scratch: Scratch) -> Target:
     """What the --python probe prints, and the torch/version.py it points at, through probe_torch."""
+    from decode_doctor.checks.gpu.options import GpuOptions
     from decode_doctor.checks.gpu.torchprobe import probe_torch
     from decode_doctor.engine.context import Context
     from decode_doctor.engine.findings import CommandRecord
+    from decode_doctor.engine.options import OptionValues
 
     torch_dir = scratch.dir / "site" / "torch"
     torch_dir.mkdir(parents=True)
@@ -471,7 +475,7 @@ def _torch_probe(scratch: Scratch) -> Target:
         printed, _, file = data.partition(b"\n---\n")
         runner.output = printed.decode("utf-8", "replace")
         (torch_dir / "version.py").write_bytes(file)
-        ctx = Context(runner=runner, options={"python": "/usr/bin/python3"})  # type: ignore[arg-type]
+        ctx = Context(runner=runner, options=OptionValues((GpuOptions(python="/usr/bin/python3"),)))  # type: ignore[arg-type]
         return probe_torch(ctx)
 
     return Target("--python probe output and torch/version.py", seeds, run, captures=False)

@@ -23,6 +23,7 @@ from decode_doctor.engine.commands import CommandRunner
 from decode_doctor.engine.context import Context
 from decode_doctor.engine.facts import Board, Facts
 from decode_doctor.engine.findings import Finding
+from decode_doctor.engine.options import Options, OptionValues
 from decode_doctor.engine.registry import load
 
 NOWHERE = Path("/nonexistent-decode-doctor-root")
@@ -48,12 +49,26 @@ class CheckRun:
         return found
 
 
+def typed_options(options: Mapping[str, Any] | Iterable[Options] | None) -> OptionValues:
+    """A test's options by field name ({"threads": 2}) as the typed options of the checks that declare
+    them; a name no check declares fails the test."""
+    if options is None:
+        return OptionValues()
+    if not isinstance(options, Mapping):
+        return OptionValues(tuple(options))
+    owners = {name: cls.options for cls in load().checks.values() if cls.options for name in cls.options.names()}
+    unknown = sorted(name for name in options if name not in owners)
+    assert not unknown, f"no check declares the option(s) {unknown}"
+    kinds = {owners[name] for name in options}
+    return OptionValues(tuple(kind(**{n: v for n, v in options.items() if owners[n] is kind}) for kind in kinds if kind))
+
+
 def make_context(
     root: Path = NOWHERE,
     *,
     models: tuple[Path, ...] = (),
     images: tuple[Path, ...] = (),
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | Iterable[Options] | None = None,
     env: Mapping[str, str] | None = None,
     facts: Iterable[Facts] = (),
 ) -> Context:
@@ -64,7 +79,7 @@ def make_context(
         env=environment,
         models=models,
         images=images,
-        options=dict(options or {}),
+        options=typed_options(options),
         facts=Board(facts),
     )
 
@@ -79,6 +94,8 @@ def run_check(name: str, root: Path = NOWHERE, **kw: Any) -> CheckRun:
 
 def run_app(*select: str, root: Path = NOWHERE, env: Mapping[str, str] | None = None, **kw: Any) -> service.Outcome:
     """The application layer as the CLI uses it: selection, the forked runner, the report."""
+    if "options" in kw:
+        kw["options"] = tuple(typed_options(kw["options"]))
     request = RunRequest(root=root, select=select, env={**os.environ, **(env or {})}, **kw)
     return service.run(request)
 

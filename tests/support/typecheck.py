@@ -3,7 +3,8 @@ decode_doctor.checks and decode_doctor.fixers), with the configuration in pyproj
 
 The package directories are renamed at install time (package-dir), so mypy is pointed at a tree of
 links that has the installed shape; paths in its messages are mapped back to the repository's.
-Usage: python tests/support/typecheck.py [mypy options]; exit status: mypy's.
+Usage: python tests/support/typecheck.py [mypy options] | --pyright [pyright options]; exit status:
+the checker's.
 """
 
 from __future__ import annotations
@@ -38,8 +39,17 @@ def mypy(targets: list[str], extra: list[str] | None = None, cache: Path | None 
         return subprocess.run(command, cwd=tmp, capture_output=True, text=True, env={**os.environ, "MYPYPATH": tmp})
 
 
+def pyright(extra: list[str]) -> subprocess.CompletedProcess[str]:
+    """pyright (the [tool.pyright] settings) over the same installed shape; pyright is not a
+    dependency: pip install pyright (it fetches its Node package on first use)."""
+    with tempfile.TemporaryDirectory(prefix="dd-pyright-") as tmp:
+        package_tree(Path(tmp))
+        command = ["pyright", "--project", str(REPO / "pyproject.toml"), "--pythonpath", sys.executable, *extra, "decode_doctor"]
+        return subprocess.run(command, cwd=tmp, capture_output=True, text=True)
+
+
 def main(argv: list[str]) -> int:
-    proc = mypy(["-p", "decode_doctor"], argv)
+    proc = pyright(argv[1:]) if argv[:1] == ["--pyright"] else mypy(["-p", "decode_doctor"], argv)
     for stream, text in ((sys.stdout, proc.stdout), (sys.stderr, proc.stderr)):
         text = text.replace("decode_doctor/checks/", "checks/").replace("decode_doctor/fixers/", "fixers/")
         stream.write(text.replace("decode_doctor/", "doctor/"))
