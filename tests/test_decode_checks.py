@@ -195,14 +195,14 @@ def test_a_figure_measured_beside_a_quarter_core_of_other_work_is_a_lower_bound_
     assert first["bandwidth_source"] == "measured on a busy host" and any("0.25 cores" in n for n in first["notes"])
     monkeypatch.setattr(membw, "measure_cpu", measured(13.0, steal=0.05))
     assert device()["bandwidth_source"] == "measured on a busy host"  # nothing quiet to reuse: measured again
-    assert quiet.load_quiet(state) == []
+    assert quiet.load_quiet(state).figures == ()
     monkeypatch.setattr(membw, "measure_cpu", measured(25.0))
     assert device()["bandwidth_source"] == "measured" and device()["bandwidth_gbps"] == 25.0
-    (kept,) = quiet.load_quiet(state)
+    (kept,) = quiet.load_quiet(state).figures
     assert kept.facts.cpu.measured.read_gbps == 25.0 and kept.facts.cpu.measured.threads == 2
     data = _json.loads((state / quiet.STORE).read_text())
     (state / quiet.STORE).write_text(_json.dumps(data["figures"][0]))  # one figure, as the earlier release wrote it
-    assert [f.facts.cpu.measured.read_gbps for f in quiet.load_quiet(state)] == [25.0]
+    assert [f.facts.cpu.measured.read_gbps for f in quiet.load_quiet(state).figures] == [25.0]
 
 
 def test_estimate_text_gguf_and_exit_codes(tmp_path):

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from decode_doctor.engine import Check, Context, Finding, Needs
 from decode_doctor.engine.facts import values_dict
-from decode_doctor.i18n import N_, _, localized, said
+from decode_doctor.i18n import N_, Said, _, localized, said
 
 from .codes import BW002, BW003, BW005, RETIRED
 from .contract import MEASURED_ELSEWHERE, BandwidthFacts, BandwidthOptions, CpuMemory, MemorySpec, of_peak
@@ -85,18 +85,18 @@ class Bandwidth(Check):
         threads = ctx.option(BandwidthOptions).threads or usable_cpus()
         state = default_state_dir(ctx.env)
         stored = load_quiet(state)
-        figures = stored if isinstance(stored, list) else []
+        figures = list(stored.figures)
         reuse_s = ctx.option(BandwidthOptions).reuse_bandwidth
         if reuse_s:
             young = best_of(fitting(figures, machine, threads, reuse_s))
             if young is not None:
-                return self._reuse(ctx, young, None)
+                return self._reuse(ctx, young, None, stored.ignored)
             busy = serving(ctx)
             if busy is not None:
                 older = best_of(fitting(figures, machine, threads, REUSE_LIMIT_S))
                 if older is not None:
-                    return self._reuse(ctx, older, busy)
-                unusable = _(" ({why})", why=localized(stored)) if isinstance(stored, str) else ""
+                    return self._reuse(ctx, older, busy, stored.ignored)
+                unusable = _(" ({why})", why=localized(stored.ignored[0])) if stored.ignored else ""
                 why = _(
                     "the host is serving ({busy}) and no figure measured on it while quiet is stored{unusable}",
                     busy=localized(busy),
@@ -116,10 +116,11 @@ class Bandwidth(Check):
                 figures.append(figure)
             best = best_of(fitting(figures, machine, facts.cpu.measured.threads, BEST_AGE_S))
             if best is not None:
-                ctx.publish(replace(facts, best_quiet_gbps=best.facts.cpu.measured.read_gbps))
+                facts = replace(facts, best_quiet_gbps=best.facts.cpu.measured.read_gbps)
+            ctx.publish(replace(facts, ignored_state=tuple(stored.ignored)))
         return findings
 
-    def _reuse(self, ctx: Context, figure: QuietFigure, busy: str | None) -> list[Finding]:
+    def _reuse(self, ctx: Context, figure: QuietFigure, busy: str | None, ignored: tuple[Said, ...] = ()) -> list[Finding]:
         """The stored figure stands in for a measurement, and is judged as one (not for contention: it was quiet)."""
         from .quiet import age_words
 
@@ -128,7 +129,7 @@ class Bandwidth(Check):
             reused = said("measured {when} on the quiet host, reused: the host is serving now ({busy})", when=when, busy=busy)
         else:
             reused = said("measured {when} on the quiet host, reused (--reuse-bandwidth)", when=when)
-        facts = replace(figure.facts, reused=reused)
+        facts = replace(figure.facts, reused=reused, ignored_state=tuple(ignored))
         ctx.publish(facts)
         self._spec_coverage(ctx, facts.cpu, facts.spec_unreadable)
         return self._judged(facts)

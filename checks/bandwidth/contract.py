@@ -133,6 +133,7 @@ class BandwidthFacts(Facts):
     # this host's best quiet CPU read figure at the same thread count over the last week (this one
     # included): the floor of a ceiling, which a slow window now must not lower
     best_quiet_gbps: float | None = None
+    ignored_state: tuple[str, ...] = ()  # stored figures that could not be used, each with the reason
 
     def gpu(self, index: int) -> GpuBandwidth | None:
         return next((gpu for gpu in self.gpus if gpu.index == index), None)
@@ -159,7 +160,7 @@ class BandwidthFacts(Facts):
             _("GPU {index} ({name}): copy {copy:.0f} GB/s{of_peak}", index=g.index, name=g.name, copy=g.copy_gbps, of_peak=of_peak(g))
             for g in self.gpus
         ]
-        return [line, *gpus]
+        return [line, *gpus, *(localized(why) for why in self.ignored_state)]
 
     def environment(self) -> list[EnvRow]:
         measured = self.cpu.measured

@@ -23,6 +23,7 @@ from decode_doctor.engine import Context
 from decode_doctor.engine.files import open_regular, replace_file
 from decode_doctor.engine.hostload import Window
 from decode_doctor.engine.paths import default_state_dir
+from decode_doctor.engine.statefile import keep_aside
 from decode_doctor.i18n import Said, said
 
 from .contract import BandwidthFacts
@@ -104,45 +105,68 @@ def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def load_quiet(state_dir: Path | None = None) -> list[QuietFigure] | Said:
-    """The stored figures (none: []); a Said when the file is there but unusable."""
+@dataclass(frozen=True)
+class QuietRead:
+    """The stored figures, each entry that could not be used with the reason, and whether the file as a
+    whole could not be read."""
+
+    figures: tuple[QuietFigure, ...] = ()
+    ignored: tuple[Said, ...] = ()
+    unusable: bool = False
+
+
+def load_quiet(state_dir: Path | None = None) -> QuietRead:
+    """The stored figures (a FIFO, device, directory or link is never opened; size-limited; every
+    figure checked: positive finite numbers, a time not in the future)."""
     path = (state_dir or default_state_dir()) / STORE
     try:
-        with open_regular(path) as handle:
+        with open_regular(path, follow=False) as handle:
             raw = handle.read(STORE_LIMIT + 1)
     except FileNotFoundError:
-        return []
+        return QuietRead()
     except OSError as exc:
-        return said("{path}: {error}", path=path, error=exc.strerror or exc)
+        return QuietRead(ignored=(said("{path}: {error}", path=path, error=exc.strerror or exc),), unusable=True)
     if len(raw) > STORE_LIMIT:
-        return said("{path} is larger than {amount} MiB", path=path, amount=STORE_LIMIT >> 20)
+        return QuietRead(ignored=(said("{path} is larger than {amount} MiB", path=path, amount=STORE_LIMIT >> 20),), unusable=True)
     try:
         data = json.loads(raw)
         entries = data["figures"] if isinstance(data, dict) and "figures" in data else [data]  # one figure: the file of 0.x
         if not isinstance(entries, list):
             raise ValueError("figures is not a list")
-        return [_figure(entry) for entry in entries]
-    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
-        return said("{path} does not hold a bandwidth figure ({error})", path=path, error=str(exc)[:120])
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        return QuietRead(
+            ignored=(said("{path} does not hold bandwidth figures ({error})", path=path, error=str(exc)[:120]),), unusable=True
+        )
+    figures: list[QuietFigure] = []
+    ignored: list[Said] = []
+    for number, entry in enumerate(entries, start=1):
+        try:
+            figures.append(_figure(entry))
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            ignored.append(said("{path}, figure {number}: ignored: {error}", path=path, number=number, error=str(exc)[:120]))
+    return QuietRead(tuple(figures), tuple(ignored))
 
 
 def _figure(data: Any) -> QuietFigure:
     facts = BandwidthFacts.from_dict(data["facts"])
     measured = facts.cpu.measured
     numbers = (data["measured_at"], measured.read_gbps, measured.copy_gbps)
-    if not all(_finite(n) and n > 0 for n in numbers) or data["measured_at"] > time.time() + 300:
-        raise ValueError("a figure or its time is not a positive finite number")
+    if not all(_finite(n) and 0 < n < 1e15 for n in numbers) or data["measured_at"] > time.time() + 300:
+        raise ValueError("a figure or its time is not a positive finite number, or its time is in the future")
     if not isinstance(data["machine"], str):
         raise ValueError("machine is not a string")
     return QuietFigure(float(data["measured_at"]), data["machine"], facts)
 
 
 def store_quiet(figure: QuietFigure, state_dir: Path | None = None) -> None:
-    """figure kept beside the others (the oldest dropped past KEEP; an unusable file is replaced)."""
+    """figure kept beside the others (the oldest dropped past KEEP); a file with anything that could
+    not be read is kept aside first (NAME.kept-UTC), never silently overwritten."""
     directory = state_dir or default_state_dir()
     directory.mkdir(parents=True, exist_ok=True)
     kept = load_quiet(directory)
-    figures = [*(kept if isinstance(kept, list) else []), figure][-KEEP:]
+    if kept.ignored or kept.unusable:
+        keep_aside(directory / STORE)
+    figures = [*kept.figures, figure][-KEEP:]
     data = {"figures": [{"measured_at": f.measured_at, "machine": f.machine, "facts": f.facts.to_dict()} for f in figures]}
     replace_file(directory / STORE, json.dumps(data, indent=1).encode())
 

@@ -28,10 +28,12 @@ class Predicted:
     why_not: str = ""
     ceilings_s: tuple[float, float] = (0.0, 0.0)  # the ceiling's step time at the start and at the context
     weight_bytes: float = 0.0  # read per token by the model predicted
+    ignored: tuple[str, ...] = ()  # calibration records in the state directory that could not be used, and why
 
     def rows(self) -> list[tuple[str, str]]:
+        unused = [("note", localized(why)) for why in self.ignored]
         if self.calibration is None or self.at_start is None or self.at_context is None:
-            return [("predicted", _("none: {why}", why=localized(self.why_not)))]
+            return [("predicted", _("none: {why}", why=localized(self.why_not))), *unused]
         start, end, cal = self.at_start, self.at_context, self.calibration
 
         def at(p: Prediction) -> str:
@@ -74,7 +76,7 @@ class Predicted:
                     ),
                 )
             )
-        return rows
+        return rows + unused
 
     def to_dict(self) -> dict[str, Any]:
         def tpot(p: Prediction | None) -> dict[str, Any] | None:
@@ -88,6 +90,7 @@ class Predicted:
             "at_start": tpot(self.at_start),
             "at_context": tpot(self.at_context),
             "ceiling_s": list(self.ceilings_s) if all(self.ceilings_s) else None,
+            "ignored_records": [str(why) for why in self.ignored],
         }
 
 
@@ -99,16 +102,22 @@ def prediction_for(params: dict[str, Any], model: ModelInfo, size: Sizing, plan:
     threads = params["threads"] or usable_cpus()
     state_dir = state_dir_of(params["state_dir"])
     found, why = calibration.lookup(state_dir, weight_type, threads, in_estimate=True)
+    unused = tuple(calibration.ignored(state_dir))
     if params.get("calibrate") and calibration.engine_version() and weight_type in calibration.WEIGHT_TYPES:
         try:
             found = calibration.calibrate(threads, weight_type, state_dir, say, target_bytes=size.read_bytes(1))
         except (calibration.CalibrationError, OSError) as exc:
-            return Predicted(None, None, None, said("the calibration failed: {error}", error=reason(exc)))
+            return Predicted(None, None, None, said("the calibration failed: {error}", error=reason(exc)), ignored=unused)
     if found is None:
-        return Predicted(None, None, None, why)
+        return Predicted(None, None, None, why, ignored=unused)
     bandwidth = plan.hardware.bandwidth_gbps
     start = calibration.for_model(size, weight_type, threads, plan.kv_dtype, 0, bandwidth, found)
     end = calibration.for_model(size, weight_type, threads, plan.kv_dtype, plan.context, bandwidth, found)
     return Predicted(
-        found, start.prediction, end.prediction, ceilings_s=(start.ceiling_s, end.ceiling_s), weight_bytes=size.read_bytes(1) or 0.0
+        found,
+        start.prediction,
+        end.prediction,
+        ceilings_s=(start.ceiling_s, end.ceiling_s),
+        weight_bytes=size.read_bytes(1) or 0.0,
+        ignored=unused,
     )

@@ -111,7 +111,10 @@ def unjudged(snap: Snapshot) -> list[tuple[str, str]]:
         if area == "preemption" and not names:
             continue  # an engine that never preempts (llama.cpp's slots hold their own context)
         lost = [name for name in snap.lost if family(name) in names]
-        if lost:
+        not_numbers = [name for name in snap.not_numbers if name in names]
+        if not_numbers and all(getattr(snap, attribute) is None for attribute in attributes):
+            found.append((_(area), _("{series} is not a number (NaN or Inf) in the metrics", series=not_numbers[0])))
+        elif lost:
             dropped = _("the line of {series} was dropped (over 64 KiB, or cut inside its labels), so its value is unknown", series=lost[0])
             found.append((_(area), dropped))
         elif all(getattr(snap, attribute) is None for attribute in attributes):

@@ -169,6 +169,7 @@ class Snapshot:
     skipped: int = 0  # lines that were not samples
     truncated: bool = False
     lost: tuple[str, ...] = ()  # series the diagnosis uses whose lines were dropped (too long, cut)
+    not_numbers: tuple[str, ...] = ()  # series the diagnosis uses present with NaN or ±Inf values only
     limit_source: str | None = None  # where max_running comes from: "metrics", "default", "slots"
     adapter: str | None = None  # another engine's series beside these (vLLM's TGIS adapter)
 
@@ -261,6 +262,9 @@ def snapshot(exposition: Exposition) -> Snapshot:
     read: list[str] = []
     used = spec.uses()
     lost = tuple(name for name in exposition.dropped if family(name) in used)
+    not_numbers = tuple(
+        name for name in used if index.get(name) and not any(math.isfinite(s.value) for s in index[name])
+    )  # fmt: skip
     adapter = "the TGIS adapter's tgi_ series" if spec.name == "vLLM" and any(n.startswith("tgi_") for n in index) else None
     max_running = _first(spec.max_running, index, read)
     limit_source = "metrics" if max_running is not None else None
@@ -283,6 +287,7 @@ def snapshot(exposition: Exposition) -> Snapshot:
         skipped=skipped,
         truncated=truncated,
         lost=lost,
+        not_numbers=not_numbers,
         limit_source=limit_source,
         adapter=adapter,
     )

@@ -83,9 +83,13 @@ def number_after(line: str, key: str) -> float | None:
         end += 1
     digits = line[index:end].rstrip(".,").replace(",", "")
     try:
-        return float(digits) if digits else None
+        value = float(digits) if digits else None
     except ValueError:
         return None
+    return value if value is not None and value <= MAX_NUMBER else None  # 400 digits: infinity, no count
+
+
+MAX_NUMBER = 1e15  # no token count, request count or percentage in a log is larger
 
 
 def cite(number: int, line: str) -> Cited:

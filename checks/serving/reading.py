@@ -103,10 +103,17 @@ class Unreachable(Exception):
 
 
 async def models(endpoint: Endpoint, timeout: float) -> tuple[str | None, str | None]:
-    """The model list's first id and owner; raises Unreachable when the connection itself fails."""
-    listing = await get(endpoint, endpoint.path("models"), timeout)
+    """The model list's first id and owner; raises Unreachable when the connection itself fails or the
+    list is not answered (no HTTP answer, or a status other than 200: a redirect, a refusal, an error)."""
+    path = endpoint.path("models")
+    listing = await get(endpoint, path, timeout)
     if listing.kind == "connect":
         raise Unreachable(str(listing.error))
+    if listing.status != 200:
+        detail = listing.describe(path) or said("{path} was not answered", path=path)
+        raise Unreachable(
+            said("{endpoint}: {detail}, not a model list (is it an OpenAI-compatible endpoint?)", endpoint=endpoint.label, detail=detail)
+        )
     return models_from(listing)
 
 

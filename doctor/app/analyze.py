@@ -5,6 +5,7 @@ size-limited, never a FIFO or a device) and judged in a child with a deadline.""
 
 from __future__ import annotations
 
+import codecs
 import sys
 import time
 from dataclasses import dataclass
@@ -39,6 +40,22 @@ def read_input(name: str) -> str:
             data = handle.read(MAX_INPUT + 1)
     if len(data) > MAX_INPUT:
         raise RequestError(_("{name}: larger than {mib} MiB; paste the relevant part", name=name, mib=MAX_INPUT >> 20))
+    return decoded(data)
+
+
+def decoded(data: bytes) -> str:
+    """A pasted text as its bytes say: UTF-16 with a byte-order mark (PowerShell's `>` and Out-File
+    write it), or UTF-16 without one when every other byte of its start is zero; else UTF-8 (a byte
+    that is not, replaced)."""
+    if data.startswith(codecs.BOM_UTF8):
+        return data[3:].decode("utf-8", errors="replace")
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16", errors="replace")
+    head = data[:512]
+    if len(head) >= 8 and head[1::2].count(0) >= 0.9 * (len(head) // 2) and head[0::2].count(0) == 0:
+        return data.decode("utf-16-le", errors="replace")
+    if len(head) >= 8 and head[0::2].count(0) >= 0.9 * (len(head) // 2) and head[1::2].count(0) == 0:
+        return data.decode("utf-16-be", errors="replace")
     return data.decode("utf-8", errors="replace")
 
 

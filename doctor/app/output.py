@@ -23,7 +23,7 @@ from ..reports.prometheus import Schedule, previous_success
 from ..reports.redact import Redactor
 from ..reports.render import FORMATS, render
 from ..reports.report import Report
-from ..reports.textsafe import ESCAPE, shown
+from ..reports.textsafe import ESCAPE, shown, terminal_safe
 from ..reports.view import build_view
 
 PREVIOUS_LIMIT = 4 << 20
@@ -56,7 +56,7 @@ class Document(Protocol):
 
 
 def _redactor(out: OutputRequest) -> Redactor:
-    redactor = Redactor(enabled=out.redacted)
+    redactor = Redactor(enabled=out.redacted, terminal=out.fmt in ("text", "markdown"))
     redactor.secrets.update(s for s in out.secrets if s)
     return redactor
 
@@ -97,7 +97,7 @@ def _saved(out: OutputRequest, text: str) -> None:
 
 def say(text: str) -> None:
     """A line for the person on standard error (where the report went, what is being measured)."""
-    print(shown(text), file=sys.stderr, flush=True)
+    print(terminal_safe(shown(text)), file=sys.stderr, flush=True)
 
 
 def render_report(report: Report, registry: Registry, out: OutputRequest) -> None:
@@ -131,5 +131,4 @@ def emit(document: Document, out: OutputRequest) -> None:
     """A feature's document as text or JSON, redacted like a report in every format but text."""
     redactor = _redactor(out)
     text = json.dumps(document.to_json(), indent=2, default=str, ensure_ascii=False) + "\n" if out.fmt == "json" else document.text()
-    text = redactor.text(text) if out.redacted else text
-    _saved(out, text)
+    _saved(out, redactor.text(text))  # in text, only the secrets the command knows

@@ -60,9 +60,9 @@ class TerminalDialogue:
         self.interactive = interactive
 
     def say(self, text: str) -> None:
-        from ..app.output import shown
+        from ..app.output import shown, terminal_safe
 
-        click.echo(shown(text), file=self.stream)  # a file name that is not UTF-8: its bytes as \xNN
+        click.echo(terminal_safe(shown(text)), file=self.stream)  # a file name that is not UTF-8: its bytes as \xNN
 
     def confirm(self, question: str) -> bool:
         return click.confirm(question, default=False)

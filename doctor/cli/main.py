@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -63,7 +64,28 @@ def feature_commands() -> dict[str, click.Command]:
     return found
 
 
+def _terminal_safe_error(exc: click.ClickException) -> click.ClickException:
+    """A usage error's message with the control characters of a name it quotes escaped (a file named
+    with ESC or a right-to-left override must not act on the terminal that shows the error)."""
+    from ..app.output import shown, terminal_safe
+
+    object.__setattr__(exc, "message", terminal_safe(shown(exc.message)))  # click declares it Final
+    return exc
+
+
 class LazyGroup(click.Group):
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            raise _terminal_safe_error(exc) from exc.__cause__
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            raise _terminal_safe_error(exc) from exc.__cause__
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         """The language is settled before anything is parsed or printed: --lang anywhere on the line
         (the group's or the command's), else DECODE_DOCTOR_LANG, else the locale."""

@@ -86,6 +86,24 @@ def kill_group(pgid: int) -> None:
         pass
 
 
+def _die_with_parent(parent: int) -> None:
+    """In a forked child: SIGKILL when the parent dies (Linux's PR_SET_PDEATHSIG), so a parent killed
+    by a signal it cannot clean up after (SIGKILL; SIGTERM without a handler) leaves no worker running
+    in its own process group under PID 1."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the parent's own cleanup is all there is
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(CRASH_STATUS)
+
+
+PR_SET_PDEATHSIG = 1
+
+
 @dataclass(eq=False)
 class Child:
     """A forked process running target(conn, *args); conn is the parent's end of the pipe."""
@@ -108,10 +126,12 @@ class Child:
             mine, theirs = Pipe(duplex=True)
         else:
             mine, theirs = Pipe(duplex=False)  # (reader, writer)
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:
             status = 0
             try:
+                _die_with_parent(parent)
                 if own_group:
                     os.setpgid(0, 0)
                 mine.close()

@@ -445,6 +445,7 @@ class MoveFile(Action):
         here, there = src.is_file(), dst.is_file()
         if here and not there:  # never moved (killed before the move, or the move was refused)
             withdrawn = MoveFile.withdraw(record)
+            _tidy_quarantine(record)  # killed inside the first move: an empty quarantine, or a manifest with no line
             return said("original ({withdrawn})", withdrawn=withdrawn) if withdrawn else said("original")
         if here and there:  # killed between the copy and the delete of a cross-filesystem move
             if sha256_file(dst) == record["sha256"] == sha256_file(src):

@@ -138,7 +138,9 @@ def apply_config(info: ModelInfo, config: dict[str, Any]) -> None:
             text = {**config[nested]}
             break
     archs = config.get("architectures") or text.get("architectures")
-    info.architecture = (archs[0] if isinstance(archs, list) and archs else None) or text.get("model_type") or config.get("model_type")
+    named = [arch for arch in (archs if isinstance(archs, list) else []) if isinstance(arch, str) and arch]  # [[0]]: none
+    model_type = next((t for t in (text.get("model_type"), config.get("model_type")) if isinstance(t, str) and t), None)
+    info.architecture = (named[0] if named else None) or model_type
     info.layers = first_of(text, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
     info.attention_heads = first_of(text, "num_attention_heads", "n_head", "num_heads", "n_heads")
     kv = first_of(text, "num_key_value_heads", "n_head_kv", "num_kv_heads", "multi_query_group_num")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..i18n import _
+from .textsafe import terminal_safe
 
 SENSITIVE_NAME = re.compile(r"TOKEN|SECRET|KEY|PASSWORD|PASSWD|AUTH|CREDENTIAL", re.I)
 SENSITIVE_JSON_KEYS = {"auth", "auths", "password", "identitytoken", "registrytoken", "token", "access_token", "authorization", "secret"}
@@ -86,6 +87,7 @@ def placeholder(kind: str) -> str:
 @dataclass
 class Redactor:
     enabled: bool = True
+    terminal: bool = False  # the output is read on a terminal (text, Markdown): control characters escaped
     hosts: bool = False  # --redact-hosts
     secrets: set[str] = field(default_factory=set)  # every secret value seen, for the value pass and the leak check
     mapping: dict[str, str] = field(default_factory=dict)  # host mode: real value → placeholder
@@ -113,8 +115,8 @@ class Redactor:
         return out
 
     def json(self, value: Any, key: str = "") -> Any:
-        if not self.enabled:
-            return value
+        if not self.enabled:  # the user's own output: only the values the command knows are secret go
+            return self._known_json(value) if self.secrets or self.terminal else value
         rename = self.registry if self.hosts and key.lower() in REGISTRY_KEYS else None
         if key.lower() in SENSITIVE_JSON_KEYS:
             for leaf in _leaves(value):
@@ -133,7 +135,7 @@ class Redactor:
     def finding(self, finding: dict[str, Any]) -> dict[str, Any]:
         """A finding's evidence keys listed in `sensitive` are dropped to placeholders."""
         if not self.enabled:
-            return finding
+            return self.json(finding)
         evidence = dict(finding.get("evidence") or {})
         for key in finding.get("sensitive") or []:
             if key in evidence:
@@ -145,8 +147,10 @@ class Redactor:
     # --- patterns and values ---
 
     def text(self, text: str) -> str:
-        if not self.enabled or not text:
+        if not text:
             return text
+        if not self.enabled:  # the user's own output (text): only the values the command knows are secret go
+            return terminal_safe(self._known(text)) if self.terminal else self._known(text)
         if "PRIVATE KEY-----" in text:
             text = self._pem(text)
         for kind, pattern in PATTERNS:
@@ -158,7 +162,22 @@ class Redactor:
                 text = text.replace(secret, placeholder("value"))
         if self.hosts:
             text = self._hosts(text)
+        return terminal_safe(text) if self.terminal else text
+
+    def _known(self, text: str) -> str:
+        for secret in sorted(self.secrets, key=len, reverse=True):
+            if secret in text:
+                text = text.replace(secret, placeholder("value"))
         return text
+
+    def _known_json(self, value: Any, depth: int = 0) -> Any:
+        if depth > 64:
+            return value
+        if isinstance(value, dict):
+            return {self._known(k) if isinstance(k, str) else k: self._known_json(v, depth + 1) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._known_json(v, depth + 1) for v in value]
+        return self.text(value) if isinstance(value, str) else value
 
     def _pem(self, text: str) -> str:
         ends = [match.span() for match in PEM_END.finditer(text)]

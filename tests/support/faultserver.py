@@ -15,7 +15,8 @@ demand. The request's "model" picks the behaviour:
   429, 500         that status, with a JSON error body
 
 A whole server can misbehave too (`answers=`): "hang" accepts every connection and never answers;
-"errors" answers every request with HTTP 503.
+"errors" answers every request with HTTP 503; "echo-401" refuses every completion with a body that
+quotes the bearer key; "redirect" answers the model list with a 307.
 
 It also answers /v1/models, llama.cpp's /tokenize (a token per word), and /metrics and /slots (texts
 the test sets; 404 when unset). It runs in a thread with its own event loop;
@@ -124,6 +125,8 @@ class FaultServer:
             if self.slots is None:
                 return self._reply(writer, 404, b'{"detail": "Not Found"}')
             return self._reply(writer, 200, self.slots.encode())
+        if path == "/v1/models" and self.answers == "redirect":
+            return self._reply(writer, 307, b"", "text/plain")
         if path == "/v1/models":
             return self._reply(writer, 200, json.dumps({"object": "list", "data": [{"id": self.listed, "object": "model"}]}).encode())
         if path == "/tokenize":
@@ -131,17 +134,23 @@ class FaultServer:
             return self._reply(writer, 200, json.dumps({"tokens": list(range(len(words)))}).encode())
         if path not in ("/v1/chat/completions", "/v1/completions"):
             return self._reply(writer, 404, b'{"error": "not found"}')
+        if self.answers == "echo-401":  # a server that quotes the bearer key it refused
+            key = self.authorizations[-1].removeprefix("Bearer ")
+            return self._reply(writer, 401, json.dumps({"error": f"invalid api key: {key}"}).encode())
         await self._complete(path, payload, writer)
 
     def _reply(self, writer: asyncio.StreamWriter, status: int, body: bytes, kind: str = "application/json") -> None:
         head = f"HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
         writer.write(head.encode() + body)
 
-    async def _complete(self, path: str, payload: dict[str, Any], writer: asyncio.StreamWriter) -> None:
-        mode = str(payload.get("model", "zero"))
-        if mode in ("429", "500"):
-            self._reply(writer, int(mode), json.dumps({"error": {"message": f"injected {mode}"}}).encode())
-            return
+    async def _scripted(self, mode: str, writer: asyncio.StreamWriter) -> bool:
+        """The answers that follow a script rather than the token loop: pings for ever, a replayed capture."""
+        if mode == "pings":  # SSE comments and nothing else, for ever (cancelled when the server stops)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+            while True:
+                writer.write(b": ping\n\n")
+                await writer.drain()
+                await asyncio.sleep(0.05)
         if mode in ("replay", "trickle"):
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
             pieces = [self.replay[i : i + 1] for i in range(len(self.replay))] if mode == "trickle" else [self.replay]
@@ -150,6 +159,15 @@ class FaultServer:
                 await writer.drain()
                 if mode == "trickle":
                     await asyncio.sleep(0)
+            return True
+        return False
+
+    async def _complete(self, path: str, payload: dict[str, Any], writer: asyncio.StreamWriter) -> None:
+        mode = str(payload.get("model", "zero"))
+        if mode in ("429", "500"):
+            self._reply(writer, int(mode), json.dumps({"error": {"message": f"injected {mode}"}}).encode())
+            return
+        if await self._scripted(mode, writer):
             return
         if mode.startswith("slow-first-"):
             await asyncio.sleep(float(mode.removeprefix("slow-first-").removesuffix("s")))

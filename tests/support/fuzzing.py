@@ -184,6 +184,9 @@ def targets() -> list[Target]:
         _reports(scratch),
         _prometheus(),
         _sse(),
+        _server_logs(),
+        _calibration_state(scratch),
+        _bandwidth_state(scratch),
     ]
 
 
@@ -601,6 +604,61 @@ def _sse() -> Target:
         return _take(record, data[5:].strip(), 1.0, 0.5)
 
     return Target("SSE events", [s for s in seeds if s != b"data: [DONE]"], run, (ClientError,), json_seeds=False)
+
+
+def _server_logs() -> Target:
+    """Pasted vLLM, SGLang and llama-server logs, read and judged as analyze does."""
+    from decode_doctor.checks.serving.check import Serving
+    from decode_doctor.checks.serving.logtext import read_log
+    from decode_doctor.checks.serving.pasted import analyze_log
+
+    check = Serving()
+
+    def run(data: bytes) -> Any:
+        log = read_log(data.decode("utf-8", "replace"))
+        return analyze_log(check, log, "pasted.log") if log is not None else None
+
+    return Target("pasted server logs", _files(FIXTURES / "serving/logs"), run, captures=True)
+
+
+def _calibration_state(scratch: Scratch) -> Target:
+    """The calibration records of the state directory (statefile.read_state): never raises."""
+    import time
+
+    from decode_doctor.engine.statefile import read_state
+    from decode_doctor.models.calibration import Calibration
+
+    path = scratch.dir / "calibration.json"
+    seed = {
+        "host": "h/cpu", "engine": "llama.cpp", "engine_version": "0.3.36", "threads": 2, "weight_type": "F16", "fixed_s": 0.0001,
+        "s_per_byte": 3e-11, "s_per_unit": 1e-12, "s_per_kv_byte": 1e-11, "spread": 0.05, "measured_at": time.time() - 60,
+        "points": [[1e8, 0.004, 0.01], [3e8, 0.011, 0.02]], "passes": 2, "prompt": "batched",
+    }  # fmt: skip
+
+    def run(data: bytes) -> Any:
+        path.write_bytes(data)
+        return read_state(path, Calibration)
+
+    return Target("calibration records (state file)", [json.dumps([seed, seed]).encode()], run, json_seeds=True)
+
+
+def _bandwidth_state(scratch: Scratch) -> Target:
+    """The quiet bandwidth figures of the state directory (load_quiet): never raises."""
+    import time
+
+    from decode_doctor.checks.bandwidth.quiet import STORE, load_quiet
+
+    measured = {
+        "read_gbps": 40.0, "copy_gbps": 30.0, "read_spread": 0.01, "copy_spread": 0.01, "threads": 2,
+        "buffer_bytes": 1 << 28, "passes": 3, "wall_s": 1.0, "other_load": 0.0,
+    }  # fmt: skip
+    figure = {"measured_at": time.time() - 60, "machine": "h/cpu/64 GiB", "facts": {"cpu": {"measured": measured}}}
+
+    def run(data: bytes) -> Any:
+        (scratch.dir / STORE).write_bytes(data)
+        return load_quiet(scratch.dir)
+
+    return Target("bandwidth figures (state file)", [json.dumps({"figures": [figure, figure]}).encode()], run, json_seeds=True)
 
 
 def run_one(target: Target, data: bytes) -> BaseException | None:

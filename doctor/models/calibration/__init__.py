@@ -39,7 +39,7 @@ from ..llamacpp import engine_version
 from ..randomgguf import WEIGHT_TYPES
 from .measure import DEPTH, PASSES_MAX, PASSES_MIN, XL_FROM, CalibrationError, EngineCrash, Run, calibrate, features, time_decode
 from .model import ENGINE, MIN_SPREAD, Calibration, ForModel, Prediction, attention_units, bounded, for_model, predict
-from .records import CACHE_NAME, MAX_AGE_S, best, learn, learn_from_run, load, lookup, record, with_drift
+from .records import CACHE_NAME, MAX_AGE_S, best, ignored, learn, learn_from_run, load, lookup, record, with_drift
 
 __all__ = [
     "CACHE_NAME",
@@ -64,6 +64,7 @@ __all__ = [
     "engine_version",
     "features",
     "for_model",
+    "ignored",
     "learn",
     "learn_from_run",
     "load",

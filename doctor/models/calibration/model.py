@@ -3,6 +3,7 @@ values, the prediction they make for a sized model at a depth, and its interval.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -63,6 +64,14 @@ class Calibration:
             except (TypeError, ValueError) as exc:  # a malformed record: read_records skips it on a TypeError
                 raise TypeError(f"points: {exc}") from exc
             object.__setattr__(self, "points", points)
+
+    def problem(self) -> Said | None:
+        """What makes a record read back from the state directory unusable (statefile.read_state)."""
+        if self.threads < 1 or self.spread > 10:
+            return said("threads or spread out of range")
+        if any(not math.isfinite(v) or v < 0 or v > 1e15 for point in self.points for v in point):
+            return said("points holds a figure that is not finite and positive")
+        return None
 
     @property
     def contended(self) -> bool:

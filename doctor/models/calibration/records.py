@@ -7,8 +7,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from decode_doctor.engine.statefile import append_record, host_id, read_records
-from decode_doctor.i18n import said
+from decode_doctor.engine.statefile import append_record, host_id, read_records, read_state
+from decode_doctor.i18n import Said, said
 
 from ..llamacpp import engine_version
 from ..randomgguf import WEIGHT_TYPES
@@ -48,6 +48,11 @@ def lookup(state_dir: Path, weight_type: str, threads: int, in_estimate: bool = 
 
 def load(state_dir: Path) -> list[Calibration]:
     return read_records(state_dir / CACHE_NAME, Calibration)
+
+
+def ignored(state_dir: Path) -> list[Said]:
+    """The calibration records this host's state file holds but cannot use, each with the reason."""
+    return read_state(state_dir / CACHE_NAME, Calibration).ignored
 
 
 def record(state_dir: Path, calibration: Calibration) -> None:
