@@ -10,7 +10,7 @@ from decode_doctor.checks.bandwidth.contract import BandwidthFacts, BandwidthOpt
 from decode_doctor.checks.gpu.contract import GpuFacts
 from decode_doctor.engine import Check, Context, Finding, Needs, OptionRef, Reads
 from decode_doctor.engine.units import human_bytes
-from decode_doctor.i18n import N_, _
+from decode_doctor.i18n import N_, _, said
 from decode_doctor.models.dtypes import KV_DTYPE_BYTES
 from decode_doctor.models.hardware import BandwidthSource
 from decode_doctor.models.info import ModelInfo
@@ -198,7 +198,16 @@ def _predict(ctx: Context, model: ModelInfo, budget: Budget) -> Budget:
     else:  # bandwidth given: the thread count bench was told, else one per usable CPU
         threads = ctx.option(BandwidthOptions).threads or usable_cpus()
     weight_type = (model.dominant_dtype or "").upper()
-    found, why = calibration.lookup(default_state_dir(ctx.env), weight_type, threads)
+    state = default_state_dir(ctx.env)
+    found, why = calibration.lookup(state, weight_type, threads)
+    unused = calibration.ignored(state)  # records the state file holds but cannot use: named, never dropped unsaid
+    if unused:
+        more = said(" (and {count} more)", count=len(unused) - 1) if len(unused) > 1 else ""
+        why = (
+            said("{why}; {ignored}{more}", why=why, ignored=unused[0], more=more)
+            if why
+            else said("{ignored}{more}", ignored=unused[0], more=more)
+        )
     if found is None:
         return replace(budget, prediction_note=why)
     at = calibration.for_model(sizing(model), weight_type, threads, budget.kv_dtype, budget.context, budget.bandwidth_gbps, found)
