@@ -192,8 +192,10 @@ def test_quarantine_inside_the_dataset_is_refused(tmp_path):
     (root / "x.jpg").write_bytes(b"")
     report = check("--images", str(root), "--quarantine-dir", str(root / "q"), "--format", "json").json()
     (result,) = report["results"]
-    assert result["state"] == "crashed" and "is inside the dataset" in result["reason"]
-    assert (root / "x.jpg").exists()
+    assert result["state"] != "crashed"  # refused with the reason, in the user's language: never a crash
+    (unjudged,) = report["not_judged"]
+    assert unjudged["what"] == f"the dataset {root}" and "is inside the dataset" in unjudged["why"]
+    assert report["summary"]["verdict"] == "incomplete" and (root / "x.jpg").exists()
 
 
 def test_per_file_time_limit_does_not_stall_the_scan(tmp_path):

@@ -12,7 +12,7 @@ from typing import Any
 from decode_doctor.engine import Check, Context, Facts, Finding, FixRef, JSONValue, Needs, Options, option
 from decode_doctor.engine.units import amount, whole
 from decode_doctor.engine.workers import usable_cpus
-from decode_doctor.i18n import N_, Said, _, ngettext
+from decode_doctor.i18n import N_, Said, _, localized, ngettext, said
 
 from .codes import (
     BROKEN,
@@ -112,9 +112,9 @@ def max_pixels_option(value: str | int) -> int:
     try:
         number = int(str(value).replace("_", "").replace(",", ""))
     except ValueError:
-        raise ValueError(f"{value!r} is not a whole number of pixels") from None
+        raise ValueError(said("{value} is not a whole number of pixels", value=repr(value))) from None
     if number <= 0:
-        raise ValueError(f"{number} is not a number of pixels: give a positive limit")
+        raise ValueError(said("{number} is not a number of pixels: give a positive limit", number=number))
     return number
 
 
@@ -207,8 +207,14 @@ class Images(Check):
         scans: list[DatasetScan],
     ) -> list[Finding]:
         quarantine = Path(ctx.option(ImagesOptions).quarantine_dir or default_quarantine(dataset)).absolute()
-        if quarantine == dataset or dataset in quarantine.parents:
-            raise ValueError(f"the quarantine directory {quarantine} is inside the dataset {dataset}; choose one outside it")
+        if quarantine == dataset or dataset in quarantine.parents:  # its files would be scanned, moved, scanned again
+            why = said(
+                "the quarantine directory {quarantine} is inside the dataset {dataset}; choose one outside it",
+                quarantine=quarantine,
+                dataset=dataset,
+            )
+            ctx.not_judged(_("the dataset {dataset}", dataset=dataset), localized(why))
+            return []
         links: list[str] = []
         appledouble: list[str] = []
         findings: list[Finding] = []

@@ -7,6 +7,8 @@ import importlib.util
 from dataclasses import dataclass, field
 from typing import Any
 
+from decode_doctor.i18n import said
+
 LOADERS = ("pillow", "torchvision", "opencv")
 PACKAGES = {"pillow": "PIL", "torchvision": "torchvision", "opencv": "cv2"}
 INSTALL = {"torchvision": "pip install torchvision", "opencv": "pip install opencv-python-headless"}
@@ -27,9 +29,9 @@ def loader_name(value: str) -> str:
     """--loader NAME, checked: a known loader whose package is installed (ValueError: a usage error)."""
     name = value.strip().lower()
     if name not in LOADERS:
-        raise ValueError(f"unknown loader {value!r}: choose from {', '.join(LOADERS)}")
+        raise ValueError(said("unknown loader {value}: choose from {loaders}", value=repr(value), loaders=", ".join(LOADERS)))
     if importlib.util.find_spec(PACKAGES[name]) is None:
-        raise ValueError(f"the {name} loader is not installed here ({INSTALL[name]})")
+        raise ValueError(said("the {name} loader is not installed here ({install})", name=name, install=INSTALL[name]))
     return name
 
 

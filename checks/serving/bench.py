@@ -325,7 +325,7 @@ def validate(params: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...], 
         try:
             slo = parse_slo(params["slo"])
         except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--slo") from None
+            raise click.BadParameter(localized(reason(exc)), param_hint="--slo") from None
     bandwidth = None
     if params["bandwidth"]:
         from decode_doctor.engine.units import parse_rate

@@ -108,7 +108,7 @@ async def models(endpoint: Endpoint, timeout: float) -> tuple[str | None, str | 
     path = endpoint.path("models")
     listing = await get(endpoint, path, timeout)
     if listing.kind == "connect":
-        raise Unreachable(str(listing.error))
+        raise Unreachable(listing.error or "")  # a Said: said in the user's language
     if listing.status != 200:
         detail = listing.describe(path) or said("{path} was not answered", path=path)
         raise Unreachable(

@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from decode_doctor.i18n import said
+
 from .client import Record, TokenSource
 
 PERCENTILES = (50, 90, 95, 99)
@@ -77,16 +79,22 @@ def parse_slo(text: str) -> tuple[SloTerm, ...]:
         name, sep, value = part.partition("=")
         metric, _, q = name.strip().lower().partition("_p")
         if not sep or metric not in SLO_METRICS or not q.isdecimal() or int(q) not in PERCENTILES:
-            raise ValueError(f"{part!r}: expected METRIC_pQ=TIME, METRIC one of {', '.join(SLO_METRICS)}, Q one of 50, 90, 95, 99")
+            raise ValueError(
+                said(
+                    "{part}: expected METRIC_pQ=TIME, METRIC one of {metrics}, Q one of 50, 90, 95, 99",
+                    part=repr(part),
+                    metrics=", ".join(SLO_METRICS),
+                )
+            )
         value = value.strip().lower()
         scale = 1000.0 if value.endswith("s") and not value.endswith("ms") else 1.0
         number = value.removesuffix("ms").removesuffix("s")
         try:
             limit = float(number) * scale
         except ValueError:
-            raise ValueError(f"{part!r}: {value!r} is not a time such as 800ms or 2s") from None
+            raise ValueError(said("{part}: {value} is not a time such as 800ms or 2s", part=repr(part), value=repr(value))) from None
         if not math.isfinite(limit) or limit <= 0:
-            raise ValueError(f"{part!r}: the limit must be a positive time")
+            raise ValueError(said("{part}: the limit must be a positive time", part=repr(part)))
         terms.append(SloTerm(metric, int(q), limit))
     if not terms:
         raise ValueError("an empty SLO")

@@ -17,9 +17,16 @@ def command_argv(name: str | None) -> tuple[str, ...]:
     """The command line that made this run, for the report: sys.argv when it is this command's (a
     console script), else just the command's name (called in-process: tests, an embedding program)."""
     args = sys.argv[1:]
-    if name and (not args or args[0] != name):
-        return (name,)
-    return tuple(args)
+    if not name:
+        return tuple(args)
+    before: list[str] = []  # the group's own options, given before the command (--lang zh-CN)
+    for index, arg in enumerate(args):
+        if arg == name and (not before or before[-1] != "--lang"):
+            return (name, *args[index + 1 :], *before)  # every option kept, after the command where it also parses
+        if arg != "--lang" and not arg.startswith("--lang=") and (not before or before[-1] != "--lang"):
+            break
+        before.append(arg)
+    return (name,)
 
 
 class RequestError(ValueError):

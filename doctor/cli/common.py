@@ -68,6 +68,25 @@ class TerminalDialogue:
         return click.confirm(question, default=False)
 
 
+class Parsed(click.ParamType):
+    """A check option's parse function as click's type: its ValueError is the usage error, said in the
+    user's language (click's own wrapper would print str(exc), the English)."""
+
+    def __init__(self, parse: Callable[[str], object]) -> None:
+        self.parse = parse
+        self.name = getattr(parse, "__name__", "value")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            return self.parse(value)
+        except ValueError as exc:
+            from ..i18n import localized, reason
+
+            self.fail(localized(reason(exc)), param, ctx)
+
+
 class RunCommand(click.Command):
     """A command that runs checks: its own options, then the options the checks declare (Check.options,
     typed dataclasses). A check's flag that is already one of the command's is left out and reported as
@@ -89,7 +108,7 @@ class RunCommand(click.Command):
                     if message not in registry.errors:
                         registry.errors.append(message)
                     continue
-                kind = click.Choice(flag.choices) if flag.choices else flag.parse
+                kind = click.Choice(flag.choices) if flag.choices else (Parsed(flag.parse) if flag.parse else None)
                 self.params.append(
                     click.Option(
                         [flag.flag, name],

@@ -73,6 +73,13 @@ def _terminal_safe_error(exc: click.ClickException) -> click.ClickException:
     return exc
 
 
+def _say_version(ctx: click.Context, value: bool) -> None:
+    """--version, in the language of the command (click's own version line is English only)."""
+    if value and not ctx.resilient_parsing:
+        click.echo(_("{prog}, version {version}", prog="decode-doctor", version=__version__))
+        ctx.exit()
+
+
 class LazyGroup(click.Group):
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any) -> click.Context:
         try:
@@ -96,6 +103,9 @@ class LazyGroup(click.Group):
                 i18n.use(given)
             except i18n.UnknownLanguage:
                 pass  # the --lang option's own check refuses it, in the usage error's words
+        note = i18n.environment_note(os.environ)
+        if note is not None and given is None:  # a --lang on the line makes the variable moot
+            click.echo(note, err=True)
         if i18n.chinese() and not i18n.compiled():
             # a source checkout never built: say so once rather than fall back to English unannounced
             click.echo(
@@ -129,7 +139,14 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="decode-doctor")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _param, value: _say_version(ctx, value),
+    help="Show the version and exit.",
+)
 @clihelp.lang_option
 def cli() -> None:
     """decode-doctor: checks a host and its model files before LLM inference goes live.

@@ -8,7 +8,7 @@ import click
 
 from ..app.guard import guarded
 from ..app.output import shown
-from ..i18n import _, localized
+from ..i18n import _, localized, reason
 from .common import CONTEXT
 
 
@@ -51,7 +51,7 @@ def _undo(run_id: str | None, state_dir: Path, given: bool, list_only: bool, for
     try:
         result = app_undo.undo(app_undo.UndoRequest(state_dir, run_id, force))
     except (app_undo.UndoError, app_undo.LockBusy) as exc:
-        click.echo(_("decode-doctor undo: {error}", error=exc), err=True)
+        click.echo(_("decode-doctor undo: {error}", error=localized(reason(exc))), err=True)
         return 2
     click.echo(_("Undo of fix run {run}:", run=result.run_id))
     for target, status in result.outcomes:

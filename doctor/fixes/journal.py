@@ -269,7 +269,7 @@ def undo_run(state_dir: Path, run_id: str | None = None, force: bool = False) ->
         if run_id is None:
             candidates = [r for r in runs if r.undoable]
             if not candidates:
-                raise UndoError(f"no fix run to undo in {state_dir}")
+                raise UndoError(said("no fix run to undo in {path}", path=state_dir))
             run_id = candidates[-1].run_id
         run_dir = runs_dir(state_dir) / run_id
         if not (run_dir / "journal.jsonl").exists():

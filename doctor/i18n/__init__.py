@@ -36,9 +36,10 @@ class UnknownLanguage(ValueError):
 
 
 def normalise(name: str) -> str:
-    """ "zh-CN", "zh_cn", "zh-Hans", "en_US.UTF-8" → a supported language; anything else is refused."""
+    """ "zh-CN", "zh_cn", "zh", "zh-Hans", "en_US.UTF-8" → a supported language; anything else (zh-TW:
+    Traditional Chinese is not written here) is refused."""
     bare = name.strip().split(".")[0].split("@")[0].replace("_", "-").lower()
-    if bare in ("zh-cn", "zh-sg", "zh-hans", "zh-hans-cn"):
+    if bare in ("zh", "zh-cn", "zh-sg", "zh-hans", "zh-hans-cn", "zh-hans-sg"):
         return CHINESE
     if bare == "en" or bare.startswith("en-") or bare in ("c", "posix"):
         return ENGLISH
@@ -46,18 +47,36 @@ def normalise(name: str) -> str:
 
 
 def from_environment(env: Mapping[str, str]) -> str:
-    """DECODE_DOCTOR_LANG when it names a language, else the locale's messages language."""
+    """DECODE_DOCTOR_LANG when it names a language, else GNU gettext's LANGUAGE list (its first entry
+    decode-doctor speaks), else the locale's messages language (LC_ALL, LC_MESSAGES, LANG)."""
     chosen = env.get(ENV, "").strip()
     if chosen:
         try:
             return normalise(chosen)
         except UnknownLanguage:
-            pass  # a stray value must not stop the tool; the locale decides
-    for variable in ("LC_ALL", "LC_MESSAGES", "LANG"):
-        value = env.get(variable, "").strip()
-        if value:
-            return CHINESE if value.startswith(SIMPLIFIED_LOCALES) else ENGLISH
+            pass  # a stray value must not stop the tool; environment_note() says it was not used
+    locale = next((env[v].strip() for v in ("LC_ALL", "LC_MESSAGES", "LANG") if env.get(v, "").strip()), "")
+    if env.get("LANGUAGE", "").strip() and locale not in ("C", "POSIX"):  # gettext ignores LANGUAGE under the C locale
+        for entry in env["LANGUAGE"].split(":"):
+            try:
+                return normalise(entry)
+            except UnknownLanguage:
+                continue
+    if locale:
+        return CHINESE if locale.startswith(SIMPLIFIED_LOCALES) or locale.split(".")[0] == "zh" else ENGLISH
     return ENGLISH
+
+
+def environment_note(env: Mapping[str, str]) -> str | None:
+    """One line when DECODE_DOCTOR_LANG names no language decode-doctor speaks (it was not used)."""
+    chosen = env.get(ENV, "").strip()
+    if not chosen:
+        return None
+    try:
+        normalise(chosen)
+    except UnknownLanguage:
+        return f"decode-doctor: {ENV}={chosen!r} is not a language decode-doctor speaks ({', '.join(LANGUAGES)}); ignored"
+    return None
 
 
 def use(language: str) -> None:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import click
 
-from . import LANGUAGES, N_, N_plural, UnknownLanguage, catalog, chinese, current, use
+from . import LANGUAGES, N_, N_plural, UnknownLanguage, catalog, chinese, current, use, width
 
 F = TypeVar("F", bound=Callable[..., Any])
 CONTEXT = "cli"
@@ -127,6 +127,56 @@ class Formatter(click.HelpFormatter):
             prefix = catalog(current()).gettext("Usage:")
         super().write_usage(prog, args, prefix)
 
+    def write_text(self, text: str) -> None:
+        """Paragraphs wrapped by display width in Chinese (click counts characters: a CJK one takes two columns)."""
+        if not chinese():
+            super().write_text(text)
+            return
+        indent = " " * self.current_indent
+        paragraphs = [p for p in text.split("\n\n") if p.strip()]
+        for number, paragraph in enumerate(paragraphs):
+            for line in width.wrap(_joined_lines(paragraph), self.width, indent):
+                self.write(line + "\n")
+            if number < len(paragraphs) - 1:
+                self.write("\n")
+
+    def write_dl(self, rows: Iterable[tuple[str, str]], col_max: int = 30, col_spacing: int = 2) -> None:
+        """The option and command tables with their second column wrapped by display width in Chinese,
+        so no line passes the formatter's width and a term never splits inside a word."""
+        if not chinese():
+            super().write_dl(rows, col_max, col_spacing)
+            return
+        rows = list(rows)
+        first = min(max((width.width(term) for term, _ in rows), default=0), col_max) + col_spacing
+        column = self.current_indent + first
+        for term, text in rows:
+            self.write(" " * self.current_indent + term)
+            if not text:
+                self.write("\n")
+                continue
+            if width.width(term) <= first - col_spacing:
+                self.write(" " * (first - width.width(term)))
+            else:
+                self.write("\n" + " " * column)
+            lines = width.wrap(_joined_lines(text), max(self.width - column, 20))
+            self.write(lines[0] + "\n")
+            for line in lines[1:]:
+                self.write(" " * column + line + "\n")
+
+
+def _joined_lines(text: str) -> str:
+    """A help text's line breaks joined: without a space beside Chinese, with one between Latin words."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    joined = lines[0] if lines else ""
+    for line in lines[1:]:
+        tight = bool(joined and line) and (
+            joined[-1] in FULL_WIDTH_PUNCTUATION
+            or line[0] in FULL_WIDTH_PUNCTUATION
+            or (ord(joined[-1]) > 0x2E7F and ord(line[0]) > 0x2E7F)
+        )
+        joined += ("" if tight else " ") + line
+    return joined
+
 
 FULL_WIDTH_PUNCTUATION = "，。、：；！？（）“”‘’《》「」——…"
 
@@ -134,13 +184,7 @@ FULL_WIDTH_PUNCTUATION = "，。、：；！？（）“”‘’《》「」—
 def first_sentence(text: str) -> str:
     """A help text's first sentence, as the command listing shows it (". " ends an English one, "。" a
     Chinese one), its line breaks joined."""
-    lines = [line.strip() for line in text.strip().split("\n\n", 1)[0].splitlines()]
-    first = lines[0] if lines else ""
-    for line in lines[1:]:  # lines join with a space, except beside Chinese punctuation or between two Chinese characters
-        tight = bool(first and line) and (
-            first[-1] in FULL_WIDTH_PUNCTUATION or line[0] in FULL_WIDTH_PUNCTUATION or (ord(first[-1]) > 0x2E7F and ord(line[0]) > 0x2E7F)
-        )
-        first += ("" if tight else " ") + line
+    first = _joined_lines(text.strip().split("\n\n", 1)[0])
     if "。" in first:
         return first.split("。", 1)[0] + "。"
     head, dot, _rest = first.partition(". ")

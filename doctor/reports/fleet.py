@@ -308,7 +308,9 @@ def _html(f: Fleet) -> str:
     notes = "".join(f"<li>{html.escape(line)}</li>" for line in _left_out_lines(f))
     return (
         f'<!DOCTYPE html><html lang="{html.escape(current())}"><head><meta charset="utf-8"><title>{title}</title><style>'
-        "body{font:14px system-ui,sans-serif;margin:2rem}table{border-collapse:collapse}th,td{border:1px solid #ddd;padding:.3rem .5rem}"
+        "body{font:14px system-ui,'PingFang SC','Hiragino Sans GB','Microsoft YaHei','Noto Sans CJK SC','Source Han Sans SC',"
+        "'WenQuanYi Micro Hei',sans-serif;margin:2rem}"
+        "table{border-collapse:collapse}th,td{border:1px solid #ddd;padding:.3rem .5rem}"
         ".error,.incomplete,.stale,.crashed,.timed_out{background:#fde7e9}.warning,.not_judged{background:#fff4d6}"
         ".info{background:#e8f0fe}.passed,.ready{background:#e6f4ea}</style></head>"
         f"<body><h1>{h1}</h1><table><tr>{heading}</tr>{body}</table><p>{html.escape(totals_line(f))}</p>"

@@ -14,7 +14,9 @@ from .text import all_clear, severity_word, state_word
 from .view import ReportView
 
 STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;padding:0 1rem;max-width:1200px;
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,
+"PingFang SC","Hiragino Sans GB","Microsoft YaHei","Noto Sans CJK SC","Source Han Sans SC","WenQuanYi Micro Hei",sans-serif;
+margin:2rem auto;padding:0 1rem;max-width:1200px;
 color:#1d1d1f;background:#fff}
 h1{font-size:1.5rem;margin:0 0 .3rem}h2{font-size:1.15rem;margin:2rem 0 .6rem}
 table{border-collapse:collapse;width:100%;margin:.4rem 0;table-layout:fixed}

@@ -1,0 +1,102 @@
+"""The Chinese interface's frame (issue 38): the rerun hint keeps every option wherever it stood, the
+language follows the environment as gettext reads it, --help fits 80 columns by display width, the
+HTML names CJK fonts."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import FIXTURES, run_dd
+
+HOST = FIXTURES / "hosts" / "swap60-rhel7"
+
+
+@pytest.mark.parametrize("lang", ["zh-CN", "en"])
+@pytest.mark.parametrize("where", ["before the command", "after it"])
+def test_the_fix_hint_keeps_root_and_every_option_wherever_it_was_given(lang, where):
+    options = ["--root", str(HOST), "--select", "swappiness"]
+    argv = ["--lang", lang, "check", *options] if where == "before the command" else ["check", *options, "--lang", lang]
+    out = run_dd(*argv).stdout
+    assert f"decode-doctor check --root {HOST} --select swappiness --lang {lang} --fix --dry-run" in out, out
+
+
+@pytest.mark.parametrize(
+    ("env", "chinese"),
+    [
+        ({"DECODE_DOCTOR_LANG": "zh"}, True),
+        ({"DECODE_DOCTOR_LANG": "zh_CN.UTF-8"}, True),
+        ({"LANGUAGE": "zh_CN:en", "LANG": "en_US.UTF-8"}, True),
+        ({"LANGUAGE": "fr:zh", "LANG": "en_US.UTF-8"}, True),
+        ({"LANGUAGE": "zh_CN", "LANG": "C"}, False),  # gettext ignores LANGUAGE under the C locale
+        ({"LANG": "zh_CN.UTF-8"}, True),
+        ({"LANG": "en_US.UTF-8"}, False),
+    ],
+)
+def test_the_language_follows_the_environment_as_gettext_reads_it(env, chinese):
+    from decode_doctor import i18n
+
+    assert (i18n.from_environment(env) == i18n.CHINESE) is chinese
+
+
+def test_a_language_variable_that_names_no_language_is_said_not_silently_ignored():
+    clean = {"DECODE_DOCTOR_LANG": "zh-TW", "LANG": "C", "LC_ALL": "", "LANGUAGE": ""}
+    result = run_dd("list", env=clean)
+    assert "DECODE_DOCTOR_LANG='zh-TW' is not a language decode-doctor speaks (en, zh-CN); ignored" in result.stderr
+    assert run_dd("list", env={**clean, "DECODE_DOCTOR_LANG": "zh"}).stderr == ""
+
+
+@pytest.mark.parametrize("command", ["check", "estimate", "bench", "report", "analyze"])
+def test_help_in_chinese_fits_80_columns_and_keeps_check_names_whole(command):
+    from decode_doctor.i18n.width import width
+
+    out = run_dd("--lang", "zh-CN", command, "--help", env={"COLUMNS": "80"}).stdout
+    lines = out.splitlines()
+    assert lines and max(width(line) for line in lines) <= 80, max(lines, key=width)
+    assert not any(line.rstrip().endswith(("[decode-", "[model-", "[engine-")) for line in lines)
+
+
+def test_the_html_report_names_cjk_fonts_before_the_generic_family():
+    out = run_dd("--lang", "zh-CN", "check", "--root", str(HOST), "--select", "swappiness", "--format", "html").stdout
+    style = out.split("<style>", 1)[1].split("</style>", 1)[0]
+    assert "Noto Sans CJK SC" in style and "Microsoft YaHei" in style and style.index("PingFang SC") < style.index("sans-serif;")
+
+
+def test_prompt_and_endpoint_take_their_glossary_words():
+    """提示 is the info severity only: a prompt is 提示词; an endpoint is 端点 (its flag and placeholder stay)."""
+    import re
+
+    from babel.messages.pofile import read_po
+
+    from .conftest import REPO
+
+    with open(REPO / "doctor/locale/zh_CN/LC_MESSAGES/decode_doctor.po", "rb") as handle:
+        catalog = read_po(handle)
+    wrong = []
+    for message in catalog:
+        ids = message.id if isinstance(message.id, tuple) else (message.id,)
+        strings = message.string if isinstance(message.string, tuple) else (message.string,)
+        for text in filter(None, strings):
+            if any("prompt" in i.lower() for i in ids if i) and re.search("提示(?!词)", text):
+                wrong.append(text)
+            if re.search(r"(?<![-\w{/])endpoint(?![-\w}])", text):
+                wrong.append(text)
+    glossary = (REPO / "doctor/locale/GLOSSARY.md").read_text()
+    assert "| prompt | 提示词 |" in glossary and "| endpoint | 端点 |" in glossary
+    assert wrong == []
+
+
+def test_errors_the_tool_raises_itself_speak_chinese(tmp_path):
+    (tmp_path / "state").mkdir()
+    cases = [
+        (("check", "--images", str(tmp_path), "--max-pixels", "abc"), "不是整数像素数"),
+        (("check", "--images", str(tmp_path), "--loader", "foo"), "未知的加载器"),
+        (("bench", "--endpoint", "http://127.0.0.1:9", "--slo", "ttft_p95=fast"), "不是时间值"),
+        (("undo", "--state-dir", str(tmp_path / "state")), "没有可回滚的修复"),
+        (("bench", "--endpoint", "http://127.0.0.1:9", "--requests", "1", "--concurrency", "1"), "无法连接"),
+        (("--version",), "decode-doctor，版本"),
+    ]
+    for args, words in cases:
+        result = run_dd("--lang", "zh-CN", *args)
+        said = result.stdout + result.stderr
+        assert words in said, (args, said)
+        assert not any(english in said for english in ("is not a", "unknown loader", "no fix run", "cannot connect", "version 0")), said
