@@ -227,7 +227,7 @@ def test_explain_enc001_prints_every_section_in_chinese():
     out = cli("explain", "ENC001", "--lang", "zh-CN").stdout
     for heading in ("含义", "为何影响 LLM 解码", "示例", "手动修复方法", "自动修复"):
         assert f"\n{heading}\n" in out
-    assert "模型文本文件不是 UTF-8（可转换）" in out and "[safe]" in out
+    assert "模型文本文件不是 UTF-8（可转换）" in out and "[安全]" in out
     body = [line for line in out.splitlines()[1:] if line.startswith("  ")]
     assert body and all(re.search(r"[\u4e00-\u9fff]", line) or not re.search(r"[a-z]{4,} [a-z]{4,} [a-z]{4,}", line) for line in body)
 

@@ -100,3 +100,25 @@ def test_errors_the_tool_raises_itself_speak_chinese(tmp_path):
         said = result.stdout + result.stderr
         assert words in said, (args, said)
         assert not any(english in said for english in ("is not a", "unknown loader", "no fix run", "cannot connect", "version 0")), said
+
+
+def test_no_line_of_explain_starts_with_closing_punctuation_and_fix_safety_is_a_chinese_word():
+    from decode_doctor import i18n
+    from decode_doctor.cli.info import explanation_lines
+    from decode_doctor.engine.registry import load
+
+    registry = load()
+    i18n.use("zh-CN")
+    try:
+        starts = []
+        for code, (spec, cls) in registry.codes().items():
+            for line in explanation_lines(spec, cls.name, registry.fixable(code))[1:]:
+                if line.strip() and line.strip()[0] in "。，、：；）」』】》":
+                    starts.append(f"{code}: {line.strip()[:30]}")
+            fixable = registry.fixable(code)
+            if fixable is not None:
+                text = "\n".join(explanation_lines(spec, cls.name, fixable))
+                assert "[safe]" not in text and "[unsafe]" not in text and "[display-only]" not in text, code
+        assert starts == []
+    finally:
+        i18n.use("en")

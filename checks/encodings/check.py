@@ -223,7 +223,7 @@ def walk(given: Path, on_link_out: Any) -> Iterator[TextFile]:
                 dirnames.remove(name)
             elif entry.is_symlink():
                 dirnames.remove(name)
-                on_link_out(entry, entry.resolve(), "a link to a directory")
+                on_link_out(entry, entry.resolve(), _("a link to a directory"))
         for name in sorted(filenames):
             if not is_text_config(name):
                 continue
@@ -231,7 +231,7 @@ def walk(given: Path, on_link_out: Any) -> Iterator[TextFile]:
             if entry.is_symlink():
                 target = entry.resolve()
                 if not _inside(target, root):
-                    on_link_out(entry, target, "outside the tree")
+                    on_link_out(entry, target, _("outside the tree"))
                     continue
                 yield TextFile(entry, target, given, True)
             else:

@@ -39,7 +39,7 @@ class Progress:
             self.running.remove(name)
             self.done += 1
             self.detail = ""
-        line = f"checking ({self.done} done): {', '.join(self.running)}" if self.running else ""
+        line = _("checking ({done} done): {running}", done=self.done, running=", ".join(self.running)) if self.running else ""
         if self.detail and self.running:
             line = f"{line} — {self.detail}"
         width = shutil.get_terminal_size((100, 20)).columns - 1

@@ -117,7 +117,7 @@ def explanation_lines(spec: Any, check: str, fix: Any) -> list[str]:
     if spec.example:
         lines += section(_("Example"), text("example"))
     lines += section(_("How to fix it by hand"), text("fix_by_hand"))
-    automatic = f"{text('fix_safety')} [{fix.value}]" if fix else _("None: decode-doctor does not change this for you.")
+    automatic = f"{text('fix_safety')} [{fix.label}]" if fix else _("None: decode-doctor does not change this for you.")
     lines += section(_("Automatic fix"), automatic)
     return lines
 

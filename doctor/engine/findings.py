@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeAlias, TypeVar
 
-from ..i18n import _
+from ..i18n import N_, _
+from ..i18n.labels import Labelled
 
 if TYPE_CHECKING:
     from .facts import Facts
@@ -68,12 +69,12 @@ class Verdict(str, enum.Enum):
     INCOMPLETE = "incomplete"
 
 
-class Applicability(str, enum.Enum):
+class Applicability(Labelled):
     """How far a fix may be trusted (ruff's fix safety); declared by the fixer that claims a code."""
 
-    SAFE = "safe"  # applied by --fix after confirmation
-    UNSAFE = "unsafe"  # applied by --fix --unsafe-fixes only
-    DISPLAY_ONLY = "display-only"  # the tool prints the commands; a person runs them
+    SAFE = "safe", N_("safe")  # applied by --fix after confirmation
+    UNSAFE = "unsafe", N_("unsafe")  # applied by --fix --unsafe-fixes only
+    DISPLAY_ONLY = "display-only", N_("display-only")  # the tool prints the commands; a person runs them
 
 
 class FixParams:

@@ -37,7 +37,10 @@ def _pieces(text: str) -> list[str]:
     current = ""
     for char in text:
         wide = char_width(char) == 2
-        if char in NO_LINE_START and pieces and not current:
+        if char in NO_LINE_START and current:  # "false，": the mark stays with the Latin word before it
+            current += char
+            continue
+        if char in NO_LINE_START and pieces:
             pieces[-1] += char
             continue
         if wide:

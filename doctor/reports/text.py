@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from typing import TextIO
 
-from ..engine.findings import Finding, Severity, State
+from ..engine.findings import Applicability, Finding, Severity, State
 from ..i18n import N_, _, localized, ngettext
 from ..i18n.width import ljust
 from .view import ReportView
@@ -155,8 +155,10 @@ def footer(view: ReportView) -> list[str]:
 def fix_label(finding: Finding) -> str:
     if finding.fix is None:
         return ""
-    applicability = finding.fix.applicability.value if finding.fix.applicability else "?"
-    return _("fixable") if applicability == "safe" else _("fixable ({applicability})", applicability=applicability)
+    applicability = finding.fix.applicability
+    if applicability is Applicability.SAFE:
+        return _("fixable")
+    return _("fixable ({applicability})", applicability=applicability.label if applicability else "?")
 
 
 def _finding_line(f: Finding) -> str:
