@@ -52,7 +52,8 @@ def test_help_in_chinese_fits_80_columns_and_keeps_check_names_whole(command):
     out = run_dd("--lang", "zh-CN", command, "--help", env={"COLUMNS": "80"}).stdout
     lines = out.splitlines()
     assert lines and max(width(line) for line in lines) <= 80, max(lines, key=width)
-    assert not any(line.rstrip().endswith(("[decode-", "[model-", "[engine-")) for line in lines)
+    assert not any(line.rstrip().endswith(("[decode-", "[model-", "[engine-", " .")) for line in lines)
+    assert "[required]" not in out
 
 
 def test_the_html_report_names_cjk_fonts_before_the_generic_family():
@@ -122,3 +123,14 @@ def test_no_line_of_explain_starts_with_closing_punctuation_and_fix_safety_is_a_
         assert starts == []
     finally:
         i18n.use("en")
+
+
+def test_a_finding_of_a_check_pulled_in_for_its_facts_is_said_not_selected_in_chinese(tmp_path):
+    from .test_cli_contract import tiny_config
+
+    model = tiny_config(tmp_path / "m")
+    for fmt in ("text", "markdown"):
+        out = run_dd(
+            "--lang", "zh-CN", "check", "--select", "decode-budget", "--model", str(model), "--root", str(tmp_path), "--format", fmt
+        ).stdout
+        assert "未选中" in out and "not selected" not in out, out

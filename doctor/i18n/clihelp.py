@@ -25,6 +25,7 @@ CONTEXT = "cli"
 # translations are in the catalog, under click's English as the id.
 CLICK_MESSAGES = (
     N_("Usage:"),
+    N_("required"),  # an option's [required] marker in --help
     N_("Options"),
     N_("Commands"),
     N_("Show this message and exit."),

@@ -40,7 +40,7 @@ def _pieces(text: str) -> list[str]:
         if char in NO_LINE_START and current:  # "false，": the mark stays with the Latin word before it
             current += char
             continue
-        if char in NO_LINE_START and pieces:
+        if char in NO_LINE_START and pieces and not pieces[-1].endswith(" "):  # " .gguf": a word's own start
             pieces[-1] += char
             continue
         if wide:

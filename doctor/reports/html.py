@@ -221,7 +221,7 @@ def render_html(view: ReportView) -> str:
         out.append("<h2>" + _e(_("Environment")) + f"</h2><table><thead><tr>{heads}</tr></thead><tbody>")
         for row in view.environment:
             css = "" if row.judged == "ok" else ' class="warning"'
-            out.append(f"<tr><td>{_e(row.name)}</td><td>{_e(row.value)}</td><td{css}>{_e(row.judged)}</td></tr>")
+            out.append(f"<tr><td>{_e(row.name)}</td><td>{_e(row.value)}</td><td{css}>{_e(row.judged_shown)}</td></tr>")
         out.append("</tbody></table>")
     heads = "".join(f"<th>{_e(h)}</th>" for h in (_("Check"), _("State"), _("Duration"), _("Note")))
     out.append("<h2>" + _e(_("Checks")) + f"</h2><table><thead><tr>{heads}</tr></thead><tbody>")

@@ -86,7 +86,7 @@ def markdown(view: ReportView) -> str:
         out.append("")
     if view.environment:
         out += ["## " + _("Environment"), "", "| " + " | ".join((_("Item"), _("Value"), _("Judged"))) + " |", "|---|---|---|"]
-        out += [f"| {_cell(r.name)} | {_cell(r.value)} | {r.judged} |" for r in view.environment]
+        out += [f"| {_cell(r.name)} | {_cell(r.value)} | {r.judged_shown} |" for r in view.environment]
         out.append("")
     out += ["## " + _("Checks"), "", "| " + " | ".join((_("Check"), _("State"), _("Duration"), _("Note"))) + " |", "|---|---|---|---|"]
     for r in view.results:
@@ -94,7 +94,13 @@ def markdown(view: ReportView) -> str:
     if view.ignored:
         out += ["", "## " + _("Ignored"), ""]
         out += [
-            "- " + _("{code} by `{selector}`", code=i.code, selector=i.selector) + (f": {i.reason}" if i.reason else "")
+            "- "
+            + (
+                _("{code} (not selected)", code=i.code)
+                if i.selector == "not selected"
+                else _("{code} by `{selector}`", code=i.code, selector=i.selector)
+            )
+            + (f": {i.reason}" if i.reason else "")
             for i in view.ignored
         ]
     return "\n".join(out) + "\n"

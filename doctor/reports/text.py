@@ -168,11 +168,14 @@ def _finding_line(f: Finding) -> str:
 
 def _ignored_lines(view: ReportView) -> list[str]:
     return [
-        _("ignored {code}", code=i.code)
-        + (_(" by {selector}", selector=i.selector) if i.selector != i.code else "")
+        (_("ignored {code} (not selected)", code=i.code) if i.selector == NOT_SELECTED else _("ignored {code}", code=i.code))
+        + (_(" by {selector}", selector=i.selector) if i.selector not in (i.code, NOT_SELECTED) else "")
         + (f" ({i.reason})" if i.reason else "")
         for i in view.ignored
     ]
+
+
+NOT_SELECTED = "not selected"  # engine.config's selector for a finding of a check pulled in for its facts
 
 
 def plain_text(view: ReportView, verbose: bool = False) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..engine.facts import Chart, EnvRow, HtmlBlock, Metric, Sample, Series
 from ..engine.findings import Code, Finding, FixParams, NotJudged, Outcome, Severity, State, Verdict
+from ..i18n import _
 from .redact import Redactor
 from .report import SCHEMA_VERSION, Report
 
@@ -26,6 +27,11 @@ class JudgedRow:
     name: str
     value: str
     judged: str  # "ok", or the codes of the findings about it
+
+    @property
+    def judged_shown(self) -> str:
+        """The judged column as a person reads it: "ok" in the language of the command, or the codes."""
+        return _("ok") if self.judged == "ok" else self.judged
 
     def to_dict(self) -> dict[str, str]:
         return {"name": self.name, "value": self.value, "judged": self.judged}
