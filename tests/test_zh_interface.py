@@ -134,3 +134,11 @@ def test_a_finding_of_a_check_pulled_in_for_its_facts_is_said_not_selected_in_ch
             "--lang", "zh-CN", "check", "--select", "decode-budget", "--model", str(model), "--root", str(tmp_path), "--format", fmt
         ).stdout
         assert "未选中" in out and "not selected" not in out, out
+
+
+def test_the_html_fix_column_of_a_finding_without_an_automatic_fix_is_chinese():
+    from decode_doctor.engine.registry import load
+
+    out = run_dd("--lang", "zh-CN", "check", "--root", str(FIXTURES / "hosts" / "gpu-node-xid"), "--format", "html").stdout
+    english = load().codes()["GPU014"][0].fix_by_hand
+    assert "GPU014" in out and english not in out and "重启" in out

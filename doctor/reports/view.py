@@ -15,7 +15,7 @@ from typing import Any
 
 from ..engine.facts import Chart, EnvRow, HtmlBlock, Metric, Sample, Series
 from ..engine.findings import Code, Finding, FixParams, NotJudged, Outcome, Severity, State, Verdict
-from ..i18n import _
+from ..i18n import _, explanation
 from .redact import Redactor
 from .report import SCHEMA_VERSION, Report
 
@@ -270,7 +270,7 @@ def build_view(
         load_errors=list(report.load_errors),
         fixes=redact.json(report.fixes.to_dict()) if report.fixes else None,
         verdict_exits=report.verdict_exits,
-        explanations={code: spec.fix_by_hand for code, spec in (codes or {}).items()},
+        explanations={code: explanation(code, "fix_by_hand", spec.fix_by_hand) for code, spec in (codes or {}).items()},
     )
 
 
