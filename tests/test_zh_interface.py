@@ -142,3 +142,13 @@ def test_the_html_fix_column_of_a_finding_without_an_automatic_fix_is_chinese():
     out = run_dd("--lang", "zh-CN", "check", "--root", str(FIXTURES / "hosts" / "gpu-node-xid"), "--format", "html").stdout
     english = load().codes()["GPU014"][0].fix_by_hand
     assert "GPU014" in out and english not in out and "重启" in out
+
+
+def test_the_calques_a_native_reader_named_are_gone():
+    import re
+
+    catalog = (FIXTURES.parent / "doctor/locale/zh_CN/LC_MESSAGES/decode_doctor.po").read_text(encoding="utf-8")
+    strings = "\n".join(line for line in catalog.splitlines() if not line.startswith(("msgid", "#")))
+    assert not re.search(r"以 (\d+|\{\w+\}) 退出", strings)  # 退出码为 N
+    for calque in ("读过去", "落后 {score", "适合学习的运行", "（第 {offset} 字节"):
+        assert calque not in strings, calque
