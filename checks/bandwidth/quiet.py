@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from decode_doctor.engine import Context
-from decode_doctor.engine.files import open_regular, replace_file
+from decode_doctor.engine.files import replace_file
 from decode_doctor.engine.hostload import Window
 from decode_doctor.engine.paths import default_state_dir
-from decode_doctor.engine.statefile import keep_aside
+from decode_doctor.engine.statefile import keep_aside, read_json
 from decode_doctor.i18n import Said, said
 
 from .contract import BandwidthFacts
@@ -119,24 +119,14 @@ def load_quiet(state_dir: Path | None = None) -> QuietRead:
     """The stored figures (a FIFO, device, directory or link is never opened; size-limited; every
     figure checked: positive finite numbers, a time not in the future)."""
     path = (state_dir or default_state_dir()) / STORE
-    try:
-        with open_regular(path, follow=False) as handle:
-            raw = handle.read(STORE_LIMIT + 1)
-    except FileNotFoundError:
+    data = read_json(path, STORE_LIMIT)
+    if data is None:
         return QuietRead()
-    except OSError as exc:
-        return QuietRead(ignored=(said("{path}: {error}", path=path, error=exc.strerror or exc),), unusable=True)
-    if len(raw) > STORE_LIMIT:
-        return QuietRead(ignored=(said("{path} is larger than {amount} MiB", path=path, amount=STORE_LIMIT >> 20),), unusable=True)
-    try:
-        data = json.loads(raw)
-        entries = data["figures"] if isinstance(data, dict) and "figures" in data else [data]  # one figure: the file of 0.x
-        if not isinstance(entries, list):
-            raise ValueError("figures is not a list")
-    except (ValueError, TypeError, KeyError, RecursionError) as exc:
-        return QuietRead(
-            ignored=(said("{path} does not hold bandwidth figures ({error})", path=path, error=str(exc)[:120]),), unusable=True
-        )
+    if isinstance(data, Said):
+        return QuietRead(ignored=(data,), unusable=True)
+    entries = data["figures"] if isinstance(data, dict) and "figures" in data else [data]  # one figure: the file of 0.x
+    if not isinstance(entries, list):
+        return QuietRead(ignored=(said("{path} does not hold bandwidth figures (figures is not a list)", path=path),), unusable=True)
     figures: list[QuietFigure] = []
     ignored: list[Said] = []
     for number, entry in enumerate(entries, start=1):

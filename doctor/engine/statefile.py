@@ -43,22 +43,29 @@ class StateRead(Generic[R]):
         return not self.ignored and not self.unusable
 
 
-def _read_list(path: Path) -> list[object] | Said | None:
-    """The JSON list in path; None when there is no file; a Said when it cannot be used (a FIFO, a
-    device, a directory or a link is never opened for reading; a file past READ_LIMIT is not parsed)."""
+def read_json(path: Path, limit: int = READ_LIMIT) -> object | Said | None:
+    """The JSON value in path; None when there is no file; a Said when it cannot be used (a FIFO, a
+    device, a directory or a link is never opened for reading; a file past limit is not parsed)."""
     try:
         with open_regular(path, follow=False) as handle:
-            raw = handle.read(READ_LIMIT + 1)
+            raw = handle.read(limit + 1)
     except FileNotFoundError:
         return None
     except OSError as exc:
         return said("{path}: {error}", path=path, error=exc.strerror or exc)
-    if len(raw) > READ_LIMIT:
-        return said("{path} is larger than {amount} MiB; not read", path=path, amount=READ_LIMIT >> 20)
+    if len(raw) > limit:
+        return said("{path} is larger than {amount} MiB; not read", path=path, amount=limit >> 20)
     try:
-        data = json.loads(raw)
+        return json.loads(raw)
     except (ValueError, RecursionError) as exc:
         return said("{path} is not JSON ({error})", path=path, error=str(exc)[:80])
+
+
+def _read_list(path: Path) -> list[object] | Said | None:
+    """The JSON list in path (read_json), or why there is none."""
+    data = read_json(path)
+    if data is None or isinstance(data, Said):
+        return data
     if not isinstance(data, list):
         return said("{path} does not hold a list of records", path=path)
     return data
