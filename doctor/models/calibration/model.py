@@ -148,7 +148,7 @@ class Calibration:
             how=how,
             when=when,
             fixed_ms=self.fixed_s * 1e3,
-            gbps=1 / self.s_per_byte / 1e9,
+            gbps=1 / self.s_per_byte / 1e9 if self.s_per_byte > 0 else float("inf"),  # a flat line: beside heavy load
             sizes=sizes,
             busy=busy,
         )
