@@ -11,7 +11,7 @@ from decode_doctor.checks.docker.codes import BREAKS_PULLS, CODES_GPUS, DKR020, 
 from decode_doctor.checks.docker.daemon_json import DAEMON_JSON, RESTART, render_like
 from decode_doctor.engine import Applicability, CommandsParams, Context, Finding, FixableCode, Fixer
 from decode_doctor.fixes.actions import FixPlan, ReplaceFile, ShowCommands
-from decode_doctor.i18n import _
+from decode_doctor.i18n import _, said
 
 
 class DockerDaemonFixer(Fixer):
@@ -40,13 +40,19 @@ class DockerDaemonFixer(Fixer):
             configured = data.get("registry-mirrors") or []
             kept = [m for m in configured if m.rstrip("/") != mirror.rstrip("/")]
             if kept == configured:
-                raise ValueError(f"{mirror} is not in {DAEMON_JSON}'s registry-mirrors (configured elsewhere?)")
+                raise ValueError(
+                    said(
+                        "{mirror} is not in {daemon_json}'s registry-mirrors (configured elsewhere?)",
+                        mirror=mirror,
+                        daemon_json=DAEMON_JSON,
+                    )
+                )
             data["registry-mirrors"] = kept
             description = _("remove the mirror {mirror} from registry-mirrors", mirror=mirror)
             notes = [_("then restart dockerd yourself: {command}", command=RESTART), _("pulls then go to the upstream registry directly")]
         content = render_like(original, data)
         if json.loads(content) != data:
-            raise ValueError("the edited daemon.json does not parse back to the intended settings")
+            raise ValueError(said("the edited daemon.json does not parse back to the intended settings"))
         return FixPlan(finding, description, [ReplaceFile(path, content.encode(), label=DAEMON_JSON)], notes)
 
 

@@ -28,7 +28,7 @@ class EncodingsFixer(Fixer):
             data = handle.read()
         sha = hashlib.sha256(data).hexdigest()
         if not isinstance(params, (ConvertParams, DropBomParams)):
-            raise TypeError(f"{finding.code} carries {type(params).__name__}")
+            raise TypeError(f"{finding.code} carries {type(params).__name__}")  # untranslated: a programmer's error
         if sha != params.sha256:
             raise ValueError(said("{path} changed since it was checked; run the check again", path=path))
         if isinstance(params, DropBomParams):

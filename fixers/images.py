@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from decode_doctor.checks.images.codes import BROKEN, DAMAGED, IMG005, QuarantineParams, RenameParams
 from decode_doctor.engine import Applicability, Context, Finding, FixableCode, Fixer
 from decode_doctor.fixes.actions import FixPlan, MoveFile
-from decode_doctor.i18n import N_, _
+from decode_doctor.i18n import N_, _, said
 
 
 class ImagesFixer(Fixer):
@@ -21,14 +21,14 @@ class ImagesFixer(Fixer):
 
     def plan(self, finding: Finding, ctx: Context) -> FixPlan:
         if finding.fix is None or finding.path is None:
-            raise ValueError(f"{finding.code} names no file to move")
+            raise ValueError(said("{code} names no file to move", code=finding.code))
         params = finding.fix.params
         source = Path(finding.path)
         within = next((Path(d) for d in ctx.images if Path(d) in source.parents), None)
         if isinstance(params, RenameParams):
             destination = Path(params.destination)
             if destination.exists():
-                raise ValueError(f"{destination} already exists; rename {source.name} by hand")
+                raise ValueError(said("{destination} already exists; rename {name} by hand", destination=destination, name=source.name))
             move = MoveFile(
                 source,
                 destination,

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from decode_doctor.i18n import said
+
 MAX_TEXT = 4 << 20
 MAX_GPUS = 64
 ABSENT = frozenset({"", "n/a", "na", "none", "unknown", "not supported"})
@@ -72,7 +74,7 @@ def parse(text: str) -> list[AmdGpu]:
         try:
             data = json.loads(stripped)
         except (ValueError, RecursionError) as exc:
-            raise ValueError(f"not JSON: {exc}") from None
+            raise ValueError(said("not JSON: {error}", error=str(exc))) from None
         return _from_json(data)
     return _from_text(text)
 
@@ -83,10 +85,10 @@ def _from_json(data: Any) -> list[AmdGpu]:
     if isinstance(data, list):  # amd-smi static --json
         found = [gpu for i, item in enumerate(data[:MAX_GPUS]) if isinstance(item, dict) and (gpu := _amd_smi_item(i, item))]
         if not found:
-            raise ValueError("amd-smi JSON without a GPU that has a market_name")
+            raise ValueError(said("amd-smi JSON without a GPU that has a market_name"))
         return found
     if not isinstance(data, dict):
-        raise ValueError("JSON that is neither rocm-smi's nor amd-smi's")
+        raise ValueError(said("JSON that is neither rocm-smi's nor amd-smi's"))
     found_system = data.get("system")
     system: dict[str, Any] = found_system if isinstance(found_system, dict) else {}
     gpus = []
@@ -108,7 +110,7 @@ def _from_json(data: Any) -> list[AmdGpu]:
             )
         )
     if not gpus:
-        raise ValueError("JSON without cardN entries")
+        raise ValueError(said("JSON without cardN entries"))
     return gpus
 
 
@@ -175,7 +177,7 @@ def _from_text(text: str) -> list[AmdGpu]:
             )
         )
     if not gpus:
-        raise ValueError("no GPU with a MARKET_NAME")
+        raise ValueError(said("no GPU with a MARKET_NAME"))
     return gpus
 
 

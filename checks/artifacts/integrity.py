@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from decode_doctor.i18n import _
+from decode_doctor.i18n import _, said
 from decode_doctor.models.files import ModelFormatError, read_config
 from decode_doctor.models.gguf import read_gguf_header
 from decode_doctor.models.layout import HashProgress, dangling_links, digest, incomplete_files, known_hashes
@@ -64,7 +64,7 @@ class IntegrityReview(ReviewBase):
         try:
             weight_map = read_config(index).get("weight_map")
             if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
-                raise ModelFormatError(f"{index.name} has no weight_map of tensor names to file names", index)
+                raise ModelFormatError(said("{name} has no weight_map of tensor names to file names", name=index.name), index)
         except ModelFormatError as exc:
             self.add(MDL003, str(exc), index)
             return sorted(p for p in root.glob("*.safetensors") if p not in dangling)

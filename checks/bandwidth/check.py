@@ -143,7 +143,7 @@ class Bandwidth(Check):
         buffer = buffer_size(llc, ctx.meminfo_bytes("MemAvailable"), thorough)
         threads = ctx.option(BandwidthOptions).threads
         if threads is not None and threads < 1:
-            raise ValueError(f"--threads {threads}: give at least 1")
+            raise ValueError(said("--threads {threads}: give at least 1", threads=threads))
         measured = measure_cpu(buffer, budget_s=4.0 if thorough else 1.0, threads=threads)
         spec, spec_missing, unreadable = (
             (None, said("not asked (--no-memory-spec)"), False) if ctx.option(BandwidthOptions).no_memory_spec else memory_spec(ctx)

@@ -142,9 +142,9 @@ def _figure(data: Any) -> QuietFigure:
     measured = facts.cpu.measured
     numbers = (data["measured_at"], measured.read_gbps, measured.copy_gbps)
     if not all(_finite(n) and 0 < n < 1e15 for n in numbers) or data["measured_at"] > time.time() + 300:
-        raise ValueError("a figure or its time is not a positive finite number, or its time is in the future")
+        raise ValueError(said("a figure or its time is not a positive finite number, or its time is in the future"))
     if not isinstance(data["machine"], str):
-        raise ValueError("machine is not a string")
+        raise ValueError(said("machine is not a string"))
     return QuietFigure(float(data["measured_at"]), data["machine"], facts)
 
 

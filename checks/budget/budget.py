@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from decode_doctor.i18n import said
 from decode_doctor.models.dtypes import KV_DTYPE_BYTES
 from decode_doctor.models.hardware import BandwidthSource, Hardware
 from decode_doctor.models.info import ModelInfo
@@ -23,7 +24,7 @@ def kv_bytes_per_token(model: ModelInfo, kv_dtype: str = "fp16") -> float:
     """Per token over every layer, before any sliding window caps it (ValueError: not sizable)."""
     size = sizing(model)
     if not size.cache:
-        raise ValueError("needs layers, KV heads and head_dim")
+        raise ValueError(said("needs layers, KV heads and head_dim"))
     return size.kv_bytes_per_token(kv_dtype)
 
 
@@ -53,7 +54,7 @@ def compute_budget(
     sweep_contexts: tuple[int, ...] = BUDGET_CONTEXTS,
 ) -> Budget:
     if kv_dtype not in KV_DTYPE_BYTES:
-        raise ValueError(f"unknown KV dtype {kv_dtype!r}")
+        raise ValueError(said("unknown KV dtype {kv_dtype!r}", kv_dtype=kv_dtype))
     size = sizing(model)
     plan = make_plan(size, device.hardware(), context, concurrency, kv_dtype)
     limit = model.max_context or max(sweep_contexts)

@@ -10,7 +10,7 @@ from decode_doctor.checks.bandwidth.contract import BandwidthFacts, BandwidthOpt
 from decode_doctor.checks.gpu.contract import GpuFacts
 from decode_doctor.engine import Check, Context, Finding, Needs, OptionRef, Reads
 from decode_doctor.engine.units import human_bytes
-from decode_doctor.i18n import N_, _, said
+from decode_doctor.i18n import N_, _, localized, reason, said
 from decode_doctor.models.dtypes import KV_DTYPE_BYTES
 from decode_doctor.models.hardware import BandwidthSource
 from decode_doctor.models.info import ModelInfo
@@ -114,8 +114,8 @@ class DecodeBudget(Check):
                     ctx.not_judged(what, _("model-artifacts found {problems}", problems=problems[0]), cause=problems[0].split(":", 1)[0])
                 else:
                     where = exc.path or str(path)
-                    findings.append(self.finding(DEC010, str(exc), evidence={"file": where}, path=where))
-                    ctx.not_judged(what, str(exc), cause=DEC010.code)
+                    findings.append(self.finding(DEC010, localized(reason(exc)), evidence={"file": where}, path=where))
+                    ctx.not_judged(what, reason(exc), cause=DEC010.code)
                 continue
             except OSError as exc:
                 findings.append(self.finding(DEC010, f"{path}: {exc.strerror}", evidence={"file": str(path)}, path=str(path)))

@@ -119,15 +119,15 @@ def encoding_choice(value: str | EncodingChoice) -> EncodingChoice:
     try:
         info = codecs.lookup(name)
     except LookupError:
-        raise ValueError(f"unknown encoding {name!r}") from None
+        raise ValueError(said("unknown encoding {name!r}", name=name)) from None
     if not getattr(info, "_is_text_encoding", True):
-        raise ValueError(f"{name!r} is not a text encoding")
+        raise ValueError(said("{name!r} is not a text encoding", name=name))
     if not separator:
         return EncodingChoice(name)
     if not path:
-        raise ValueError(f"{value!r}: PATH=ENCODING needs a path before '='")
+        raise ValueError(said("{value!r}: PATH=ENCODING needs a path before '='", value=value))
     if not os.path.lexists(path):
-        raise ValueError(f"{path}: no such file")
+        raise ValueError(said("{path}: no such file", path=path))
     return EncodingChoice(name, os.path.realpath(path))
 
 

@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
-from decode_doctor.i18n import _
+from decode_doctor.i18n import _, said
 
 if TYPE_CHECKING:
     from .language import Words
@@ -551,5 +551,5 @@ def converted_bytes(verdict: Verdict, keep_utf8_bom: bool) -> bytes:
     if keep_utf8_bom:
         data = b"\xef\xbb\xbf" + data
     if data.decode("utf-8-sig" if keep_utf8_bom else "utf-8") != text:
-        raise ValueError("the converted bytes do not decode back to the same text")
+        raise ValueError(said("the converted bytes do not decode back to the same text"))
     return data

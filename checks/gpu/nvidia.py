@@ -11,7 +11,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from decode_doctor.i18n import _
+from decode_doctor.i18n import _, said
 
 from .contract import DriverInfo, GpuDevice
 
@@ -46,9 +46,9 @@ def parse_smi_xml(text: str) -> DriverInfo:
     try:
         root = ET.fromstring(text.strip())
     except ET.ParseError as exc:
-        raise ValueError(f"nvidia-smi -q -x printed XML that does not parse: {exc}") from None
+        raise ValueError(said("nvidia-smi -q -x printed XML that does not parse: {error}", error=str(exc))) from None
     if root.tag != "nvidia_smi_log":
-        raise ValueError(f"nvidia-smi -q -x printed <{root.tag}>, not <nvidia_smi_log>")
+        raise ValueError(said("nvidia-smi -q -x printed <{tag}>, not <nvidia_smi_log>", tag=root.tag))
     attached = _number(_text(root, "attached_gpus"))
     devices: list[GpuDevice] = []
     for position, gpu in enumerate(root.findall("gpu")):
@@ -166,7 +166,7 @@ def parse_smi_text(text: str) -> DriverInfo:
         )
     driver = _version(field_value("KMD Version")) or _version(field_value("Driver Version"))
     if driver is None:
-        raise ValueError("nvidia-smi -q printed no driver version")
+        raise ValueError(said("nvidia-smi -q printed no driver version"))
     cuda = _version(field_value("CUDA UMD Version")) or _version(field_value("CUDA Version"))
     return DriverInfo(driver, cuda, tuple(devices), _number(field_value("Attached GPUs")), "nvidia-smi -q")
 

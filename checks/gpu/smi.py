@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from decode_doctor.engine import Check, Code, CommandRecord, Context, Finding
-from decode_doctor.i18n import N_, _
+from decode_doctor.i18n import N_, _, localized, reason
 
 from .codes import GPU010, GPU011, GPU012, GPU013, GPU014, GPU015, GPU016, GPU017
 from .contract import DriverInfo
@@ -53,7 +53,7 @@ def read_nvidia_smi(check: Check, ctx: Context, findings: list[Finding]) -> tupl
             try:
                 return parse_smi_text(text.stdout), False
             except ValueError:
-                findings.append(check.finding(GPU017, f"{exc}.", evidence=evidence))
+                findings.append(check.finding(GPU017, _("{why}.", why=localized(reason(exc))), evidence=evidence))
                 return None, True
     kind = classify_smi_failure(output, record.exit_code)
     if kind in SMI_FAILURE_CODES:

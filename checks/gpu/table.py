@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from decode_doctor.i18n import said
+
 from .contract import DriverInfo, GpuDevice
 
 HEADER_FIELDS = (("KMD Version:", "driver"), ("Driver Version:", "driver"), ("CUDA UMD Version:", "cuda"), ("CUDA Version:", "cuda"))
@@ -92,5 +94,5 @@ def parse_smi_table(text: str) -> DriverInfo:
         if stripped.startswith("|") and len(cells) >= 3 and cells[2].strip() in ("Enabled", "Disabled") and devices:
             devices[-1] = dataclasses.replace(devices[-1], mig_mode=cells[2].strip())
     if versions is None or versions[0] is None:
-        raise ValueError("no 'NVIDIA-SMI … Driver Version:' header: not an nvidia-smi table")
+        raise ValueError(said("no 'NVIDIA-SMI … Driver Version:' header: not an nvidia-smi table"))
     return DriverInfo(versions[0], versions[1], tuple(devices), source="nvidia-smi (table)")

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from decode_doctor.i18n import _, localized
+from decode_doctor.i18n import _, localized, reason
 from decode_doctor.models import hardware
 from decode_doctor.models.hardware import Hardware
 from decode_doctor.models.info import ModelFormat
@@ -40,14 +40,14 @@ def validate(params: dict[str, Any]) -> None:
     """What can be refused before any work starts: usage errors, one line each."""
     gpu_name, device_spec = params["gpu_name"], params["device_spec"]
     if gpu_name and device_spec:
-        raise click.UsageError("--gpu plans for a device from the table, --device for one of this host: give one")
+        raise click.UsageError(_("--gpu plans for a device from the table, --device for one of this host: give one"))
     if gpu_name:
         try:
             hardware.lookup(gpu_name)
         except ValueError as exc:
-            raise click.UsageError(str(exc)) from None
+            raise click.UsageError(localized(reason(exc))) from None
     elif params["gpus"] > 1 and (device_spec or "cpu") == "cpu":
-        raise click.UsageError("--gpus is tensor parallelism across GPUs: give --gpu NAME or --device cuda:N")
+        raise click.UsageError(_("--gpus is tensor parallelism across GPUs: give --gpu NAME or --device cuda:N"))
     if device_spec and device_spec != "cpu" and not (device_spec.startswith("cuda:") and device_spec[5:].isdecimal()):
         raise click.BadParameter(_("{device_spec}: use cpu or cuda:N", device_spec=repr(device_spec)), param_hint="--device")
 
@@ -84,7 +84,7 @@ def _run(params: dict[str, Any]) -> int:
         click.echo(_("decode-doctor estimate: {exc}", exc=exc), err=True)
         return 2
     except EstimateError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise click.UsageError(localized(reason(exc))) from None
     emit(document, OutputRequest(params["fmt"]))
     return document.exit_code
 

@@ -59,7 +59,7 @@ class Stop:
     def __call__(self) -> None:
         self.pressed += 1
         if self.pressed == 1:
-            click.echo("\nstopping: finishing the report with what was measured (Ctrl-C again to leave now)", err=True)
+            click.echo("\n" + _("stopping: finishing the report with what was measured (Ctrl-C again to leave now)"), err=True)
             self.event.set()
         else:
             raise KeyboardInterrupt
@@ -333,7 +333,7 @@ def validate(params: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...], 
         try:
             bandwidth = parse_rate(params["bandwidth"])
         except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--bandwidth") from None
+            raise click.BadParameter(localized(reason(exc)), param_hint="--bandwidth") from None
     if params["device"] and params["device"] != "cpu" and not params["device"].startswith("cuda:"):
         raise click.BadParameter(_("{device}: write cpu or cuda:N", device=repr(params["device"])), param_hint="--device")
     return levels, counts, slo, bandwidth
@@ -351,7 +351,7 @@ def _run(params: dict[str, Any]) -> int:
     try:
         endpoint = Endpoint.parse(params["endpoint"], api_key=key)
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--endpoint") from None
+        raise click.BadParameter(localized(reason(exc)), param_hint="--endpoint") from None
     loop = asyncio.new_event_loop()
     stop = Stop()
     loop.add_signal_handler(signal.SIGINT, stop)  # wakes the loop, unlike a plain signal handler

@@ -232,7 +232,7 @@ async def fetch(endpoint: Endpoint, method: str, path: str, payload: Any = None,
     except asyncio.TimeoutError:
         raise ClientError(said("{path}: no complete answer within {timeout:g} s", path=path, timeout=timeout), "timeout") from None
     except (OSError, ConnectionError) as exc:
-        raise ClientError(f"{path}: {exc}", "dropped") from None
+        raise ClientError(said("{path}: {error}", path=path, error=str(exc)), "dropped") from None
 
 
 @dataclass(frozen=True)

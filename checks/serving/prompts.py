@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from decode_doctor.i18n import _
+
 from .client import ClientError, Endpoint, fetch
 
 _COMMON_WORDS = """
@@ -118,7 +120,7 @@ async def _fit(counter: Counter, seed: int, index: int, target: int, ratio: floa
     count = max(1, round(target / ratio))
     best: tuple[str, int | None] = (words(seed, index, count), None)
     seen: dict[int, int] = {}
-    for _ in range(MAX_TOKENIZE_CALLS):
+    for _attempt in range(MAX_TOKENIZE_CALLS):
         text = words(seed, index, count)
         tokens = await counter(text)
         if tokens is None:
@@ -162,7 +164,7 @@ async def build(
                     fitted = await _fit(count_tokens, seed, index, target, ratio)
                 done += 1
                 if done % 16 == 0 or done == count:
-                    progress(f"preparing prompts: {done}/{count}")
+                    progress(_("preparing prompts: {done}/{count}", done=done, count=count))
                 return fitted
 
             fitted = await asyncio.gather(*(one(i) for i in range(count)))

@@ -8,6 +8,8 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from decode_doctor.i18n import said
+
 MAX_TEXT_BYTES = 8 << 20
 MAX_LINE_CHARS = 64 << 10
 MAX_SAMPLES = 200_000
@@ -55,13 +57,13 @@ def _labels(line: str, index: int) -> tuple[tuple[tuple[str, str], ...], int]:
             return tuple(labels), index + 1
         end = _name_end(line, index)
         if end == index or line[end : end + 2] != '="':
-            raise ValueError("bad label")
+            raise ValueError(said("bad label"))
         key = line[index:end]
         index = end + 2
         value: list[str] = []
         while True:
             if index >= len(line):
-                raise ValueError("unterminated label value")
+                raise ValueError(said("unterminated label value"))
             char = line[index]
             if char == "\\" and index + 1 < len(line):
                 nxt = line[index + 1]
@@ -75,7 +77,7 @@ def _labels(line: str, index: int) -> tuple[tuple[tuple[str, str], ...], int]:
             index += 1
         labels.append((key, "".join(value)))
         if len(labels) > MAX_LABELS:
-            raise ValueError("too many labels")
+            raise ValueError(said("too many labels"))
 
 
 def _value(text: str) -> float:
@@ -130,7 +132,7 @@ def parse(data: bytes | str) -> Exposition:
         try:
             end = _name_end(line, 0)
             if end == 0:
-                raise ValueError("no name")
+                raise ValueError(said("no metric name"))
             name = line[:end]
             labels: tuple[tuple[str, str], ...] = ()
             index = end
@@ -138,7 +140,7 @@ def parse(data: bytes | str) -> Exposition:
                 labels, index = _labels(line, index)
             fields = line[index:].split()
             if not fields:
-                raise ValueError("no value")
+                raise ValueError(said("no sample value"))
             samples.append(Sample(name, labels, _value(fields[0])))
         except ValueError:
             drop(line)

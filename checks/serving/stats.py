@@ -22,7 +22,7 @@ SLO_METRICS = ("ttft", "tpot", "itl", "e2e")
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
     if not sorted_values:
-        raise ValueError("no values")
+        raise ValueError(said("no values"))
     position = (len(sorted_values) - 1) * q / 100
     low = math.floor(position)
     high = min(low + 1, len(sorted_values) - 1)
@@ -97,7 +97,7 @@ def parse_slo(text: str) -> tuple[SloTerm, ...]:
             raise ValueError(said("{part}: the limit must be a positive time", part=repr(part)))
         terms.append(SloTerm(metric, int(q), limit))
     if not terms:
-        raise ValueError("an empty SLO")
+        raise ValueError(said("an empty SLO"))
     return tuple(terms)
 
 

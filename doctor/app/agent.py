@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 
-from ..i18n import _
+from ..i18n import _, localized, reason, said
 from ..reports.prometheus import Schedule
 from ..reports.text import state_word
 from . import service
@@ -180,7 +180,7 @@ def _loop(request: AgentRequest, say: Callable[[str], None]) -> int:
         try:
             summary, last_success = run_once(request, last_success, failed_runs)
         except RequestError as exc:
-            raise AgentError(str(exc)) from None
+            raise AgentError(localized(reason(exc))) from None
         except (Stopped, KeyboardInterrupt):
             raise
         except Exception as exc:  # a full disk, an unwritable report: said, counted, and the next run tries again
@@ -229,7 +229,7 @@ def with_defaults(request: RunRequest, **values: object) -> RunRequest:
     owners = {name: cls.options for cls in load().checks.values() if cls.options for name in cls.options.names()}
     unknown = [name for name in values if name not in owners]
     if unknown:
-        raise ValueError(f"no check declares the option(s) {', '.join(unknown)}")
+        raise ValueError(said("no check declares the option(s) {options}", options=", ".join(unknown)))
     defaults = []
     for kind in {owners[name] for name in values}:
         assert kind is not None

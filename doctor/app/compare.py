@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.registry import Registry, load
+from ..i18n import reason
 from ..reports.compare import ReportError, difference, load_report
 from ..reports.fleet import Fleet, fleet, render_fleet
 from .requests import RequestError
@@ -18,7 +19,7 @@ def _load(path: Path) -> dict[str, Any]:
     try:
         return load_report(path)
     except ReportError as exc:
-        raise RequestError(str(exc)) from None
+        raise RequestError(reason(exc)) from None
 
 
 def diff(before: Path, after: Path, fmt: str = "text", registry: Registry | None = None) -> str:

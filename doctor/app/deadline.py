@@ -10,7 +10,7 @@ from multiprocessing.connection import Connection
 from typing import Any, TypeVar, cast
 
 from ..engine.workers import Child, wait_ready
-from ..i18n import _
+from ..i18n import _, said
 
 T = TypeVar("T")
 
@@ -50,7 +50,7 @@ def within(seconds: float, what: str, work: Callable[..., T], *args: Any) -> T:
         try:
             kind, value = cast("tuple[str, Any]", child.conn.recv())
         except (EOFError, OSError):
-            raise WorkFailed(f"{what} stopped: {child.reap()}") from None
+            raise WorkFailed(said("{what} stopped: {how}", what=what, how=child.reap())) from None
         child.reap()
     except BaseException:
         child.kill()

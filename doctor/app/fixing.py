@@ -13,7 +13,7 @@ from ..engine.findings import Applicability, Finding
 from ..engine.paths import default_state_dir
 from ..fixes.actions import FixPlan
 from ..fixes.journal import FixStatus, LockBusy, apply_plans, note
-from ..i18n import _, localized
+from ..i18n import _, localized, reason
 from ..reports.report import FixSummary
 from .requests import Dialogue, FixRequest
 from .service import Outcome, recheck
@@ -44,7 +44,9 @@ def plan_fixes(outcome: Outcome, findings: list[Finding], unsafe: bool, dialogue
         try:
             plan = fixer_cls().plan(finding, outcome.ctx)
         except Exception as exc:
-            dialogue.say(_("{code}: could not plan the fix: {error}", code=finding.code, error=type(exc).__name__ + ": " + str(exc)))
+            dialogue.say(
+                _("{code}: could not plan the fix: {error}", code=finding.code, error=type(exc).__name__ + ": " + localized(reason(exc)))
+            )
             continue
         if not plan.actions:
             dialogue.say(_("{code}: nothing left to change", code=finding.code))

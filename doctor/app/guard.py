@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import click
 
-from ..i18n import _
+from ..i18n import _, localized, reason
 from .deadline import DeadlineExceeded, WorkFailed
 
 
@@ -29,7 +29,7 @@ def guarded(debug: bool, action: Callable[[], int]) -> None:
         click.echo(_("decode-doctor: interrupted"), err=True)
         sys.exit(130)
     except (DeadlineExceeded, WorkFailed) as exc:
-        click.echo(f"decode-doctor: {exc}", err=True)
+        click.echo("decode-doctor: " + localized(reason(exc)), err=True)
         sys.exit(2)
     except OSError as exc:
         if debug:

@@ -22,6 +22,7 @@ from ..engine.findings import CheckResult, State
 from ..engine.options import OptionValues
 from ..engine.registry import Registry, load
 from ..engine.runner import Progress, run_checks
+from ..i18n import said
 from ..reports.report import Ignored, Report
 from .requests import RequestError, RunRequest
 
@@ -84,7 +85,7 @@ def select_checks(registry: Registry, selectors: Iterable[str]) -> list[type[Che
     chosen = list(selectors)
     unknown = [s for s in chosen if not any(check_selected([s], cls.name, (c.code for c in cls.codes)) for cls in registry.checks.values())]
     if unknown:
-        raise RequestError(f"{', '.join(unknown)} matches no check or code; see `decode-doctor list`")
+        raise RequestError(said("{names} matches no check or code; see `decode-doctor list`", names=", ".join(unknown)))
     return [cls for cls in registry.checks.values() if check_selected(chosen, cls.name, (c.code for c in cls.codes))]
 
 
@@ -187,11 +188,11 @@ def run(request: RunRequest, registry: Registry | None = None, progress: Progres
     publishers = [registry.publisher(kind) for kind in request.select_facts]
     if None in publishers:
         missing = [kind.__name__ for kind, cls in zip(request.select_facts, publishers, strict=True) if cls is None]
-        raise RequestError(f"no check publishes {', '.join(missing)}")
+        raise RequestError(said("no check publishes {facts}", facts=", ".join(missing)))
     classes = select_checks(registry, request.select) if request.select or not publishers else []
     classes += [cls for cls in publishers if cls is not None and cls not in classes]
     if not classes:
-        raise RequestError("no check is selected; see `decode-doctor list`")
+        raise RequestError(said("no check is selected; see `decode-doctor list`"))
     classes = with_requirements(registry, classes, request)
     started = time.time()
     ctx = context_for(request)

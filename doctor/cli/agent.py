@@ -9,7 +9,7 @@ import click
 
 from ..app.guard import guarded
 from ..engine.units import duration
-from ..i18n import _
+from ..i18n import _, localized, reason
 from .common import CONTEXT, RunCommand, run_options, run_request
 
 DEFAULT_INTERVAL = "15m"
@@ -20,7 +20,7 @@ def _duration(text: str) -> float:
     try:
         return duration(1.0, 7 * 86400.0)(text)
     except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
+        raise click.BadParameter(localized(reason(exc))) from None
 
 
 @click.command(cls=RunCommand, context_settings=CONTEXT)

@@ -10,6 +10,7 @@ import click
 
 from ..app.choices import FAIL_ON_LEVELS, FORMATS, INCOMPLETE_HELP, INCOMPLETE_POLICIES
 from ..app.guard import guarded
+from ..i18n import localized, reason
 from .common import CONTEXT, output_request
 
 
@@ -41,6 +42,6 @@ def _analyze(params: dict[str, Any]) -> int:
             AnalyzeRequest(tuple(params["files"]), params["fail_on"], params["timeout"], params["incomplete"] == "fail"), registry
         )
     except RequestError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise click.UsageError(localized(reason(exc))) from None
     render_report(report, registry, output_request(params, verbose=True))
     return report.exit_code

@@ -11,6 +11,7 @@ import click
 
 from ..app.choices import FORMATS
 from ..app.guard import guarded
+from ..i18n import _
 from .common import CONTEXT, Progress, RunCommand, TerminalDialogue, output_request, run_options, run_request
 
 
@@ -45,7 +46,7 @@ def check(**params: Any) -> None:
     from ..engine.paths import default_state_dir
 
     if (params["dry_run"] or params["yes"] or params["unsafe_fixes"]) and not params["fix"]:
-        raise click.UsageError("--dry-run, --yes and --unsafe-fixes go with --fix")
+        raise click.UsageError(_("--dry-run, --yes and --unsafe-fixes go with --fix"))
     request = run_request(params)
     fix_request = None
     if params["fix"]:

@@ -14,7 +14,7 @@ import click
 
 from ..app.choices import FAIL_ON_LEVELS, INCOMPLETE_HELP, INCOMPLETE_POLICIES
 from ..engine.config import ConfigError, load_config, split_selectors
-from ..i18n import _
+from ..i18n import _, localized, reason
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
@@ -227,7 +227,7 @@ def run_request(params: dict[str, Any]) -> Any:
     try:
         config = load_config(params["config_path"], Path.cwd())
     except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+        raise click.UsageError(localized(reason(exc))) from None
     notes: list[str] = []
     flags_select = _selectors(split_selectors(params["select"]), "--select", notes)
     flags_ignore = _selectors(split_selectors(params["ignore"]), "--ignore", notes)

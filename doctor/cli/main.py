@@ -108,8 +108,9 @@ class LazyGroup(click.Group):
             click.echo(note, err=True)
         if i18n.chinese() and not i18n.compiled():
             # a source checkout never built: say so once rather than fall back to English unannounced
-            click.echo(
-                "decode-doctor: the zh-CN catalog is not compiled (python -m decode_doctor.i18n.compile); printing in English", err=True
+            click.echo(  # untranslated: no catalog to say it with
+                "decode-doctor: the zh-CN catalog is not compiled (python -m decode_doctor.i18n.compile); printing in English",
+                err=True,
             )
         clihelp.point_click_here()
         return super().parse_args(ctx, args)

@@ -13,7 +13,7 @@ import click
 
 from ..app.choices import BUNDLE_FORMATS, FAIL_ON_LEVELS
 from ..app.guard import guarded
-from ..i18n import _
+from ..i18n import _, localized, reason
 from .common import CONTEXT, Progress, RunCommand, run_options, run_request
 
 T = TypeVar("T")
@@ -54,7 +54,7 @@ def report(**params: Any) -> None:
     from ..engine.paths import default_state_dir
 
     if params["redact_hosts"] and params["no_redact"]:
-        raise click.UsageError("--redact-hosts and --no-redact contradict each other")
+        raise click.UsageError(_("--redact-hosts and --no-redact contradict each other"))
     request = replace(run_request(params), verdict_exits=False)  # the bundle is the result: 0 once it is written
     bundle = BundleRequest(
         run=request,
@@ -118,7 +118,7 @@ def _compared(action: Callable[[], T]) -> T:
     try:
         return action()
     except RequestError as exc:
-        raise click.BadParameter(str(exc)) from None
+        raise click.BadParameter(localized(reason(exc))) from None
 
 
 @click.command("diff", context_settings=CONTEXT)
@@ -158,7 +158,7 @@ def merge(reports: tuple[Path, ...], fmt: str, output: Path | None, fail_on: str
     try:
         max_age_s = duration(1.0, 3650 * 86400.0)(max_age) if max_age is not None else None
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--max-age") from None
+        raise click.BadParameter(localized(reason(exc)), param_hint="--max-age") from None
     merged = _compared(lambda: compare.merge(reports, fail_on, max_age_s))
 
     def body() -> int:

@@ -99,7 +99,7 @@ class Check:
         for spec in cls.codes:
             if spec.code == code:
                 return spec
-        raise KeyError(f"{cls.name} declares no code {code}")
+        raise KeyError(f"{cls.name} declares no code {code}")  # untranslated: a programmer's error
 
     @overload
     def finding(
@@ -144,13 +144,13 @@ class Check:
         """
         spec = code
         if not isinstance(spec, Code):
-            raise TypeError(f"{self.name}: finding() takes one of its Code constants, not {spec!r}")
+            raise TypeError(f"{self.name}: finding() takes one of its Code constants, not {spec!r}")  # untranslated: a programmer's error
         if spec not in self.codes:
-            raise KeyError(f"{self.name} does not declare {spec.code}")
+            raise KeyError(f"{self.name} does not declare {spec.code}")  # untranslated: a programmer's error
         if fix is not None and not isinstance(fix, FixRef):
-            raise TypeError(f"{spec.code}: fix= takes a FixRef, not {type(fix).__name__}")
+            raise TypeError(f"{spec.code}: fix= takes a FixRef, not {type(fix).__name__}")  # untranslated: a programmer's error
         if fix is not None and not (isinstance(spec, FixableCode) and isinstance(fix.params, spec.params)):
-            raise TypeError(f"{spec.code} takes no fix of {type(fix.params).__name__}")
+            raise TypeError(f"{spec.code} takes no fix of {type(fix.params).__name__}")  # untranslated: a programmer's error
         return Finding(
             code=spec.code,
             check=self.name,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
+from ..i18n import said
 from .commands import DEFAULT_MAX_OUTPUT, CommandRunner
 from .facts import Board, Facts
 from .files import NotRegular, open_regular
@@ -100,7 +101,7 @@ class Context:
             if name == field and rest.split():
                 number = rest.split()[0]
                 if not number.isdecimal():
-                    raise ValueError(f"/proc/meminfo {field} is {rest.strip()[:40]!r}, not a number of kB")
+                    raise ValueError(said("/proc/meminfo {field} is {value!r}, not a number of kB", field=field, value=rest.strip()[:40]))
                 return int(number) * (1024 if rest.strip().endswith("kB") else 1)
         return None
 

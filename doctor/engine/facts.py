@@ -141,7 +141,9 @@ class Board:
 
 def _build(cls: type, data: object) -> object:
     if not isinstance(data, dict):
-        raise ValueError(f"{cls.__name__}: expected an object, got {type(data).__name__}")
+        raise ValueError(
+            f"{cls.__name__}: expected an object, got {type(data).__name__}"
+        )  # untranslated: a programmer's error (facts travel between checks)
     hints = typing.get_type_hints(cls)
     values = {}
     for item in dataclasses.fields(cls):
@@ -149,7 +151,9 @@ def _build(cls: type, data: object) -> object:
             continue
         if item.name not in data:
             if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
-                raise ValueError(f"{cls.__name__}: {item.name} is missing")
+                raise ValueError(
+                    f"{cls.__name__}: {item.name} is missing"
+                )  # untranslated: a programmer's error (facts travel between checks)
             continue
         values[item.name] = _convert(hints[item.name], data[item.name])
     return cls(**values)

@@ -34,5 +34,5 @@ class Fixer:
         never reaches a fixer; the registry proved the code's params type is one this fixer takes)."""
         params = finding.fix.params if finding.fix is not None else None
         if not isinstance(params, kind):
-            raise TypeError(f"{finding.code} carries {type(params).__name__}, not {kind.__name__}")
+            raise TypeError(f"{finding.code} carries {type(params).__name__}, not {kind.__name__}")  # untranslated: a programmer's error
         return params

@@ -49,7 +49,9 @@ def state_lock(state_dir: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
-            raise LockBusy(f"another decode-doctor fix or undo is running on {state_dir} (pid {holder})") from None
+            raise LockBusy(
+                said("another decode-doctor fix or undo is running on {state_dir} (pid {holder})", state_dir=state_dir, holder=holder)
+            ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
@@ -263,7 +265,7 @@ def _leftovers(record: dict[str, Any]) -> list[Path]:
 def undo_run(state_dir: Path, run_id: str | None = None, force: bool = False) -> tuple[str, list[tuple[str, str]]]:
     """Replays a run's journal backwards. Returns the run id and (target, result) pairs."""
     if not state_dir.is_dir():  # never created by undo: a mistyped --state-dir must not look empty
-        raise UndoError(f"no state directory {state_dir}: no fix run was journaled there")
+        raise UndoError(said("no state directory {state_dir}: no fix run was journaled there", state_dir=state_dir))
     with state_lock(state_dir):
         runs = list_runs(state_dir)
         if run_id is None:
@@ -274,7 +276,7 @@ def undo_run(state_dir: Path, run_id: str | None = None, force: bool = False) ->
         run_dir = runs_dir(state_dir) / run_id
         if not (run_dir / "journal.jsonl").exists():
             known = ", ".join(r.run_id for r in runs) or "none"
-            raise UndoError(f"no fix run {run_id!r} in {state_dir} (known: {known})")
+            raise UndoError(said("no fix run {run_id!r} in {state_dir} (known: {known})", run_id=run_id, state_dir=state_dir, known=known))
         journal = Journal(run_dir / "journal.jsonl")
         records = journal.read()
         outcomes: list[tuple[str, str]] = []

@@ -43,7 +43,9 @@ def normalise(name: str) -> str:
         return CHINESE
     if bare == "en" or bare.startswith("en-") or bare in ("c", "posix"):
         return ENGLISH
-    raise UnknownLanguage(f"unknown language {name!r}: decode-doctor speaks {' and '.join(LANGUAGES)}")
+    raise UnknownLanguage(
+        f"unknown language {name!r}: decode-doctor speaks {' and '.join(LANGUAGES)}"
+    )  # untranslated: raised while the language is being chosen
 
 
 def from_environment(env: Mapping[str, str]) -> str:

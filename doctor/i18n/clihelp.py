@@ -83,7 +83,7 @@ def _chosen(ctx: click.Context, param: click.Parameter, value: str | None) -> No
     try:
         use(value)
     except UnknownLanguage as exc:
-        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None  # untranslated: no language chosen yet
     _point_click_here()
 
 

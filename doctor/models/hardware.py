@@ -78,7 +78,7 @@ def lookup(name: str) -> Hardware:
                 kind="unified" if row.get("unified_memory") else "gpu",
                 notes=[Said(row["memory_note"])] if row.get("memory_note") else [],  # its words are in the catalog (extract.gpu_table)
             )
-    raise ValueError(f"no device {name!r} in the table; known: {', '.join(names())}")
+    raise ValueError(said("no device {name!r} in the table; known: {known}", name=name, known=", ".join(names())))
 
 
 # --- the CPU's compute roof, from what py-cpuinfo reports --------------------------------------

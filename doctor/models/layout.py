@@ -23,6 +23,8 @@ from decode_doctor.engine.files import open_regular
 from decode_doctor.engine.hfcache import ModelPlace, locate
 from decode_doctor.engine.units import human_bytes
 
+from ..i18n import said
+
 __all__ = ["HashProgress", "KnownHash", "ModelPlace", "dangling_links", "digest", "incomplete_files", "known_hashes", "locate", "walk"]
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -138,7 +140,7 @@ def digest(path: Path, algorithm: str, progress: HashProgress) -> str:
             while left > 0:
                 count = handle.readinto(view[: min(HASH_BLOCK, left)])
                 if not count:
-                    raise OSError(f"{path} ended early while it was hashed")
+                    raise OSError(said("{path} ended early while it was hashed", path=path))
                 hasher.update(view[:count])
                 progress.add(count)
                 left -= count

@@ -123,7 +123,13 @@ def layout_for(gpus: int, per_node: int = GPUS_PER_NODE) -> Layout:
     if gpus <= per_node:
         return Layout(gpus, 1)
     if gpus % per_node:
-        raise ValueError(f"{gpus} GPUs do not fill whole nodes of {per_node}: give a multiple of {per_node} (or --gpus-per-node)")
+        raise ValueError(
+            said(
+                "{gpus} GPUs do not fill whole nodes of {per_node}: give a multiple of {per_node} (or --gpus-per-node)",
+                gpus=gpus,
+                per_node=per_node,
+            )
+        )
     return Layout(per_node, gpus // per_node)
 
 
@@ -183,7 +189,7 @@ class Planner:
     def __init__(self, size: Sizing, hardware: Hardware, gpus: int | Layout, kv_dtype: str | Storage):
         layout = gpus if isinstance(gpus, Layout) else Layout(gpus, 1)
         if layout.gpus < 1:
-            raise ValueError("gpus must be at least 1")
+            raise ValueError(said("--gpus must be at least 1"))
         self.size, self.hardware, self.layout, self.kv_dtype = size, hardware, layout, kv_dtype
         self.gpus = layout.gpus
         self.shard = kv_shard(size, layout.tensor) / layout.pipeline
@@ -318,7 +324,7 @@ def make_plan(
     """The plan for a --kv-dtype; storage: how an engine stores the caches (default: the --kv-dtype's
     bytes as asked, recurrent state in 16 bit)."""
     if context < 1 or concurrency < 1:
-        raise ValueError("context and concurrency must be at least 1")
+        raise ValueError(said("context and concurrency must be at least 1"))
     stored = storage or Storage.asked(kv_dtype)
     layout = layout_for(gpus, gpus_per_node) if hardware.is_gpu else Layout(gpus, 1)
     planner = Planner(size, hardware, layout, stored)

@@ -62,7 +62,9 @@ class Calibration:
             try:
                 points = tuple((float(w), float(t), float(h)) for w, t, h in read)
             except (TypeError, ValueError) as exc:  # a malformed record: read_records skips it on a TypeError
-                raise TypeError(f"points: {exc}") from exc
+                raise TypeError(
+                    f"points: {exc}"
+                ) from exc  # untranslated: caught by the state file's reader, which names the record in its own words
             object.__setattr__(self, "points", points)
 
     def problem(self) -> Said | None:
