@@ -306,15 +306,15 @@ def test_the_bandwidth_probe_is_not_run_while_the_node_is_serving(nvml_double, t
     args = ("check", "--root", str(root), "--same-host", "--select", "bandwidth", "--reuse-bandwidth", "1d", "--format", "json")
     first = json.loads(run_dd(*args, env=env).stdout)
     (item,) = first["not_judged"]
-    assert item["what"] == "the memory bandwidth" and "GPU 1 (87 %) busy" in item["why"]
+    assert item["what"] == "the memory bandwidth" and "GPU 1 (87%) busy" in item["why"]
     assert "bandwidth" not in first["facts"]  # nothing measured
     quiet_figure(tmp_path / "state", root, age_s=3 * 86400)  # older than a day: only the busy GPU keeps the probe from running
     second = json.loads(run_dd(*args, env=env).stdout)
     facts = second["facts"]["bandwidth"]
-    assert facts["cpu"]["measured"]["read_gbps"] == 200.0 and "the host is serving now (GPU 1 (87 %) busy)" in facts["reused"]
+    assert facts["cpu"]["measured"]["read_gbps"] == 200.0 and "the host is serving now (GPU 1 (87%) busy)" in facts["reused"]
     assert second["summary"]["outcome"] == "ready"
     text = run_dd(*args[:-2], "--format", "text", "-v", env=env).stdout
-    assert "measured 3 days ago on the quiet host, reused: the host is serving now (GPU 1 (87 %) busy)" in text, text
+    assert "measured 3 days ago on the quiet host, reused: the host is serving now (GPU 1 (87%) busy)" in text, text
 
 
 # --- Prometheus: the shipped rules, fired and cleared by a real one ------------------------------------

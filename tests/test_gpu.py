@@ -286,7 +286,7 @@ def test_no_gpu_is_skipped_once(tmp_path):
 
 def test_jetson_is_recognised(tmp_path):
     run = gpu_check(tmp_path, None, root=FIXTURES / "hosts/jetson-nano")
-    assert "NVIDIA Jetson Nano Developer Kit: # R32 (release), REVISION: 7.1" in run.codes()["GPU030"].message
+    assert "NVIDIA Jetson Nano Developer Kit (/etc/nv_tegra_release: "  # R32 (release), REVISION: 7.1" in run.codes()["GPU030"].message
     assert run.facts.unified_memory is True
 
 

@@ -81,7 +81,7 @@ def test_lang_on_any_command_beats_the_environment_and_a_wrong_one_is_a_usage_er
 
 def test_help_and_usage_errors_speak_chinese():
     help_text = cli("check", "--help", env=CHINESE_ENV).stdout
-    assert help_text.startswith("用法：") and "check [OPTIONS]" in help_text.splitlines()[0] and "运行检查并报告发现的问题。" in help_text
+    assert help_text.startswith("用法：") and "check [选项]" in help_text.splitlines()[0] and "运行检查并报告发现的问题。" in help_text
     assert "预览针对问题项的修复，确认后执行。" in help_text and "显示此帮助并退出。" in help_text
     top = cli("--help", env=CHINESE_ENV).stdout
     assert "命令" in top and "解释问题代码：含义、为何重要、如何手动修复。" in top
@@ -399,15 +399,15 @@ def test_the_fix_preview_question_apply_and_undo_speak_chinese(tmp_path):
     before = (root / "proc/sys/vm/swappiness").read_bytes()
     args = ("check", "--root", str(root), "--select", "swappiness", "--state-dir", str(state), "--lang", "zh-CN")
     preview = cli(*args, "--fix", "--dry-run", env=_host_env(tmp_path)).stdout
-    assert "计划执行的修复（1 项）：" in preview and "SWAP001 立即并在启动时设置 vm.swappiness=1" in preview
+    assert "计划执行的修复（1 项）：" in preview and "SWAP001 将 vm.swappiness 设为 1（立即生效，开机后仍保持）" in preview
     assert "试运行：没有做任何修改。" in preview and "（当前为 60）" in preview
     applied = cli(*args, "--fix", "--yes", env=_host_env(tmp_path)).stdout
-    assert "修复记录 " in applied and "回滚命令：decode-doctor undo " in applied and "修复之后：" in applied
+    assert "修复记录 " in applied and "回滚命令：decode-doctor undo " in applied and "修复后复查：" in applied
     assert "    SWAP001：已解决" in applied
     listed = cli("undo", "--list", "--state-dir", str(state), "--lang", "zh-CN").stdout
-    assert "1 个操作" not in listed and "2 个操作" in listed and "已执行" in listed
+    assert "1 个操作" not in listed and "2 个操作" in listed and "已应用" in listed
     undone = cli("undo", "--state-dir", str(state), "--lang", "zh-CN").stdout
-    assert undone.startswith("回滚修复记录 ") and "已恢复" in undone
+    assert undone.startswith("正在回滚修复（运行 ID ") and "已恢复" in undone
     assert (root / "proc/sys/vm/swappiness").read_bytes() == before
 
 
@@ -423,7 +423,7 @@ def test_bench_judgement_reads_in_chinese_and_keeps_its_evidence():
     i18n.use("zh-CN")
     chinese = {v.code.code: v for v in judge(bench, ceiling)}
     i18n.use("en")
-    assert chinese["LIV001"].message == "并发 1 时的解码只达到本机上限的 25 %：50.0 / 200.0 tok/s（TPOT p50 20.0 ms，上限对应 5.00 ms）。"
+    assert chinese["LIV001"].message == "并发 1 时的解码只达到本机上限的 25%：50.0 / 200.0 tok/s（TPOT p50 20.0 ms，上限对应 5.00 ms）。"
     assert chinese["LIV001"].evidence == english["LIV001"].evidence and "25 % of this host's ceiling" in english["LIV001"].message
 
 

@@ -199,7 +199,7 @@ def test_diff_and_merge_two_fixture_hosts(tmp_path, steady_bandwidth):
     assert data["changed"]["vm.swappiness"] == {"before": "60", "after": "1"}
     assert data["measured"]["CPU read bandwidth (GB/s)"] == {"before": 40.0, "after": 44.0, "change_percent": 10.0}
     text = cli("diff", str(a), str(b)).stdout
-    assert "+ SWAP004" in text and "- SWAP001" in text and "measured CPU read bandwidth (GB/s): 40 → 44 (+10.0 %)" in text
+    assert "+ SWAP004" in text and "- SWAP001" in text and "measured CPU read bandwidth (GB/s): 40 → 44 (+10.0%)" in text
     assert "None" not in text
     heading = "| host | verdict | age | not judged | bandwidth | swappiness |"
     for fmt, marker in (("text", "rhel7-node"), ("markdown", heading), ("html", "<table>")):

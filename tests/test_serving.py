@@ -377,7 +377,7 @@ def test_kv_capacity_is_the_limit_when_few_run_while_requests_wait_and_the_cache
         report = check_endpoint(server).json()
     (kv,) = [f for f in report["findings"] if f["code"] == "SRV001"]
     assert "SRV003" not in codes(report)  # not queueing advice: the cache, not --max-num-seqs, holds them back
-    assert "2 of 256 (vLLM's default --max-num-seqs)" in kv["message"] and "82.1 %" in kv["message"]
+    assert "2 of 256 (vLLM's default --max-num-seqs)" in kv["message"] and "82.1%" in kv["message"]
     for knob in ("--gpu-memory-utilization", "--max-model-len", "--kv-cache-dtype fp8", "replicas"):
         assert knob in kv["message"]
     assert "a higher --max-num-seqs would change nothing" in kv["message"]
@@ -458,7 +458,7 @@ def test_the_values_read_are_shown_in_text_markdown_and_html(tmp_path):
         check_endpoint(server, "--format", "html", "-o", str(tmp_path / "r.html"))
     page = (tmp_path / "r.html").read_text()
     for shown in (text, markdown, page):
-        assert "KV cache in use 82.1 %" in shown.replace("</th><td>", " ") and "2 of 256" in shown and "waiting" in shown
+        assert "KV cache in use 82.1%" in shown.replace("</th><td>", " ") and "2 of 256" in shown and "waiting" in shown
 
 
 def test_check_endpoint_says_when_nothing_answers():

@@ -90,7 +90,7 @@ def serving(ctx: Context) -> Said | None:
     if ctx.live_devices:
         busy = _busy_gpus()
         if busy:
-            return said("GPU {gpus} busy", gpus=", ".join(f"{index} ({percent} %)" for index, percent in busy))
+            return said("GPU {gpus} busy", gpus=", ".join(f"{index} ({percent}%)" for index, percent in busy))
     window = Window()
     own = time.process_time()
     time.sleep(SAMPLE_S)

@@ -555,7 +555,7 @@ class Encodings(Check):
             return []
         severity = Severity.ERROR if item.path.name.lower() in LOADER_NAMES or suffix in (".json", ".jsonl", ".jinja") else Severity.WARNING
         if verdict.status == Status.CONVERT and verdict.encoding:
-            shown = f" «{verdict.preview}»" if verdict.preview else ""
+            shown = _(" «{preview}»", preview=verdict.preview) if verdict.preview else ""
             convert = None
             if not item.is_link:
                 convert = FixRef(
@@ -609,7 +609,7 @@ class Encodings(Check):
                 "{path}: {why}{readings}; left as it is.",
                 path=path,
                 why=verdict.reason,
-                readings=" — " + side_by_side if side_by_side else "",
+                readings=_(" — {readings}", readings=side_by_side) if side_by_side else "",
             )
             return [self.finding(ENC010, message, evidence=evidence, path=path)]
         command = decide_command(given, item.path, verdict.candidates)

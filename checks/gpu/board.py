@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from decode_doctor.engine import Context
+from decode_doctor.i18n import _
 
 
 def nvidia_pci_devices(ctx: Context) -> list[str]:
@@ -29,7 +30,7 @@ class Board:
 
     @property
     def text(self) -> str:
-        return f"{self.model}: {self.release}"
+        return _('{model} (/etc/nv_tegra_release: "{release}")', model=self.model, release=self.release)
 
 
 def tegra_board(ctx: Context) -> Board | None:

@@ -89,7 +89,7 @@ class GpuFacts(Facts):
             build = f"CUDA {self.torch.cuda}" if self.torch.cuda else f"ROCm {self.torch.hip}" if self.torch.hip else _("CPU-only")
             lines.append(
                 _(
-                    "PyTorch {version} ({build}, cuDNN {cudnn}) in {python}",
+                    "PyTorch {version} ({build}, cuDNN {cudnn}), Python: {python}",
                     version=self.torch.version,
                     build=build,
                     cudnn=self.torch.cudnn or "?",

@@ -78,7 +78,7 @@ def _torch_against_driver(check: Check, torch: TorchBuild, driver: str | None, g
     }
     if not torch.cuda:
         if not torch.hip and gpu_host:
-            message = _("{label} (in {python}) is a CPU-only build on a host with an NVIDIA GPU.", label=label, python=torch.python)
+            message = _("{label} (Python: {python}) is a CPU-only build on a host with an NVIDIA GPU.", label=label, python=torch.python)
             return [check.finding(GPU022, message, evidence=evidence)]
         return []
     if not driver:

@@ -7,6 +7,7 @@ from typing import Any
 
 from decode_doctor.engine.units import human_binary, human_bytes
 from decode_doctor.i18n import N_, _, localized, width
+from decode_doctor.models.architecture import CacheKind
 from decode_doctor.models.info import ModelInfo, sequences
 from decode_doctor.models.plan import (
     HEADROOM_RULE_TEMPLATE,
@@ -55,11 +56,15 @@ def plan_rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tupl
     kinds = sorted({layer.kind for layer in size.cache})
     windows = sorted({layer.window for layer in size.cache if layer.window})
     counted = [_("{count} {kind}", count=sum(layer.kind == kind for layer in size.cache), kind=kind.label) for kind in kinds]
-    cache = ", ".join(counted) + (_(" (window {windows} tokens)", windows=", ".join(f"{w:,}" for w in windows)) if windows else "")
+    cache = _(", ").join(counted) + (_(" (window {windows} tokens)", windows=_(", ").join(f"{w:,}" for w in windows)) if windows else "")
     params = _("{count:,} parameters", count=size.params_total) if size.params_total else _("parameters unknown")
     if size.params_active and size.params_total and size.params_active < size.params_total:
         params += _(", {active:.2f}B active per token", active=size.params_active / 1e9)
-    bandwidth = f"{device.bandwidth_gbps:g} GB/s {device.bandwidth_source.label}" if device.bandwidth_gbps else _("bandwidth unknown")
+    bandwidth = (
+        _("{gbps:g} GB/s ({source})", gbps=device.bandwidth_gbps, source=device.bandwidth_source.label)
+        if device.bandwidth_gbps
+        else _("bandwidth unknown")
+    )
     count = f"{plan.gpus} × " if plan.gpus > 1 else ""
     if plan.layout.pipeline > 1:
         count = _("{nodes} nodes × {tensor} × ", nodes=plan.layout.pipeline, tensor=plan.layout.tensor)
@@ -86,7 +91,7 @@ def plan_rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tupl
             _(
                 "{path} ({format})",
                 path=model.path,
-                format=", ".join([model.format.label, *([model.quantization] if model.quantization else [])]),
+                format=_(", ").join([model.format.label, *([model.quantization] if model.quantization else [])]),
             ),
         ),
         ("architecture", architecture),
@@ -153,7 +158,8 @@ def by_kind(size: Sizing, kv_dtype: str | Storage) -> str:
     kinds = size.kv_bytes_by_kind(kv_dtype)
     if len(kinds) < 2:
         return ""
-    return ": " + ", ".join(f"{kind} {human_binary(value)}" for kind, value in sorted(kinds.items()))
+    sizes = [_("{kind} {size}", kind=CacheKind(kind).label, size=human_binary(value)) for kind, value in sorted(kinds.items())]
+    return _(": {kinds}", kinds=_(", ").join(sizes))
 
 
 def state_text(size: Sizing, storage: Storage) -> str:

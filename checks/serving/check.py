@@ -174,7 +174,9 @@ def prediction_from(ctx: Context, device: str | None) -> tuple[DecodePrediction 
     if chosen is None:
         return None, note
     if chosen.prediction is None:
-        return None, chosen.prediction_note or f"no calibrated prediction for {chosen.device} (only a CPU is calibrated)"
+        return None, chosen.prediction_note or said(
+            "no calibrated prediction for {device} (only a CPU is calibrated)", device=chosen.device
+        )
     return chosen.prediction, None
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from decode_doctor.engine import Code
-from decode_doctor.i18n import N_, _
+from decode_doctor.i18n import N_, _, pgettext
 
 from .codes import SRV001, SRV002, SRV003, SRV004, SRV007
 from .engines import Histogram, Snapshot, family
@@ -34,7 +34,7 @@ FLAGS: dict[Code, dict[str, str]] = {
     SRV001: KV_FLAGS,
     SRV002: {
         "vLLM": N_("a lower --max-num-seqs, or --gpu-memory-utilization 0.95 for more KV blocks"),
-        "SGLang": N_("a lower --max-running-requests, --schedule-conservativeness 1.3, or --mem-fraction-static 0.9"),
+        "SGLang": N_("a lower --max-running-requests, a higher --schedule-conservativeness (1.3), or --mem-fraction-static 0.9"),
     },
     SRV004: {
         "vLLM": N_("--enable-chunked-prefill with a smaller --max-num-batched-tokens (2048)"),
@@ -87,10 +87,11 @@ def _peak(*values: float | None) -> float | None:
 
 
 def _percent(value: float) -> str:
-    return f"{value * 100:.1f} %"
+    return f"{value * 100:.1f}%"
 
 
-LIMIT_SOURCES = {"default": N_(" ({engine}'s default {flag})"), "log": N_(" (its {flag} in the log)"), "slots": N_(" (its slots)")}
+# where a sequence limit was read: a noun phrase, shown in parentheses after the limit ("256 (vLLM's default …)")
+LIMIT_SOURCES = {"default": N_("{engine}'s default {flag}"), "log": N_("its {flag} in the log"), "slots": N_("its slots")}
 
 AREAS = (  # what the diagnosis judges, and the snapshot values each needs (any one of them)
     (N_("KV-cache pressure"), ("kv_usage",)),
@@ -151,12 +152,8 @@ def diagnose(
     waiting = _peak(peak_waiting, now.waiting)
     running = _peak(peak_running, now.running)
     limit = now.max_running
-    limit_text = (
-        ""
-        if limit is None
-        else f"{limit:,.0f}"
-        + (_(LIMIT_SOURCES[source], engine=engine, flag=now.limit_flag) if (source := now.limit_source or "") in LIMIT_SOURCES else "")
-    )
+    key = now.limit_source or ""
+    source = _(LIMIT_SOURCES[key], engine=engine, flag=now.limit_flag) if key in LIMIT_SOURCES else _("its metrics")
     at_limit = bool(limit and running is not None and running >= AT_LIMIT * limit) or (engine in WAITS_ONLY_AT_LIMIT and bool(waiting))
     # requests wait and the cache is well used while fewer sequences run than the engine allows: the KV
     # cache cannot admit more, so raising the sequence limit would change nothing
@@ -164,7 +161,9 @@ def diagnose(
     if kv_bound:
         assert kv is not None and waiting is not None
         runs = (
-            _("{running:,.0f} of {limit}", running=running, limit=limit_text) if running is not None and limit else f"{running or 0:,.0f}"
+            _("{running:,.0f} of {limit:,.0f} ({source})", running=running, limit=limit, source=source)
+            if running is not None and limit
+            else pgettext("a count of sequences", "{running:,.0f}", running=running or 0)
         )
         message = _(
             "KV-cache capacity is {engine}'s limit {window}: {waiting:,.0f} request(s) wait while {runs} sequences run and the KV "
@@ -205,26 +204,28 @@ def diagnose(
             flags = AT_LIMIT_FLAGS
         elif at_limit and kv is not None and kv >= KV_HIGH:
             why = _(
-                " while {running:,.0f} of {limit} sequences ran and the KV cache is {kv} full: both the sequence limit and the cache "
-                "bind, so a higher limit alone would not help",
-                running=running_n, limit=limit_text, kv=_percent(kv),
+                " while {running:,.0f} of {limit:,.0f} ({source}) sequences ran and the KV cache is {kv} full: both the sequence "
+                "limit and the cache bind, so a higher limit alone would not help",
+                running=running_n, limit=limit, source=source, kv=_percent(kv),
             )  # fmt: skip
             more = _("more replicas, or more KV room first ({flags})", flags=_(KV_FLAGS.get(engine, "")))
             flags = {engine: more} if engine in KV_FLAGS else {}
         elif at_limit:
             room = _(" (the KV cache is {kv} full)", kv=_percent(kv)) if kv is not None else ""
             why = _(
-                " while {running:,.0f} of {limit} sequences ran{room}: the sequence limit holds them back",
+                " while {running:,.0f} of {limit:,.0f} ({source}) sequences ran{room}: the sequence limit holds them back",
                 running=running_n,
-                limit=limit_text,
+                limit=limit,
+                source=source,
                 room=room,
             )
             flags = AT_LIMIT_FLAGS
         elif running is not None and limit:
             room = _(", the KV cache {kv} full", kv=_percent(kv)) if kv is not None else ""
             why = _(
-                " while only {running:,.0f} of {limit} sequences ran{room}: neither the sequence limit nor the cache binds",
-                running=running_n, limit=limit_text, room=room,
+                " while only {running:,.0f} of {limit:,.0f} ({source}) sequences ran{room}: neither the sequence limit nor the "
+                "cache binds",
+                running=running_n, limit=limit, source=source, room=room,
             )  # fmt: skip
             flags = BELOW_LIMIT_FLAGS
         else:  # the limit is not in the metrics: which one binds cannot be told

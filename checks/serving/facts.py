@@ -111,7 +111,7 @@ def reading_values(snap: Snapshot, peaks: Peaks | None = None, before: Snapshot 
     else:
         sequences = _count(running)
     rows = [
-        (N_("peak KV cache in use") if peaks else N_("KV cache in use"), absent if kv is None else f"{kv * 100:.1f} %"),
+        (N_("peak KV cache in use") if peaks else N_("KV cache in use"), absent if kv is None else f"{kv * 100:.1f}%"),
         (N_("peak sequences running") if peaks else N_("sequences running"), sequences),
         (N_("peak requests waiting") if peaks else N_("requests waiting"), absent if waiting is None else _count(waiting)),
     ]
@@ -178,7 +178,7 @@ class ServingFacts(Facts):
         p = self.prediction
         if p is None:
             if self.bench and self.prediction_note:
-                return [_("no calibrated prediction to compare with: {why}", why=self.prediction_note)]
+                return [_("no calibrated prediction to compare with: {why}", why=localized(self.prediction_note))]
             return []
         how = _("learned from a live bench") if p.source == "bench" else _("calibrated")
         line = _(

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from decode_doctor.engine import Analysis, Check, Code, Finding, NotJudged, Severity
-from decode_doctor.i18n import N_, _, ngettext
+from decode_doctor.i18n import N_, _, ngettext, sentences
 
 from .codes import LIV004, LIV005, LIV009, LIV011, SRV001, SRV002, SRV007
 from .diagnosis import Verdict, diagnose, with_flag
@@ -22,7 +22,7 @@ READS = N_(
     "vLLM's stats, preemption and startup lines, SGLang's batch and retraction lines, llama-server's slot lines, "
     "a captured SSE stream (curl -N)"
 )
-SLOT_FLAG = "-c/--ctx-size = --parallel × (prompt + output tokens)"
+SLOT_FLAG = N_("-c/--ctx-size = --parallel × (prompt + output tokens)")
 
 
 def evidence(source: str, at: Cited, **values: Any) -> dict[str, Any]:
@@ -108,45 +108,67 @@ def _preemption(check: Check, log: ServerLog, source: str) -> Finding | None:
 
 
 def _slot_findings(check: Check, log: ServerLog, source: str) -> list[Finding]:
-    """llama-server: prompts cut or refused because a slot holds less, and contexts shifted mid-answer."""
+    """llama-server: prompts cut or refused because a slot holds less, and contexts shifted mid-answer.
+    Each sentence is written whole for a known and an unknown slot size (never glued from a fragment)."""
     found = []
-    slot = _("its slot of {slot_tokens:,} tokens", slot_tokens=log.slot_tokens[0]) if log.slot_tokens else _("its slot's context")
+    held = log.slot_tokens[0] if log.slot_tokens else None
+    flag = _(SLOT_FLAG)
     if log.truncated or log.oversized:
         at = (log.oversized[0][2] if log.oversized else None) or log.truncated[0]
-        biggest = max((prompt for prompt, _, _ in log.oversized), default=None)
-        size = _(" (the largest {biggest:,} tokens)", biggest=biggest) if biggest else ""
+        biggest = max((prompt for prompt, _unused, _line in log.oversized), default=None)
         count = max(len(log.truncated), len(log.oversized))
-        message = _(
-            "llama.cpp was sent {count:,} prompt(s) longer than {slot}{size}, first at {source}: it cut them to fit, so the "
-            "model never saw their start. llama.cpp: {flag}.",
-            count=count,
-            slot=slot,
-            size=size,
-            source=_where(source, at),
-            flag=SLOT_FLAG,
+        values = {"count": count, "source": _where(source, at), "slot_tokens": held}
+        cut = (
+            _(
+                "llama.cpp was sent {count:,} prompt(s) longer than its slot of {slot_tokens:,} tokens, first at {source}: it cut "
+                "them to fit, so the model never saw their start.",
+                **values,
+            )
+            if held
+            else _(
+                "llama.cpp was sent {count:,} prompt(s) longer than its slot's context, first at {source}: it cut them to fit, so "
+                "the model never saw their start.",
+                **values,
+            )
         )
-        found.append(check.finding(SRV007, message, evidence=evidence(source, at, prompts=count, slot_tokens=_slot(log))))
+        largest = _("The largest was {biggest:,} tokens.", biggest=biggest) if biggest else ""
+        message = sentences(cut, largest, _("llama.cpp: {flag}.", flag=flag))
+        found.append(check.finding(SRV007, message, evidence=evidence(source, at, prompts=count, slot_tokens=held)))
     if log.refused:
         at = log.refused[0]
-        message = _(
-            "llama.cpp refused {count:,} request(s) larger than {slot}, first at {source}: the client got an error. llama.cpp: {flag}.",
-            count=len(log.refused),
-            slot=slot,
-            source=_where(source, at),
-            flag=SLOT_FLAG,
+        values = {"count": len(log.refused), "source": _where(source, at), "slot_tokens": held}
+        refused = (
+            _(
+                "llama.cpp refused {count:,} request(s) larger than its slot of {slot_tokens:,} tokens, first at {source}: the "
+                "client got an error.",
+                **values,
+            )
+            if held
+            else _(
+                "llama.cpp refused {count:,} request(s) larger than its slot's context, first at {source}: the client got an error.",
+                **values,
+            )
         )
-        found.append(check.finding(SRV007, message, evidence=evidence(source, at, refused=len(log.refused), slot_tokens=_slot(log))))
+        message = sentences(refused, _("llama.cpp: {flag}.", flag=flag))
+        found.append(check.finding(SRV007, message, evidence=evidence(source, at, refused=len(log.refused), slot_tokens=held)))
     if log.shifted:
         at = log.shifted[0]
-        message = _(
-            "llama.cpp shifted a slot's context {count:,} time(s), first at {source}: an answer outgrew {slot} and its oldest "
-            "tokens were discarded mid-answer. llama.cpp: {flag}, or a lower max_tokens.",
-            count=len(log.shifted),
-            source=_where(source, at),
-            slot=slot,
-            flag=SLOT_FLAG,
+        values = {"count": len(log.shifted), "source": _where(source, at), "slot_tokens": held}
+        shifted = (
+            _(
+                "llama.cpp shifted a slot's context {count:,} time(s), first at {source}: an answer outgrew its slot of "
+                "{slot_tokens:,} tokens and its oldest tokens were discarded mid-answer.",
+                **values,
+            )
+            if held
+            else _(
+                "llama.cpp shifted a slot's context {count:,} time(s), first at {source}: an answer outgrew its slot's context "
+                "and its oldest tokens were discarded mid-answer.",
+                **values,
+            )
         )
-        found.append(check.finding(SRV007, message, evidence=evidence(source, at, shifts=len(log.shifted), slot_tokens=_slot(log))))
+        message = sentences(shifted, _("llama.cpp: {flag}, or a lower max_tokens.", flag=flag))
+        found.append(check.finding(SRV007, message, evidence=evidence(source, at, shifts=len(log.shifted), slot_tokens=held)))
     return found
 
 

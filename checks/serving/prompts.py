@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from decode_doctor.i18n import _
+from decode_doctor.i18n import _, localized, said
 
 from .client import ClientError, Endpoint, fetch
 
@@ -71,8 +71,14 @@ class PromptSet:
         if counted:
             low, high = min(counted), max(counted)
             span = f"{low}" if low == high else f"{low}–{high}"
-            return f"{len(self.texts)} prompts of {span} tokens ({self.method}), seed {self.seed}"
-        return f"{len(self.texts)} prompts of about {self.target_tokens} tokens ({self.method}), seed {self.seed}"
+            return _(
+                "{count} prompts of {span} tokens ({method}), seed {seed}",
+                count=len(self.texts), span=span, method=localized(self.method), seed=self.seed,
+            )  # fmt: skip
+        return _(
+            "{count} prompts of about {tokens} tokens ({method}), seed {seed}",
+            count=len(self.texts), tokens=self.target_tokens, method=localized(self.method), seed=self.seed,
+        )  # fmt: skip
 
 
 Counter = Callable[[str], Awaitable[int | None]]
@@ -111,7 +117,7 @@ async def find_tokenizer(endpoint: Endpoint, model: str, timeout: float) -> tupl
             answer = await fetch(endpoint, "POST", path, body(text), timeout)
             return _count_from(json.loads(answer.body)) if answer.status == 200 else None
 
-        return f"tokenizer (POST {path})", counter
+        return said("tokenizer (POST {path})", path=path), counter
     return None
 
 
@@ -169,11 +175,11 @@ async def build(
 
             fitted = await asyncio.gather(*(one(i) for i in range(count)))
             return PromptSet(seed, target, method, tuple(t for t, _ in fitted), tuple(n for _, n in fitted), ratio)
-    ratio, method = FALLBACK_TOKENS_PER_WORD, "estimated: the server has no tokenizer endpoint and reports no usage"
+    ratio, method = FALLBACK_TOKENS_PER_WORD, said("estimated: the server has no tokenizer endpoint and reports no usage")
     if calibrate is not None:
         # Two lengths: the difference cancels the chat template's own tokens.
         short, long = await calibrate(words(seed, -2, 8)), await calibrate(words(seed, -2, 208))
         if short is not None and long is not None and long > short:
-            ratio, method = (long - short) / 200, "calibrated from usage.prompt_tokens"
+            ratio, method = (long - short) / 200, said("calibrated from usage.prompt_tokens")
     texts = tuple(words(seed, i, max(1, round(target / ratio))) for i in range(count))
     return PromptSet(seed, target, method, texts, (None,) * count, ratio)

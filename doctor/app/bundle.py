@@ -19,6 +19,7 @@ from ..reports.environment import host_rows
 from ..reports.prometheus import render_prometheus
 from ..reports.redact import Redactor
 from ..reports.textsafe import to_bytes
+from ..reports.view import judging_codes
 from . import service
 from .requests import RunRequest
 
@@ -74,7 +75,7 @@ def write_report(request: BundleRequest, registry: Registry | None = None, progr
         except (subprocess.TimeoutExpired, ValueError):
             cpu_probe.kill()
     redactor = Redactor(enabled=request.redact, hosts=request.redact_hosts)
-    codes = {code: spec for code, (spec, _) in outcome.registry.codes().items()}
+    codes = judging_codes(outcome.registry.codes(), outcome.report)
     bundle, view = build_bundle(outcome.report, outcome.ctx, host_rows(outcome.ctx, cpu), redactor, codes)
     if request.fmt != "bundle":
         if request.fmt == "prometheus":

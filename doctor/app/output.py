@@ -24,7 +24,7 @@ from ..reports.redact import Redactor
 from ..reports.render import FORMATS, render
 from ..reports.report import Report
 from ..reports.textsafe import ESCAPE, shown, terminal_safe
-from ..reports.view import build_view
+from ..reports.view import build_view, judging_codes
 
 PREVIOUS_LIMIT = 4 << 20
 
@@ -102,7 +102,7 @@ def say(text: str) -> None:
 
 def render_report(report: Report, registry: Registry, out: OutputRequest) -> None:
     """A report rendered in the asked format to -o FILE (saying so on stderr) or standard output."""
-    codes = {code: spec for code, (spec, _) in registry.codes().items()}
+    codes = judging_codes(registry.codes(), report)
     view = build_view(report, redactor=_redactor(out), codes=codes, debug=out.debug)
     schedule = out.schedule
     if out.fmt == "prometheus" and schedule is None and out.output is not None:

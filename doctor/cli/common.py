@@ -74,7 +74,7 @@ class Parsed(click.ParamType):
 
     def __init__(self, parse: Callable[[str], object]) -> None:
         self.parse = parse
-        self.name = getattr(parse, "__name__", "value")
+        self.name = getattr(parse, "__name__", "value").removeprefix("parse_")  # parse_rate: RATE
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if not isinstance(value, str):

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from ..engine.findings import Applicability
 from ..i18n import N_, _, localized
 from .common import CONTEXT
 
@@ -57,7 +58,8 @@ def list_checks(fmt: str) -> None:
         for code in row["codes"]:
             label = ""
             if code["fix"]:
-                label = "  [" + (_("fixable") if code["fix"] == "safe" else _("fixable: {how}", how=code["fix"])) + "]"
+                fixable = _("fixable") if code["fix"] == "safe" else _("fixable: {how}", how=Applicability(code["fix"]).label)
+                label = "  " + _("[{label}]", label=fixable)
             severity = ljust(_(SEVERITY_WORDS.get(code["severity"], code["severity"])), 8)
             click.echo(f"    {code['code']:<9} {severity} {explanation(code['code'], 'title', code['title'])}{label}")
     for error in registry.errors:

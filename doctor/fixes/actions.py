@@ -191,6 +191,7 @@ class ReplaceFile(Action):
                     os.rmdir(directory)
                 except OSError:
                     break
+            return said("removed (the fix had created it)")
         return said("restored")
 
 

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from . import LANGUAGES, N_, N_plural, UnknownLanguage, catalog, chinese, current, use, width
+from . import LANGUAGES, N_, N_plural, UnknownLanguage, _, catalog, chinese, current, use, width
 
 F = TypeVar("F", bound=Callable[..., Any])
 CONTEXT = "cli"
@@ -210,12 +210,24 @@ def translated_params(params: list[click.Parameter]) -> list[click.Parameter]:
     return _translated_params(params) if chinese() else params
 
 
+def _path_metavar(param: click.Parameter) -> str | None:
+    """click names a path's placeholder after its type's (translated) name: 目录 beside NAME and N.
+    Placeholders stay English capitals in every language, like the flags they follow."""
+    kind = param.type
+    if param.metavar or not isinstance(kind, click.Path):
+        return None
+    return "DIRECTORY" if not kind.file_okay else "FILE" if not kind.dir_okay else "PATH"
+
+
 def _translated_params(params: list[click.Parameter]) -> list[click.Parameter]:
     made = []
     for param in params:
-        if isinstance(param, click.Option) and param.help:
+        metavar = _path_metavar(param)
+        if (isinstance(param, click.Option) and param.help) or metavar:
             param = copy.copy(param)
-            param.help = help_text(param.help)
+            if isinstance(param, click.Option) and param.help:
+                param.help = help_text(param.help)
+            param.metavar = metavar or param.metavar
         made.append(param)
     return made
 
@@ -232,6 +244,7 @@ def prepared(command: click.Command) -> click.Command:
     translated.help = help_text(command.help)
     translated.short_help = help_text(command.short_help) if command.short_help else None
     translated.params = _translated_params(command.params)
+    translated.options_metavar = _("[OPTIONS]")
     original_get_params = translated.get_params  # click adds --help here, its text fixed when first made
 
     def get_params(ctx: click.Context) -> list[click.Parameter]:

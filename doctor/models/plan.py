@@ -348,7 +348,7 @@ def make_plan(
         parts = [
             said(
                 "over {tensor} devices: 2 all-reduces per layer ({reduces} per step) of {bytes:,} bytes each ({concurrency} × "
-                "hidden {hidden} × 2 B) "
+                "hidden_size {hidden} × 2 B) "
                 "over {link}: about {ms:.2f} ms per step, latency-bound",
                 tensor=layout.tensor,
                 reduces=2 * (size.layers or 0),

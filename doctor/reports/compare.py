@@ -7,6 +7,7 @@ settings, numbers are measurements with a change in percent.
 from __future__ import annotations
 
 import json
+import re
 import tarfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import Any
 from ..engine.check import Check
 from ..engine.facts import Facts
 from ..engine.findings import Severity
-from ..i18n import _
+from ..i18n import _, chinese, explanation
 from .report import SCHEMA_VERSION
 from .text import severity_word, state_word
 
@@ -126,7 +127,7 @@ class Difference:
             for check, (a, b) in self.states.items()
         ]
         for name, (a, b, change) in self.measured.items():
-            change_text = f" ({change:+.1f} %)" if change is not None else ""
+            change_text = f" ({change:+.1f}%)" if change is not None else ""
             out.append(_("measured {name}: {before} → {after}", name=name, before=format(a, "g"), after=format(b, "g")) + change_text)
         if len(out) == 2:
             out.append(_("no differences"))
@@ -134,10 +135,22 @@ class Difference:
 
 
 def _finding_text(finding: dict[str, Any]) -> str:
-    """A finding of a compared report: its severity in the user's language, its message as the report has it."""
+    """A finding of a compared report: its severity in the user's language, its message as the report
+    has it. A message in the other language (a report made with --lang en read in Chinese) is quoted
+    after the code's title in the user's language."""
     severity = str(finding.get("severity"))
     word = severity_word(Severity(severity)) if severity in {s.value for s in Severity} else severity
-    return _("{severity} {check}: {message}", severity=word, check=finding.get("check"), message=finding.get("message"))
+    message = str(finding.get("message") or "")
+    if bool(re.search(r"[\u4e00-\u9fff]", message)) == chinese():
+        return _("{severity} {check}: {message}", severity=word, check=finding.get("check"), message=message)
+    title = explanation(str(finding.get("code")), "title", str(finding.get("title") or ""))
+    return _(
+        '{severity} {check}: {title} (the report says: "{message}")',
+        severity=word,
+        check=finding.get("check"),
+        title=title,
+        message=message,
+    )
 
 
 def _key(finding: dict[str, Any]) -> tuple[str, str, str]:
@@ -145,7 +158,7 @@ def _key(finding: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def _brief(finding: dict[str, Any]) -> dict[str, Any]:
-    return {k: finding.get(k) for k in ("code", "severity", "check", "message", "path")}
+    return {k: finding.get(k) for k in ("code", "severity", "check", "title", "message", "path")}
 
 
 def _run_of(report: dict[str, Any], path: Path) -> dict[str, Any]:

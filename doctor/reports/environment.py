@@ -29,7 +29,7 @@ def host_rows(ctx: Context, cpu: dict[str, Any]) -> list[EnvRow]:
     kernel = (ctx.read_text("/proc/sys/kernel/osrelease") or "").strip() or (platform.release() if ctx.live_host else _("unknown"))
     rows.append(EnvRow(_("kernel"), kernel))
     cpuinfo = (ctx.read_text("/proc/cpuinfo") or "").splitlines()
-    model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "unknown")
+    model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), _("unknown"))
     cpu_name = cpu.get("brand_raw") or model
     described = _(
         "{name} ({count} logical CPUs, {arch})", name=cpu_name, count=cpu.get("count", "?"), arch=cpu.get("arch", platform.machine())

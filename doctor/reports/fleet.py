@@ -215,7 +215,7 @@ def _cell_text(cell: str) -> str:
     """A matrix cell (kept in English: the HTML classes are its severity) as the user reads it."""
     severity, _colon, codes = cell.partition(": ")
     if codes and severity in {s.value for s in Severity}:
-        return _("{severity}: {codes}", severity=severity_word(Severity(severity)), codes=codes)
+        return _("{severity}: {codes}", severity=severity_word(Severity(severity)), codes=_(", ").join(codes.split(", ")))
     return state_word(cell)
 
 

@@ -53,7 +53,8 @@ def markdown(view: ReportView) -> str:
         for group in groups:
             f = group.first
             out += [
-                f"### {f.code}: {explanation(f.code, 'title', f.title)}"
+                "### "
+                + _("{code}: {title}", code=f.code, title=explanation(f.code, "title", f.title))
                 + (f" ({len(group.findings):,})" if len(group.findings) > 1 else ""),
                 "",
             ]
@@ -76,13 +77,16 @@ def markdown(view: ReportView) -> str:
             _("What the checks were given and could not judge: no verdict on it, in either direction."),
             "",
         ]
-        out += [f"- {check}: {_cell(item.what)} — {_cell(item.why)}" for check, item in view.unjudged()[:FOLDED_LIMIT]]
+        out += [
+            "- " + _("{check}: {what} — {why}", check=check, what=_cell(item.what), why=_cell(item.why))
+            for check, item in view.unjudged()[:FOLDED_LIMIT]
+        ]
         if len(view.unjudged()) > FOLDED_LIMIT:
             out.append("- " + _("… and {count:,} more (the JSON report lists them)", count=len(view.unjudged()) - FOLDED_LIMIT))
         out.append("")
     if view.fact_lines:
         out += ["## " + _("Facts"), ""]
-        out += [f"- {line.check}: {_cell(line.text)}" for line in view.fact_lines]
+        out += ["- " + _("{check}: {fact}", check=line.check, fact=_cell(line.text)) for line in view.fact_lines]
         out.append("")
     if view.environment:
         out += ["## " + _("Environment"), "", "| " + " | ".join((_("Item"), _("Value"), _("Judged"))) + " |", "|---|---|---|"]

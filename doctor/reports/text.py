@@ -122,7 +122,7 @@ def result_notes(view: ReportView, verbose: bool) -> list[str]:
     lines = []
     for result in view.results:
         if result.state in NOTE_STATES and (verbose or result.state is not State.SKIPPED):
-            lines.append(f"{result.check}: {state_word(result.state.value)} — {result.reason}")
+            lines.append(_("{check}: {state} — {reason}", check=result.check, state=state_word(result.state.value), reason=result.reason))
             if result.error:
                 lines.extend("    " + line for line in result.error.rstrip().splitlines())
         shown = result.not_judged if verbose else result.not_judged[:SHOWN_NOT_JUDGED]
@@ -134,7 +134,7 @@ def result_notes(view: ReportView, verbose: bool) -> list[str]:
 
 
 def fact_lines(view: ReportView, verbose: bool) -> list[str]:
-    return [f"{line.check}: {line.text}" for line in view.fact_lines if verbose or line.shown_by_default]
+    return [_("{check}: {fact}", check=line.check, fact=line.text) for line in view.fact_lines if verbose or line.shown_by_default]
 
 
 def footer(view: ReportView) -> list[str]:
@@ -163,7 +163,8 @@ def fix_label(finding: Finding) -> str:
 
 def _finding_line(f: Finding) -> str:
     label = fix_label(f)
-    return f"{f.code:<9} {ljust(severity_word(f.severity), 8)} {f.check:<14} {f.message}{f' [{label}]' if label else ''}"
+    message = _("{message} [{label}]", message=f.message, label=label) if label else f.message
+    return f"{f.code:<9} {ljust(severity_word(f.severity), 8)} {f.check:<14} {message}"
 
 
 def _ignored_lines(view: ReportView) -> list[str]:

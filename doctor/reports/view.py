@@ -213,6 +213,13 @@ class ReportView:
         }
 
 
+def judging_codes(registry_codes: Mapping[str, tuple[Code, Any]], report: Report) -> dict[str, Code]:
+    """The codes of the checks that ran to a verdict in this report: only they can call an environment
+    row "ok" (a row whose judging check was not selected is shown, not judged)."""
+    ran = {r.check for r in report.results if r.state in (State.PASSED, State.FINDINGS)}
+    return {code: spec for code, (spec, cls) in registry_codes.items() if getattr(cls, "name", None) in ran}
+
+
 def build_view(
     report: Report,
     redactor: Redactor | None = None,
@@ -314,7 +321,9 @@ def _judged(row: EnvRow, findings: list[Finding], codes: Mapping[str, Code], red
             and ((row.prefixes and f.code.startswith(row.prefixes)) or (f.code in codes and row.name in codes[f.code].concerns))
         }
     )
-    return JudgedRow(redact.text(row.name), redact.text(row.value), ", ".join(about) if about else "ok")
+    judging = bool(row.prefixes) or any(row.name in code.concerns for code in codes.values())
+    # a row no code judges (the OS, the CPU model) is shown, never called "ok"
+    return JudgedRow(redact.text(row.name), redact.text(row.value), ", ".join(about) if about else "ok" if judging else "—")
 
 
 def _redacted_metric(metric: Metric, redact: Redactor) -> Metric:
