@@ -28,11 +28,12 @@ SINKS: dict[str, slice] = {
     "BadParameter": slice(0, 1),
     "ClickException": slice(0, 1),
     "progress": slice(0, None),
+    "report": slice(0, 1),  # a long step's progress line (hashing, measuring)
     "SkipCheck": slice(0, 1),
     "finding": slice(1, 2),
     "not_judged": slice(0, None),
 }
-READ_KEYWORDS = ("message", "why", "what", "reason")
+READ_KEYWORDS = ("message", "why", "what", "reason", "error", "note")
 EXCEPTION_NAMES = ("exc", "error", "err", "e")
 UNTRANSLATED = "# untranslated:"
 

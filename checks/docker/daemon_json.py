@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from decode_doctor.engine import Context
+from decode_doctor.i18n import said
 
 DAEMON_JSON = "/etc/docker/daemon.json"
 RESTART = "sudo systemctl restart docker"
@@ -20,9 +21,16 @@ def read_daemon_json(ctx: Context) -> tuple[dict[str, Any] | None, str | None]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        return None, f"{DAEMON_JSON} is not valid JSON ({exc.msg}, line {exc.lineno}): dockerd will refuse to start"
+        return None, said(
+            "{file} is not valid JSON ({error}, line {line}): dockerd will refuse to start",
+            file=DAEMON_JSON,
+            error=exc.msg,
+            line=exc.lineno,
+        )
     except (ValueError, RecursionError):  # a 5,000-digit number, nesting beyond reason
-        return None, f"{DAEMON_JSON} nests too deeply or holds a number too long to be Docker's settings: dockerd will refuse to start"
+        return None, said(
+            "{file} nests too deeply or holds a number too long to be Docker's settings: dockerd will refuse to start", file=DAEMON_JSON
+        )
     return (data if isinstance(data, dict) else None), None
 
 

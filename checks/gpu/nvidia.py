@@ -65,7 +65,12 @@ def parse_smi_xml(text: str) -> DriverInfo:
                 max_mem_clock_mhz=_number(_text(gpu, "max_clocks/mem_clock")),
             )
         )
-    notes = (f"attached_gpus says {attached} but the output lists {len(devices)}",) if attached not in (None, len(devices)) else ()
+    listed = len(devices)
+    notes = (
+        (said("attached_gpus says {attached} but the output lists {listed}", attached=attached, listed=listed),)
+        if attached not in (None, listed)
+        else ()
+    )
     return DriverInfo(
         _version(_text(root, "driver_version")) or _version(_text(root, "kmd_version")),
         _version(_text(root, "cuda_version")) or _version(_text(root, "cuda_umd_version")),

@@ -298,7 +298,7 @@ def _judge(scan: Scan, verdict: loaders.Verdict, damage: list[Problem]) -> None:
     if verdict.error is None:
         scan.mode = verdict.mode
         for problem in damage:
-            problem.loader = problem.loader or f"{verdict.loader} reads it"
+            problem.loader = problem.loader or said("{loader} reads it", loader=verdict.loader)
         scan.problems += damage
         for warning in verdict.warnings:
             if "DecompressionBombWarning" not in warning:  # already said, from the header

@@ -164,7 +164,7 @@ def _judged_budget(ctx: Context, device: str | None) -> tuple[Budget | None, str
     chosen = next((b for b in entry.budgets if b.device == name), None)
     if chosen is None:
         known = ", ".join(b.device for b in entry.budgets)
-        return None, entry.model.name, f"no device {name} on this host (it has {known})"
+        return None, entry.model.name, said("no device {name} on this host (it has {known})", name=name, known=known)
     return chosen, entry.model.name, None
 
 
@@ -186,7 +186,7 @@ def ceiling_from(ctx: Context, device: str | None) -> tuple[Ceiling | None, str 
     if chosen is None:
         return None, note
     if not chosen.tps_per_sequence or not chosen.bandwidth_gbps:
-        return None, f"no bandwidth for {chosen.device} (give --bandwidth)"
+        return None, said("no bandwidth for {device} (give --bandwidth)", device=chosen.device)
     ceiling = Ceiling(
         tokens_per_s=chosen.tps_per_sequence,
         device=chosen.device,

@@ -197,7 +197,7 @@ def _slo_terms(level: LevelStats, terms: Sequence[SloTerm]) -> tuple[list[str], 
         dist = getattr(level, term.metric, None)
         name = f"{term.metric.upper()} p{term.q}"
         if not isinstance(dist, Dist):
-            over.append(f"{name} not measured")
+            over.append(_("{name} not measured", name=name))
             continue
         value = dist.at(term.q)
         shown = f"{name} {ms(value)}"

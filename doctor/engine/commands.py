@@ -9,6 +9,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from ..i18n import said
 from .findings import CommandRecord
 from .workers import kill_group
 
@@ -114,7 +115,7 @@ class CommandRunner:
         started = time.monotonic()
         executable = argv[0] if os.sep in argv[0] else self.which(argv[0])
         if executable is None:
-            return self._keep(CommandRecord(argv, None, 0.0, "", "", error=f"{argv[0]}: not found on PATH"))
+            return self._keep(CommandRecord(argv, None, 0.0, "", "", error=said("{command}: not found on PATH", command=argv[0])))
         try:
             proc = subprocess.Popen(
                 (executable, *argv[1:]),
@@ -143,7 +144,7 @@ class CommandRunner:
                 stdout,
                 stderr,
                 timed_out=timed_out,
-                error=f"timed out after {timeout_s:g} s" if timed_out else None,
+                error=said("timed out after {seconds:g} s", seconds=timeout_s) if timed_out else None,
                 truncated=cut_out or cut_err,
             )
         )

@@ -20,6 +20,7 @@ from multiprocessing.connection import Connection
 
 from decode_doctor.i18n import _
 
+from ..i18n import said
 from .check import INPUTS, Check, SkipCheck
 from .context import Context
 from .facts import Facts
@@ -141,7 +142,7 @@ def _finish(job: _Job, message: object) -> CheckResult:
         )
     if isinstance(message, Crashed):
         return CheckResult(name, State.CRASHED, duration, reason=message.reason, error=message.error, commands=message.records)
-    return CheckResult(name, State.CRASHED, duration, reason=f"the check's process answered {type(message).__name__}")
+    return CheckResult(name, State.CRASHED, duration, reason=said("the check's process answered {kind}", kind=type(message).__name__))
 
 
 def _kill(job: _Job) -> CheckResult:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..i18n import said
 from .architecture import text_config
 
 MAX_LENGTH_KEYS = (
@@ -67,7 +68,9 @@ def yarn_context(config: dict[str, Any]) -> tuple[int | None, str]:
             and _number(original)
             and _number(factor)
         ):
-            return int(original * factor), f"{kind} factor {factor:g} over {int(original):,}"
+            return int(original * factor), said(
+                "{kind} factor {factor:g} over {original:,}", kind=kind, factor=factor, original=int(original)
+            )
     return None, ""
 
 

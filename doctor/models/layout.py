@@ -23,7 +23,7 @@ from decode_doctor.engine.files import open_regular
 from decode_doctor.engine.hfcache import ModelPlace, locate
 from decode_doctor.engine.units import human_bytes
 
-from ..i18n import said
+from ..i18n import _, said
 
 __all__ = ["HashProgress", "KnownHash", "ModelPlace", "dangling_links", "digest", "incomplete_files", "known_hashes", "locate", "walk"]
 
@@ -86,9 +86,9 @@ def known_hashes(place: ModelPlace) -> list[KnownHash]:
             etag = lines[1].strip().strip('"') if len(lines) > 1 else ""
             named = place.root / meta.relative_to(metadata_dir).with_suffix("")
             if HEX64.fullmatch(etag):
-                found.append(KnownHash(named, "sha256", etag, f"{meta.name} (the hub's etag)"))
+                found.append(KnownHash(named, "sha256", etag, said("{name} (the hub's etag)", name=meta.name)))
             elif HEX40.fullmatch(etag):
-                found.append(KnownHash(named, "git-sha1", etag, f"{meta.name} (the hub's etag)"))
+                found.append(KnownHash(named, "git-sha1", etag, said("{name} (the hub's etag)", name=meta.name)))
     return found
 
 
@@ -107,7 +107,15 @@ class HashProgress:
             self.last = now
             rate = self.done / max(now - self.started, 1e-6)
             left = (self.total - self.done) / max(rate, 1.0)
-            self.report(f"hashing {human_bytes(self.done)} of {human_bytes(self.total)}, {rate / 1e6:,.0f} MB/s, ETA {left:,.0f} s")
+            self.report(
+                _(
+                    "hashing {done} of {total}, {rate:,.0f} MB/s, {left:,.0f} s left",
+                    done=human_bytes(self.done),
+                    total=human_bytes(self.total),
+                    rate=rate / 1e6,
+                    left=left,
+                )
+            )
 
     @property
     def mbps(self) -> float:

@@ -113,7 +113,7 @@ def time_decode(
         raise EngineCrash(signal, model.name, phase, depth, tuple(str(name) for name in loaded))
     result = next((line for line in reversed(lines) if "times" in line), None)
     if done.returncode != 0 or result is None:
-        tail = (done.stderr or "").strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+        tail = (done.stderr or "").strip().splitlines()[-1:] or [_("exit status {code}", code=done.returncode)]
         raise CalibrationError(_("llama.cpp failed decoding {file}: {tail}", file=model.name, tail=tail[0][:200]))
     try:
         times = [float(t) for t in result["times"]]
