@@ -216,7 +216,7 @@ def test_every_code_explains_in_both_languages_wholly_in_chinese():
         i18n.use("zh-CN")
         chinese = explanation_lines(spec, cls.name, registry.fixable(code))
         assert english[0].startswith(f"{code} (") and chinese[0].startswith(f"{code}（")
-        assert all(width.width(line) <= 96 or " " not in line.strip() for line in chinese[1:])  # the title line is not wrapped
+        assert all(width.width(line) <= 96 or " " not in line.strip() or "`" in line for line in chinese[1:])  # a command stays whole
         assert "尚未全部翻译" not in "\n".join(chinese), code
         for section, text in sections(spec):
             assert i18n.translated(code, section, text), (code, section)
@@ -225,9 +225,9 @@ def test_every_code_explains_in_both_languages_wholly_in_chinese():
 
 def test_explain_enc001_prints_every_section_in_chinese():
     out = cli("explain", "ENC001", "--lang", "zh-CN").stdout
-    for heading in ("含义", "为何影响 LLM 解码", "示例", "手动修复方法", "自动修复"):
+    for heading in ("含义", "为什么重要", "示例", "手动修复方法", "自动修复"):
         assert f"\n{heading}\n" in out
-    assert "模型文本文件不是 UTF-8（可转换）" in out and "[安全]" in out
+    assert "模型文本文件不是 UTF-8（可转换）" in out and "【安全】" in out
     body = [line for line in out.splitlines()[1:] if line.startswith("  ")]
     assert body and all(re.search(r"[\u4e00-\u9fff]", line) or not re.search(r"[a-z]{4,} [a-z]{4,} [a-z]{4,}", line) for line in body)
 
@@ -496,7 +496,7 @@ def test_estimate_from_a_config_alone_reads_in_chinese_and_its_json_stays_englis
     (model / "config.json").write_text((FIXTURES / "models" / "configs" / "gpt-oss-20b.json").read_text())
     args = ("estimate", "--model", str(model), "--bandwidth", "50", "--memory", "17GiB", "--state-dir", str(tmp_path / "state"))
     text = cli(*args, "--lang", "zh-CN").stdout
-    assert "仅凭配置" in text and "调整项" in text and "llama-server 读取的是 GGUF" in text
+    assert "仅凭配置" in text and "调整项" in text and "llama-server 只能加载 GGUF" in text
     assert _english_runs(text.split("llama-server -m")[0]) == []
     english = cli(*args, "--format", "json", "--lang", "en").stdout
     assert cli(*args, "--format", "json", "--lang", "zh-CN").stdout == english

@@ -294,7 +294,7 @@ def test_bench_reports_percentiles_per_level_in_the_versioned_schema(fault, sche
     assert levels[0]["slo_met"] == {"tpot_p95=50ms": True} and levels[0]["good"] == 4
     prompts = facts["bench"]["prompts"]
     assert prompts["method"] == "tokenizer (POST /tokenize)" and prompts["tokens"] == [16] * 8 and len(prompts["texts"]) == 8
-    assert facts["ceiling_note"].startswith("the served model 'delay-5ms' is not a local path")
+    assert facts["ceiling_note"].startswith('the served model "delay-5ms" is not a local path')
     # the fault server has no /metrics: the server's own diagnosis is not judged, so the verdict is incomplete
     assert result.exit_code == 3 and "SRV005" in codes(report) and report["summary"]["verdict"] == "incomplete"
     (unjudged,) = report["not_judged"]

@@ -92,7 +92,8 @@ def _estimate(tmp: Path) -> str:
 
 
 def _analyze(tmp: Path) -> str:
-    return "".join(f"$ analyze {log.name}\n" + _zh(tmp, "analyze", str(log.relative_to(REPO))) for log in sorted(LOGS.glob("*.log")))
+    pasted = [*sorted(LOGS.glob("*.log")), *sorted((FIXTURES / "nvidia" / "collect-env").glob("*.txt"))]
+    return "".join(f"$ analyze {path.name}\n" + _zh(tmp, "analyze", str(path.relative_to(REPO))) for path in pasted)
 
 
 def _bench_run(tmp: Path) -> str:

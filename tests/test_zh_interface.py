@@ -152,3 +152,41 @@ def test_the_calques_a_native_reader_named_are_gone():
     assert not re.search(r"以 (\d+|\{\w+\}) 退出", strings)  # 退出码为 N
     for calque in ("读过去", "落后 {score", "适合学习的运行", "（第 {offset} 字节"):
         assert calque not in strings, calque
+
+
+LOGS = FIXTURES / "serving" / "logs"
+
+
+def _analyze_zh(name: str) -> str:
+    return run_dd("--lang", "zh-CN", "analyze", str(LOGS / name)).stdout
+
+
+def test_the_word_order_examples_of_the_issue_read_correctly():
+    at_limit = _analyze_zh("vllm-v1-at-max-num-seqs.derived.log")
+    assert "同时运行的序列为 32 个（上限 32，来源：日志中的 --max-num-seqs）" in at_limit and "个中的" not in at_limit
+    default_limit = _analyze_zh("vllm-v0-issue3094.log")
+    assert "而运行中的序列只有 2 个（上限 256，来源：vLLM 默认的 --max-num-seqs）" in default_limit
+    assert "在 vllm-v0-issue3094.log 第 1 行，限制 vLLM 的是 KV Cache 容量" in default_limit and "KV Cache 已用 82.1%" in default_limit
+    truncated = _analyze_zh("llamacpp-issue10547-truncated.log")
+    assert "收到了 1 个超出槽位容量（每个槽位 4,096 个 token）的提示词" in truncated and "最长的一个有 39,846 个 token。" in truncated
+    assert "slot" not in truncated.replace("/slots", "") and "(prompt + output tokens)" not in truncated
+    retracted = _analyze_zh("sglang-issue4184-retract.log")
+    assert "调低 --max-running-requests、调高 --schedule-conservativeness（如 1.3），或设 --mem-fraction-static 0.9" in retracted
+    toolkit = run_dd("--lang", "zh-CN", "explain", "GPU020").stdout
+    assert "驱动版本低于 CUDA Toolkit 的要求" in toolkit and "需要更新的驱动" not in toolkit
+    collect_env = FIXTURES / "nvidia" / "collect-env" / "a100-sxm4-40gb-torch1.12.1-cu113-driver-470.129.06-complete.txt"
+    torch_line = run_dd("--lang", "zh-CN", "analyze", str(collect_env)).stdout
+    assert "PyTorch 1.12.1+cu113（CUDA 11.3，cuDNN ?），Python：3.10.6" in torch_line and "位于 3.10" not in torch_line
+
+
+def test_values_the_code_joins_take_chinese_punctuation_and_words(tmp_path):
+    model = tmp_path / "gpt-oss-120b"
+    model.mkdir()
+    (model / "config.json").write_text((FIXTURES / "models" / "configs" / "gpt-oss-120b.json").read_text())
+    out = run_dd("--lang", "zh-CN", "estimate", "--model", str(model), "--gpu", "H200").stdout
+    assert "（仅配置，mxfp4）" in out and "18 个全注意力层，18 个滑动窗口层" in out
+    assert "（各层均按完整上下文计，fp16：全注意力层 36 KiB，滑动窗口层 36 KiB）" in out
+    assert "full 36 KiB" not in out and "sliding" not in out
+    assert "4800 GB/s（规格表）" in out and "权重的 5%" in out and " 5 %" not in out
+    listed = run_dd("--lang", "zh-CN", "list").stdout
+    assert "【可修复：仅显示命令】" in listed and "display-only" not in listed and "unsafe" not in listed

@@ -158,7 +158,17 @@ REMOVE_MIRROR = (
 )
 
 
-def _code(code: str, title: str, what: str, example: str, severity: Severity = Severity.ERROR) -> FixableCode[RemoveMirrorParams]:
+BROKEN_2XX = (
+    "containerd (Docker Engine ≥ 29.1 with the containerd image store) decodes any 2xx answer as an OCI image index, "
+    'whatever its Content-Type; this answer makes every pull of an image with attestations fail with "failed to decode referrers '
+    'index". '
+    "An old Docker client is not the cause, and upgrading does not help."
+)
+
+
+def _code(
+    code: str, title: str, what: str, example: str, severity: Severity = Severity.ERROR, why: str = BROKEN_2XX
+) -> FixableCode[RemoveMirrorParams]:
     """A referrers answer that breaks pulls: the fix removes the mirror from daemon.json."""
     return FixableCode(
         code,
@@ -168,10 +178,7 @@ def _code(code: str, title: str, what: str, example: str, severity: Severity = S
         example=example,
         params=RemoveMirrorParams,
         fix_safety=REMOVE_MIRROR,
-        why="containerd (Docker Engine ≥ 29.1 with the containerd image store) decodes any 2xx answer as an OCI image index, "
-        'whatever its Content-Type; this answer makes every pull of an image with attestations fail with "failed to decode referrers '
-        'index". '
-        "An old Docker client is not the cause, and upgrading does not help.",
+        why=why,
         fix_by_hand=f"The registry or mirror must answer GET /v2/<repo>/referrers/<digest> with 404 or a valid OCI index; meanwhile {FIX}.",
     )
 
@@ -232,6 +239,8 @@ REF007 = _code(
     "Referrers endpoint answers with a server error",
     "The registry or mirror answers 5xx: pulls that need referrers fail or retry.",
     "The mirror answers the referrers request with 502 Bad Gateway.",
+    why="Every pull that asks for referrers fails or retries until the registry or mirror recovers; the fault is on that server's "
+    "side, and upgrading Docker does not help.",
 )
 
 REF008 = Code(

@@ -135,7 +135,7 @@ def collect_env_findings(check: Check, text: str, source: str) -> tuple[GpuFacts
     if env.cuda_runtime and env.cuda_runtime[:1].isdecimal():  # nvcc's release on PATH
         toolkits.append(Toolkit(env.cuda_runtime, ".".join(env.cuda_runtime.split(".")[:2]), "nvcc (collect_env)"))
     devices = [GpuDevice(index, name) for index, name in enumerate(env.gpus) if env.driver]
-    notes = [f"vLLM {env.vllm}"] if env.vllm else []
+    notes = [f"vLLM {env.vllm.split(' (', 1)[0]}"] if env.vllm else []  # without its "(git sha: …)"
     facts = GpuFacts(
         env.driver, None, "collect_env", len(devices) or None, tuple(devices), tuple(notes), toolkits=tuple(toolkits), torch=torch
     )

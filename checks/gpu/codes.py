@@ -210,8 +210,8 @@ GPU027 = Code(
     "a directory that is not there.",
     why="An extension (flash-attn, a vLLM or llama.cpp build) compiles with one toolkit's headers and nvcc, links or loads "
     'another\'s runtime, and fails with undefined symbols or "CUDA driver version is insufficient", or silently uses the old one.',
-    fix_by_hand="Pick one toolkit and point all three at it: export CUDA_HOME=/usr/local/cuda-X.Y, PATH=$CUDA_HOME/bin:$PATH, "
-    "LD_LIBRARY_PATH=$CUDA_HOME/lib64:$LD_LIBRARY_PATH (or point /usr/local/cuda at it and use that).",
+    fix_by_hand="Pick one toolkit and point all three at it: `export CUDA_HOME=/usr/local/cuda-X.Y; export PATH=$CUDA_HOME/bin:$PATH; "
+    "export LD_LIBRARY_PATH=$CUDA_HOME/lib64:$LD_LIBRARY_PATH` (or point /usr/local/cuda at it and use that).",
     example="CUDA_HOME=/usr/local/cuda-12.1, the first nvcc on PATH is /usr/local/cuda-12.4/bin/nvcc, and LD_LIBRARY_PATH starts with "
     "/usr/local/cuda-11.8/lib64.",
 )

@@ -71,12 +71,19 @@ def plan_rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tupl
     weights = localized(size.weights_source)
     if size.weights_bytes is not None:
         weights = _("{size} from {source}", size=human_bytes(size.weights_bytes), source=localized(size.weights_source))
-    kv = _(
-        "{per_token} per token before windows ({dtype}{kinds}){state}; {per_device} per device at {context:,} tokens × {concurrency}",
-        per_token=human_binary(size.kv_bytes_per_token(plan.storage)), dtype=cache_name(plan), kinds=by_kind(size, plan.storage),
-        state=state_text(size, plan.storage), per_device=human_bytes(plan.kv_per_device), context=plan.context,
-        concurrency=plan.concurrency,
-    )  # fmt: skip
+    kv_values = {
+        "per_token": human_binary(size.kv_bytes_per_token(plan.storage)), "dtype": cache_name(plan), "kinds": by_kind(size, plan.storage),
+        "state": state_text(size, plan.storage), "per_device": human_bytes(plan.kv_per_device), "context": plan.context,
+        "concurrency": plan.concurrency,
+    }  # fmt: skip
+    kv = (
+        _(
+            "{per_token} per token before windows ({dtype}{kinds}){state}; {per_device} per device at {context:,} tokens × {concurrency}",
+            **kv_values,
+        )
+        if windows
+        else _("{per_token} per token ({dtype}{kinds}){state}; {per_device} per device at {context:,} tokens × {concurrency}", **kv_values)
+    )
     memory = _(
         "{need} needed of {usable} usable: {fit}",
         need=human_bytes(plan.need_per_device), usable=human_bytes(plan.usable_per_device), fit=plan.fit.label,

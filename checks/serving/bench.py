@@ -108,7 +108,8 @@ def model_files(given: Path | None, model_id: str | None) -> tuple[Path | None, 
         cached = cached_snapshot(model_id, os.environ)
         if cached is not None:
             return cached, None
-    return None, said("the served model {model} is not a local path or in the Hugging Face cache: give --model-files", model=repr(model_id))
+    quoted = f'"{model_id}"'
+    return None, said("the served model {model} is not a local path or in the Hugging Face cache: give --model-files", model=quoted)
 
 
 class Bar:

@@ -164,7 +164,7 @@ SRV001 = Code(
     fix_by_hand="The message names the engine's flags: more memory for the KV cache (vLLM --gpu-memory-utilization), an "
     "fp8 KV cache (--kv-cache-dtype fp8), a shorter maximum context (--max-model-len), or more replicas.",
     example="KV-cache capacity is vLLM's limit now: 3 request(s) wait while 2 of 256 (vLLM's default --max-num-seqs) "
-    "sequences run and the KV cache is 82.1 % full.",
+    "sequences run and the KV cache is 82.1% full.",
 )
 
 SRV002 = Code(

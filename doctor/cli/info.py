@@ -51,7 +51,8 @@ def list_checks(fmt: str) -> None:
     from ..i18n.width import ljust
 
     for row in rows:
-        extra = ", ".join(row["needs"] + ([_("runs alone")] if row["exclusive"] else []))
+        shown_needs = [_("Linux only") if need == "linux" else need for need in row["needs"]]
+        extra = _(", ").join(shown_needs + ([_("runs alone")] if row["exclusive"] else []))
         origin = "" if row["origin"] == "builtin" else f" [{row['origin']}]"
         described = _("{check}: {description}", check=row["check"], description=_(row["description"]))
         click.echo(described + (_(" ({needs})", needs=extra) if extra else "") + origin)
@@ -119,7 +120,9 @@ def explanation_lines(spec: Any, check: str, fix: Any) -> list[str]:
     if spec.example:
         lines += section(_("Example"), text("example"))
     lines += section(_("How to fix it by hand"), text("fix_by_hand"))
-    automatic = f"{text('fix_safety')} [{fix.label}]" if fix else _("None: decode-doctor does not change this for you.")
+    automatic = (
+        _("{text} [{label}]", text=text("fix_safety"), label=fix.label) if fix else _("None: decode-doctor does not change this for you.")
+    )
     lines += section(_("Automatic fix"), automatic)
     return lines
 

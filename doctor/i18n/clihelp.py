@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import re
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -159,6 +160,7 @@ class Formatter(click.HelpFormatter):
                 self.write(" " * (first - width.width(term)))
             else:
                 self.write("\n" + " " * column)
+            text = re.sub(r"(?<=\S); (?=[^\[]*\]\s*$)", "，", text)  # click's "[default: 1; x>=1]"
             lines = width.wrap(_joined_lines(text), max(self.width - column, 20))
             self.write(lines[0] + "\n")
             for line in lines[1:]:

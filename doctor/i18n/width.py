@@ -64,13 +64,31 @@ def _pieces(text: str) -> list[str]:
     return pieces
 
 
+UNBROKEN = ("KV ", "Cache")  # a term the glossary keeps whole
+
+
+def _kept_whole(pieces: list[str]) -> list[str]:
+    """A command in backticks is one piece (copied from the terminal it must not be cut at a line's
+    end), and so is "KV Cache"."""
+    kept: list[str] = []
+    inside = False
+    for piece in pieces:
+        if inside or (kept and kept[-1] == UNBROKEN[0] and piece.startswith(UNBROKEN[1])):
+            kept[-1] += piece
+        else:
+            kept.append(piece)
+        inside ^= piece.count("`") % 2 == 1
+    return kept
+
+
 def wrap(text: str, columns: int, indent: str = "") -> list[str]:
-    """text in lines of at most columns display columns (a longer word alone on its line), each
-    starting with indent; CJK text breaks between characters, Latin between words."""
+    """text in lines of at most columns display columns (a longer word or a command in backticks
+    alone on its line), each starting with indent; CJK text breaks between characters, Latin between
+    words."""
     lines: list[str] = []
     line = indent
     used = width(indent)
-    for piece in _pieces(text):
+    for piece in _kept_whole(_pieces(text)):
         size = width(piece.rstrip(" "))
         if used + size > columns and line.strip():
             lines.append(line.rstrip(" "))

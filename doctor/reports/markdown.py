@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ..i18n import _, explanation
-from .text import all_clear, severity_word, state_word, summary_line
+from .text import all_clear, severity_word, shown_check, state_word, summary_line
 from .view import ReportView
 
 FOLDED_LIMIT = 500
@@ -78,7 +78,7 @@ def markdown(view: ReportView) -> str:
             "",
         ]
         out += [
-            "- " + _("{check}: {what} — {why}", check=check, what=_cell(item.what), why=_cell(item.why))
+            "- " + _("{check}: {what} — {why}", check=shown_check(check), what=_cell(item.what), why=_cell(item.why))
             for check, item in view.unjudged()[:FOLDED_LIMIT]
         ]
         if len(view.unjudged()) > FOLDED_LIMIT:
@@ -86,7 +86,7 @@ def markdown(view: ReportView) -> str:
         out.append("")
     if view.fact_lines:
         out += ["## " + _("Facts"), ""]
-        out += ["- " + _("{check}: {fact}", check=line.check, fact=_cell(line.text)) for line in view.fact_lines]
+        out += ["- " + _("{check}: {fact}", check=shown_check(line.check), fact=_cell(line.text)) for line in view.fact_lines]
         out.append("")
     if view.environment:
         out += ["## " + _("Environment"), "", "| " + " | ".join((_("Item"), _("Value"), _("Judged"))) + " |", "|---|---|---|"]

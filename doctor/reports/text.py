@@ -7,7 +7,7 @@ import shlex
 from typing import TextIO
 
 from ..engine.findings import Applicability, Finding, Severity, State
-from ..i18n import N_, _, localized, ngettext
+from ..i18n import N_, _, chinese, localized, ngettext
 from ..i18n.width import ljust
 from .view import ReportView
 
@@ -30,6 +30,15 @@ STATE_WORDS = {
     "stale": N_("stale"),
 }
 SEVERITY_WORDS = {"error": N_("error"), "warning": N_("warning"), "info": N_("info")}
+
+
+def shown_check(name: str) -> str:
+    """A check's name as a person reads it: "serving (server.log)" takes full-width parentheses in
+    Chinese (the name itself, in JSON and metrics, stays as it is)."""
+    if chinese() and name.endswith(")") and " (" in name:
+        base, _space, source = name[:-1].partition(" (")
+        return f"{base}（{source}）"
+    return name
 
 
 def severity_word(severity: Severity) -> str:
@@ -65,7 +74,7 @@ def summary_line(view: ReportView) -> str:
 def not_judged_text(view: ReportView, shown: int = 3) -> str:
     """What was not judged, the first few named: "images: /d/a.jpg (permission denied); and 4 more"."""
     items = view.unjudged()
-    named = _("; ").join(_("{check}: {what}", check=check, what=item.text()) for check, item in items[:shown])
+    named = _("; ").join(_("{check}: {what}", check=shown_check(check), what=item.text()) for check, item in items[:shown])
     return named + (_("; and {count:,} more", count=len(items) - shown) if len(items) > shown else "")
 
 
@@ -122,19 +131,28 @@ def result_notes(view: ReportView, verbose: bool) -> list[str]:
     lines = []
     for result in view.results:
         if result.state in NOTE_STATES and (verbose or result.state is not State.SKIPPED):
-            lines.append(_("{check}: {state} — {reason}", check=result.check, state=state_word(result.state.value), reason=result.reason))
+            lines.append(
+                _(
+                    "{check}: {state} — {reason}",
+                    check=shown_check(result.check),
+                    state=state_word(result.state.value),
+                    reason=result.reason,
+                )
+            )
             if result.error:
                 lines.extend("    " + line for line in result.error.rstrip().splitlines())
         shown = result.not_judged if verbose else result.not_judged[:SHOWN_NOT_JUDGED]
-        lines.extend(_("{check}: not judged — {what}", check=result.check, what=item.text()) for item in shown)
+        lines.extend(_("{check}: not judged — {what}", check=shown_check(result.check), what=item.text()) for item in shown)
         if len(result.not_judged) > len(shown):
             more = len(result.not_judged) - len(shown)
-            lines.append(_("{check}: not judged — and {count:,} more (--verbose lists them)", check=result.check, count=more))
+            lines.append(_("{check}: not judged — and {count:,} more (--verbose lists them)", check=shown_check(result.check), count=more))
     return lines
 
 
 def fact_lines(view: ReportView, verbose: bool) -> list[str]:
-    return [_("{check}: {fact}", check=line.check, fact=line.text) for line in view.fact_lines if verbose or line.shown_by_default]
+    return [
+        _("{check}: {fact}", check=shown_check(line.check), fact=line.text) for line in view.fact_lines if verbose or line.shown_by_default
+    ]
 
 
 def footer(view: ReportView) -> list[str]:
@@ -164,7 +182,7 @@ def fix_label(finding: Finding) -> str:
 def _finding_line(f: Finding) -> str:
     label = fix_label(f)
     message = _("{message} [{label}]", message=f.message, label=label) if label else f.message
-    return f"{f.code:<9} {ljust(severity_word(f.severity), 8)} {f.check:<14} {message}"
+    return f"{f.code:<9} {ljust(severity_word(f.severity), 8)} {ljust(shown_check(f.check), 14)} {message}"
 
 
 def _ignored_lines(view: ReportView) -> list[str]:
