@@ -163,7 +163,10 @@ def _analyze_zh(name: str) -> str:
 
 def test_the_word_order_examples_of_the_issue_read_correctly():
     at_limit = _analyze_zh("vllm-v1-at-max-num-seqs.derived.log")
-    assert "同时运行的序列为 32 个（上限 32，来源：日志中的 --max-num-seqs）" in at_limit and "个中的" not in at_limit
+    assert (
+        "同时运行的序列为 32 个（上限 32，来源：日志中的 --max-num-seqs），KV Cache 已用 30.0%：是序列数上限" in at_limit
+        and "个中的" not in at_limit
+    )
     default_limit = _analyze_zh("vllm-v0-issue3094.log")
     assert "而运行中的序列只有 2 个（上限 256，来源：vLLM 默认的 --max-num-seqs）" in default_limit
     assert "在 vllm-v0-issue3094.log 第 1 行，限制 vLLM 的是 KV Cache 容量" in default_limit and "KV Cache 已用 82.1%" in default_limit
@@ -187,6 +190,6 @@ def test_values_the_code_joins_take_chinese_punctuation_and_words(tmp_path):
     assert "（仅配置，mxfp4）" in out and "18 个全注意力层，18 个滑动窗口层" in out
     assert "（各层均按完整上下文计，fp16：全注意力层 36 KiB，滑动窗口层 36 KiB）" in out
     assert "full 36 KiB" not in out and "sliding" not in out
-    assert "4800 GB/s（规格表）" in out and "权重的 5%" in out and " 5 %" not in out
+    assert "H200-SXM（规格表）：150.8 GB，4800 GB/s\n" in out and "权重的 5%" in out and " 5 %" not in out
     listed = run_dd("--lang", "zh-CN", "list").stdout
     assert "【可修复：仅显示命令】" in listed and "display-only" not in listed and "unsafe" not in listed

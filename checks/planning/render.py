@@ -8,6 +8,7 @@ from typing import Any
 from decode_doctor.engine.units import human_binary, human_bytes
 from decode_doctor.i18n import N_, _, localized, width
 from decode_doctor.models.architecture import CacheKind
+from decode_doctor.models.hardware import BandwidthSource
 from decode_doctor.models.info import ModelInfo, sequences
 from decode_doctor.models.plan import (
     HEADROOM_RULE_TEMPLATE,
@@ -61,9 +62,11 @@ def plan_rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tupl
     if size.params_active and size.params_total and size.params_active < size.params_total:
         params += _(", {active:.2f}B active per token", active=size.params_active / 1e9)
     bandwidth = (
-        _("{gbps:g} GB/s ({source})", gbps=device.bandwidth_gbps, source=device.bandwidth_source.label)
-        if device.bandwidth_gbps
-        else _("bandwidth unknown")
+        _("bandwidth unknown")
+        if not device.bandwidth_gbps
+        else f"{device.bandwidth_gbps:g} GB/s"  # the device's label already says "(datasheet)"
+        if device.bandwidth_source is BandwidthSource.DATASHEET
+        else _("{gbps:g} GB/s ({source})", gbps=device.bandwidth_gbps, source=device.bandwidth_source.label)
     )
     count = f"{plan.gpus} × " if plan.gpus > 1 else ""
     if plan.layout.pipeline > 1:

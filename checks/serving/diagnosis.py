@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from decode_doctor.engine import Code
-from decode_doctor.i18n import N_, _, pgettext
+from decode_doctor.i18n import N_, _, pgettext, sentences
 
 from .codes import SRV001, SRV002, SRV003, SRV004, SRV007
 from .engines import Histogram, Snapshot, family
@@ -198,43 +198,9 @@ def diagnose(
             parts.append(_("{waiting:,.0f} request(s) waiting {when}", waiting=waiting, when=moment))
         if queue_mean is not None and queue_mean >= QUEUE_TIME_S:
             parts.append(_("a mean queue time of {ms:,.0f} ms", ms=queue_mean * 1000))
-        running_n = running or 0
-        if at_limit and not limit:
-            why = _(" while {running:,.0f} ran: every slot was busy", running=running_n) if running else _(": every slot was busy")
-            flags = AT_LIMIT_FLAGS
-        elif at_limit and kv is not None and kv >= KV_HIGH:
-            why = _(
-                " while {running:,.0f} of {limit:,.0f} ({source}) sequences ran and the KV cache is {kv} full: both the sequence "
-                "limit and the cache bind, so a higher limit alone would not help",
-                running=running_n, limit=limit, source=source, kv=_percent(kv),
-            )  # fmt: skip
-            more = _("more replicas, or more KV room first ({flags})", flags=_(KV_FLAGS.get(engine, "")))
-            flags = {engine: more} if engine in KV_FLAGS else {}
-        elif at_limit:
-            room = _(" (the KV cache is {kv} full)", kv=_percent(kv)) if kv is not None else ""
-            why = _(
-                " while {running:,.0f} of {limit:,.0f} ({source}) sequences ran{room}: the sequence limit holds them back",
-                running=running_n,
-                limit=limit,
-                source=source,
-                room=room,
-            )
-            flags = AT_LIMIT_FLAGS
-        elif running is not None and limit:
-            room = _(", the KV cache {kv} full", kv=_percent(kv)) if kv is not None else ""
-            why = _(
-                " while only {running:,.0f} of {limit:,.0f} ({source}) sequences ran{room}: neither the sequence limit nor the "
-                "cache binds",
-                running=running_n, limit=limit, source=source, room=room,
-            )  # fmt: skip
-            flags = BELOW_LIMIT_FLAGS
-        else:  # the limit is not in the metrics: which one binds cannot be told
-            why = _(" while {running:,.0f} ran (its sequence limit is not in the metrics)", running=running_n) if running else ""
-            flags = {}
-            if running and engine in AT_LIMIT_FLAGS:
-                flags = {engine: _("if {running:,.0f} is its limit, {flags}", running=running_n, flags=_(AT_LIMIT_FLAGS[engine]))}
-        message = _(
-            "{engine} queues requests: {parts}{why}; their TTFT includes the wait.", engine=engine, parts=_(" and ").join(parts), why=why
+        why, flags = _queue_cause(engine, at_limit, running, limit, source, kv)
+        message = sentences(
+            _("{engine} queues requests: {parts}; their TTFT includes the wait.", engine=engine, parts=_(" and ").join(parts)), why
         )
         evidence = {"waiting": waiting, "queue_time_mean_s": queue_mean, "running": running, "max_running": limit, "engine": engine}
         evidence["at_limit"] = at_limit
@@ -255,6 +221,62 @@ def diagnose(
         evidence = {"slots": slots.total, "slot_n_ctx": slots.n_ctx, "planned_tokens": planned_tokens}
         verdicts.append(Verdict(SRV007, with_flag(SRV007, engine, message), evidence))
     return verdicts
+
+
+def _queue_cause(
+    engine: str, at_limit: bool, running: float | None, limit: float | None, source: str, kv: float | None
+) -> tuple[str, dict[str, str]]:
+    """Why requests queue, as a whole sentence (each case written out, never glued from clauses), and
+    the engine flags that help."""
+    n = running or 0
+    full = _percent(kv) if kv is not None else None
+    if at_limit and not limit:
+        why = _("{running:,.0f} ran and every slot was busy.", running=n) if running else _("Every slot was busy.")
+        return why, AT_LIMIT_FLAGS
+    if at_limit and kv is not None and kv >= KV_HIGH:
+        why = _(
+            "{running:,.0f} of {limit:,.0f} ({source}) sequences ran and the KV cache is {kv} full: both the sequence limit and the "
+            "cache bind, so a higher limit alone would not help.",
+            running=n, limit=limit, source=source, kv=full,
+        )  # fmt: skip
+        more = _("more replicas, or more KV room first ({flags})", flags=_(KV_FLAGS.get(engine, "")))
+        return why, ({engine: more} if engine in KV_FLAGS else {})
+    if at_limit:
+        values = {"running": n, "limit": limit, "source": source, "kv": full}
+        why = (
+            _(
+                "{running:,.0f} of {limit:,.0f} ({source}) sequences ran and the KV cache is {kv} full: the sequence limit holds "
+                "them back.",
+                **values,
+            )
+            if full
+            else _("{running:,.0f} of {limit:,.0f} ({source}) sequences ran: the sequence limit holds them back.", **values)
+        )
+        return why, AT_LIMIT_FLAGS
+    if running is not None and limit:
+        values = {"running": n, "limit": limit, "source": source, "kv": full}
+        why = (
+            _(
+                "Only {running:,.0f} of {limit:,.0f} ({source}) sequences ran and the KV cache is {kv} full: neither the sequence "
+                "limit nor the cache binds.",
+                **values,
+            )
+            if full
+            else _(
+                "Only {running:,.0f} of {limit:,.0f} ({source}) sequences ran: neither the sequence limit nor the cache binds.", **values
+            )
+        )
+        return why, BELOW_LIMIT_FLAGS
+    # the limit is not in the metrics: which one binds cannot be told
+    if not running:
+        return "", {}
+    why = _("{running:,.0f} ran; the sequence limit is not in the metrics.", running=n)
+    flags = (
+        {engine: _("if {running:,.0f} is its limit, {flags}", running=n, flags=_(AT_LIMIT_FLAGS[engine]))}
+        if engine in AT_LIMIT_FLAGS
+        else {}
+    )
+    return why, flags
 
 
 def _interference(engine: str, itl: Histogram | None, now: Snapshot, before: Snapshot | None) -> Verdict | None:
