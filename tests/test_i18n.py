@@ -227,7 +227,7 @@ def test_explain_enc001_prints_every_section_in_chinese():
     out = cli("explain", "ENC001", "--lang", "zh-CN").stdout
     for heading in ("含义", "为什么重要", "示例", "手动修复方法", "自动修复"):
         assert f"\n{heading}\n" in out
-    assert "模型文本文件不是 UTF-8（可转换）" in out and "【安全】" in out
+    assert "模型文本文件不是 UTF-8（可转换）" in out and "【可修复】" in out
     body = [line for line in out.splitlines()[1:] if line.startswith("  ")]
     assert body and all(re.search(r"[\u4e00-\u9fff]", line) or not re.search(r"[a-z]{4,} [a-z]{4,} [a-z]{4,}", line) for line in body)
 
@@ -402,7 +402,7 @@ def test_the_fix_preview_question_apply_and_undo_speak_chinese(tmp_path):
     assert "计划执行的修复（1 项）：" in preview and "SWAP001 将 vm.swappiness 设为 1（立即生效，开机后仍保持）" in preview
     assert "试运行：没有做任何修改。" in preview and "（当前为 60）" in preview
     applied = cli(*args, "--fix", "--yes", env=_host_env(tmp_path)).stdout
-    assert "修复记录 " in applied and "回滚命令：decode-doctor undo " in applied and "修复后复查：" in applied
+    assert "修复日志已保存（运行 ID " in applied and "回滚命令：decode-doctor undo " in applied and "修复后复查：" in applied
     assert "    SWAP001：已解决" in applied
     listed = cli("undo", "--list", "--state-dir", str(state), "--lang", "zh-CN").stdout
     assert "1 个操作" not in listed and "2 个操作" in listed and "已应用" in listed

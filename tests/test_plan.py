@@ -86,7 +86,7 @@ def test_llama_3_70b_on_two_h100_sxm_at_8192_by_16_by_hand():
     assert plan.step.allreduce_s == pytest.approx(allreduce)
     assert plan.step.binding == "bandwidth"
     assert plan.step.tps_per_sequence == pytest.approx(1 / (read / 3350e9 + allreduce))
-    assert "4 devices in tensor parallel (--gpus 4) fit" in plan.knobs
+    assert "4 GPUs in tensor parallel (--gpus 4) fit" in plan.knobs
 
 
 def test_qwen2_7b_on_a_jetson_agx_orin_64gb_by_hand():

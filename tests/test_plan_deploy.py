@@ -394,7 +394,7 @@ def test_fp8_weights_are_offered_where_the_gpu_computes_in_fp8():
     assert fp8, plan.knobs
     assert from_config(LLAMA_31_405B).params_total == 405_853_388_800
     assert pytest.approx(50.7, abs=0.1) == 405_853_388_800 / 8 / 1e9  # one byte per weight: 50.7 GB per device of 77 usable
-    assert "16 devices on 2 nodes of 8 (--gpus 16) fit" in plan.knobs
+    assert "16 GPUs on 2 nodes of 8 (--gpus 16) fit" in plan.knobs
     a100 = make_plan(sizing(config_only("Llama-3.1-405B", LLAMA_31_405B)), lookup("A100-SXM-80GB"), 8192, 1, "fp16", 8)
     assert not any(knob.startswith("FP8 weights") for knob in a100.knobs)  # an A100 has no FP8
 

@@ -193,3 +193,13 @@ def test_values_the_code_joins_take_chinese_punctuation_and_words(tmp_path):
     assert "H200-SXM（规格表）：150.8 GB，4800 GB/s\n" in out and "权重的 5%" in out and " 5 %" not in out
     listed = run_dd("--lang", "zh-CN", "list").stdout
     assert "【可修复：仅显示命令】" in listed and "display-only" not in listed and "unsafe" not in listed
+
+
+def test_a_link_out_of_the_model_tree_is_said_in_chinese(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "llama"}')
+    (tmp_path / "shared.json").write_text("{}")
+    (model / "tokenizer_config.json").symlink_to(tmp_path / "shared.json")
+    out = run_dd("--lang", "zh-CN", "check", "--select", "encodings", "--model", str(model), "--verbose").stdout
+    assert "指向扫描树之外" in out and "outside the tree" not in out, out

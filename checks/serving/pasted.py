@@ -107,6 +107,11 @@ def _preemption(check: Check, log: ServerLog, source: str) -> Finding | None:
     return check.finding(SRV002, message, evidence=evidence(source, at, preemptions=log.preemptions, engine=log.engine))
 
 
+def _sized(held: int | None, known: str, unknown: str, **values: Any) -> str:
+    """The sentence written for a known slot size or the one for an unknown size (both whole, marked N_)."""
+    return _(known, slot_tokens=held, **values) if held else _(unknown, **values)
+
+
 def _slot_findings(check: Check, log: ServerLog, source: str) -> list[Finding]:
     """llama-server: prompts cut or refused because a slot holds less, and contexts shifted mid-answer.
     Each sentence is written whole for a known and an unknown slot size (never glued from a fragment)."""
@@ -117,63 +122,54 @@ def _slot_findings(check: Check, log: ServerLog, source: str) -> list[Finding]:
         at = (log.oversized[0][2] if log.oversized else None) or log.truncated[0]
         biggest = max((prompt for prompt, _unused, _line in log.oversized), default=None)
         count = max(len(log.truncated), len(log.oversized))
-        values = {"count": count, "source": _where(source, at), "slot_tokens": held}
-        cut = (
-            _(
+        cut = _sized(
+            held,
+            N_(
                 "llama.cpp was sent {count:,} prompt(s) longer than its slot of {slot_tokens:,} tokens, first at {source}: it cut "
-                "them to fit, so the model never saw their start.",
-                **values,
-            )
-            if held
-            else _(
+                "them to fit, so the model never saw their start."
+            ),
+            N_(
                 "llama.cpp was sent {count:,} prompt(s) longer than its slot's context, first at {source}: it cut them to fit, so "
-                "the model never saw their start.",
-                **values,
-            )
+                "the model never saw their start."
+            ),
+            count=count,
+            source=_where(source, at),
         )
         largest = _("The largest was {biggest:,} tokens.", biggest=biggest) if biggest else ""
         message = sentences(cut, largest, _("llama.cpp: {flag}.", flag=flag))
         found.append(check.finding(SRV007, message, evidence=evidence(source, at, prompts=count, slot_tokens=held)))
     if log.refused:
         at = log.refused[0]
-        values = {"count": len(log.refused), "source": _where(source, at), "slot_tokens": held}
-        refused = (
-            _(
+        refused = _sized(
+            held,
+            N_(
                 "llama.cpp refused {count:,} request(s) larger than its slot of {slot_tokens:,} tokens, first at {source}: the "
-                "client got an error.",
-                **values,
-            )
-            if held
-            else _(
-                "llama.cpp refused {count:,} request(s) larger than its slot's context, first at {source}: the client got an error.",
-                **values,
-            )
+                "client got an error."
+            ),
+            N_("llama.cpp refused {count:,} request(s) larger than its slot's context, first at {source}: the client got an error."),
+            count=len(log.refused),
+            source=_where(source, at),
         )
         message = sentences(refused, _("llama.cpp: {flag}.", flag=flag))
         found.append(check.finding(SRV007, message, evidence=evidence(source, at, refused=len(log.refused), slot_tokens=held)))
     if log.shifted:
         at = log.shifted[0]
-        values = {"count": len(log.shifted), "source": _where(source, at), "slot_tokens": held}
-        shifted = (
-            _(
+        shifted = _sized(
+            held,
+            N_(
                 "llama.cpp shifted a slot's context {count:,} time(s), first at {source}: an answer outgrew its slot of "
-                "{slot_tokens:,} tokens and its oldest tokens were discarded mid-answer.",
-                **values,
-            )
-            if held
-            else _(
+                "{slot_tokens:,} tokens and its oldest tokens were discarded mid-answer."
+            ),
+            N_(
                 "llama.cpp shifted a slot's context {count:,} time(s), first at {source}: an answer outgrew its slot's context "
-                "and its oldest tokens were discarded mid-answer.",
-                **values,
-            )
+                "and its oldest tokens were discarded mid-answer."
+            ),
+            count=len(log.shifted),
+            source=_where(source, at),
         )
         message = sentences(shifted, _("llama.cpp: {flag}, or a lower max_tokens.", flag=flag))
         found.append(check.finding(SRV007, message, evidence=evidence(source, at, shifts=len(log.shifted), slot_tokens=held)))
     return found
-
-
-def _slot(log: ServerLog) -> int | None:
-    return log.slot_tokens[0] if log.slot_tokens else None
 
 
 def _log_coverage(log: ServerLog) -> list[NotJudged]:

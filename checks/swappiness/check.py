@@ -85,8 +85,12 @@ class Swappiness(Check):
         raw = ctx.read_text(SWAPPINESS)
         if raw is None:
             if len(ctx.unjudged) == said:  # not already named (a FIFO where the tunable should be)
-                where = "" if ctx.live_host else _(" under {root}", root=ctx.root)
-                ctx.not_judged("vm.swappiness", _("{path} is not there{where}", path=SWAPPINESS, where=where))
+                missing = (
+                    _("{path} is not there", path=SWAPPINESS)
+                    if ctx.live_host
+                    else _("{path} is not there under {root}", path=SWAPPINESS, root=ctx.root)
+                )
+                ctx.not_judged("vm.swappiness", missing)
             return []
         try:
             value = int(raw.strip())

@@ -59,8 +59,7 @@ def list_checks(fmt: str) -> None:
         for code in row["codes"]:
             label = ""
             if code["fix"]:
-                fixable = _("fixable") if code["fix"] == "safe" else _("fixable: {how}", how=Applicability(code["fix"]).label)
-                label = "  " + _("[{label}]", label=fixable)
+                label = "  " + _("[{label}]", label=Applicability(code["fix"]).fixable)
             severity = ljust(_(SEVERITY_WORDS.get(code["severity"], code["severity"])), 8)
             click.echo(f"    {code['code']:<9} {severity} {explanation(code['code'], 'title', code['title'])}{label}")
     for error in registry.errors:
@@ -121,7 +120,7 @@ def explanation_lines(spec: Any, check: str, fix: Any) -> list[str]:
         lines += section(_("Example"), text("example"))
     lines += section(_("How to fix it by hand"), text("fix_by_hand"))
     automatic = (
-        _("{text} [{label}]", text=text("fix_safety"), label=fix.label) if fix else _("None: decode-doctor does not change this for you.")
+        _("{text} [{label}]", text=text("fix_safety"), label=fix.fixable) if fix else _("None: decode-doctor does not change this for you.")
     )
     lines += section(_("Automatic fix"), automatic)
     return lines

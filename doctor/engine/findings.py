@@ -76,6 +76,12 @@ class Applicability(Labelled):
     UNSAFE = "unsafe", N_("unsafe")  # applied by --fix --unsafe-fixes only
     DISPLAY_ONLY = "display-only", N_("display-only")  # the tool prints the commands; a person runs them
 
+    @property
+    def fixable(self) -> str:
+        """One label for a fix wherever it is shown (a finding, list, explain): "fixable", or "fixable:
+        unsafe" / "fixable: display-only", in the language of the command."""
+        return _("fixable") if self is Applicability.SAFE else _("fixable: {how}", how=self.label)
+
 
 class FixParams:
     """Base of the typed values a check hands its fixer: a frozen dataclass of plain data per kind of

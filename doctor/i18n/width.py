@@ -40,6 +40,9 @@ def _pieces(text: str) -> list[str]:
         if char in NO_LINE_START and current:  # "false，": the mark stays with the Latin word before it
             current += char
             continue
+        if char == "." and pieces and pieces[-1] and char_width(pieces[-1][-1]) == 2:  # "；.json": a file name's start
+            current += char
+            continue
         if char in NO_LINE_START and pieces and not pieces[-1].endswith(" "):  # " .gguf": a word's own start
             pieces[-1] += char
             continue

@@ -476,12 +476,15 @@ def _device_knobs(plan: DeploymentPlan, fits: Fits) -> list[str]:
     nodes = [Layout(per_node, n) for n in (2, 4) if per_node in valid_tensor_sizes(size, per_node)]
     for layout in tensor + nodes:
         if layout.gpus > plan.gpus and fits(layout=layout):
-            where = (
-                said("on {pipeline} nodes of {per_node}", pipeline=layout.pipeline, per_node=per_node)
-                if layout.pipeline > 1
-                else said("in tensor parallel")
-            )
-            return [said("{gpus} devices {where} (--gpus {gpus}) fit", gpus=layout.gpus, where=where)]
+            if layout.pipeline > 1:
+                spread = said(
+                    "{gpus} GPUs on {pipeline} nodes of {per_node} (--gpus {gpus}) fit",
+                    gpus=layout.gpus,
+                    pipeline=layout.pipeline,
+                    per_node=per_node,
+                )
+                return [spread]
+            return [said("{gpus} GPUs in tensor parallel (--gpus {gpus}) fit", gpus=layout.gpus)]
     return []
 
 

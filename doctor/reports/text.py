@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from typing import TextIO
 
-from ..engine.findings import Applicability, Finding, Severity, State
+from ..engine.findings import Finding, Severity, State
 from ..i18n import N_, _, chinese, localized, ngettext
 from ..i18n.width import ljust
 from .view import ReportView
@@ -173,10 +173,7 @@ def footer(view: ReportView) -> list[str]:
 def fix_label(finding: Finding) -> str:
     if finding.fix is None:
         return ""
-    applicability = finding.fix.applicability
-    if applicability is Applicability.SAFE:
-        return _("fixable")
-    return _("fixable ({applicability})", applicability=applicability.label if applicability else "?")
+    return finding.fix.applicability.fixable if finding.fix.applicability else _("fixable: {how}", how="?")
 
 
 def _finding_line(f: Finding) -> str:
