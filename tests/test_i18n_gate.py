@@ -63,14 +63,22 @@ def _prose(node: ast.AST) -> str:
     return ""
 
 
+def _system_words(node: ast.AST) -> bool:
+    """exc.strerror: the system's English, where os_reason(exc) gives the catalog's words."""
+    return isinstance(node, ast.Attribute) and node.attr == "strerror"
+
+
 def _drops_said(node: ast.AST) -> bool:
     """str(exc) or an f-string with {exc} as the text itself: an exception's words as English whatever
     it carried (as a value inside said() or _() it is evidence, the parser's own words, and stays)."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str":
         return bool(node.args) and isinstance(node.args[0], ast.Name) and node.args[0].id in EXCEPTION_NAMES
+    if _system_words(node):
+        return True
     if isinstance(node, ast.JoinedStr):
         return any(
-            isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name) and part.value.id in EXCEPTION_NAMES
+            isinstance(part, ast.FormattedValue)
+            and ((isinstance(part.value, ast.Name) and part.value.id in EXCEPTION_NAMES) or _system_words(part.value))
             for part in node.values
         )
     if isinstance(node, ast.BinOp):
@@ -146,7 +154,9 @@ def test_the_gate_sees_what_it_is_for(tmp_path):
         "    raise KeyError('x has no y')  # untranslated: a programmer's error\n"
         "def k(ctx):\n"
         "    ctx.not_judged('vm.swappiness', _('{path} is gone', path=1))\n"
+        "def m(ctx, exc):\n"
+        "    ctx.not_judged('x', f'{exc.filename}: {exc.strerror}')\n"
     )
     found, excused = unmarked(sample)
-    assert [site.line for site in found] == [3, 5, 7]
+    assert [site.line for site in found] == [3, 5, 7, 15]
     assert [(site.line, site.text) for site in excused] == [(11, "a programmer's error")]

@@ -10,7 +10,7 @@ from decode_doctor.checks.bandwidth.contract import BandwidthFacts, BandwidthOpt
 from decode_doctor.checks.gpu.contract import GpuFacts
 from decode_doctor.engine import Check, Context, Finding, Needs, OptionRef, Reads
 from decode_doctor.engine.units import human_bytes
-from decode_doctor.i18n import N_, _, localized, reason, said
+from decode_doctor.i18n import N_, _, localized, os_reason, reason, said
 from decode_doctor.models.dtypes import KV_DTYPE_BYTES
 from decode_doctor.models.hardware import BandwidthSource
 from decode_doctor.models.info import ModelInfo
@@ -118,8 +118,9 @@ class DecodeBudget(Check):
                     ctx.not_judged(what, reason(exc), cause=DEC010.code)
                 continue
             except OSError as exc:
-                findings.append(self.finding(DEC010, f"{path}: {exc.strerror}", evidence={"file": str(path)}, path=str(path)))
-                ctx.not_judged(what, f"{path}: {exc.strerror}", cause=DEC010.code)
+                unreadable = said("{path}: {error}", path=path, error=os_reason(exc))
+                findings.append(self.finding(DEC010, unreadable.text(), evidence={"file": str(path)}, path=str(path)))
+                ctx.not_judged(what, unreadable, cause=DEC010.code)
                 continue
             missing = model.missing_hyperparameters() or ["layers, kv_heads, head_dim"]
             if not sizing(model).cache:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from decode_doctor.engine import Check, Context, Facts, Finding, FixRef, Needs, Options, Severity, option
 from decode_doctor.engine.files import open_regular
 from decode_doctor.engine.hfcache import link_boundary
-from decode_doctor.i18n import N_, _, localized, said
+from decode_doctor.i18n import N_, _, localized, os_reason, said
 
 from .codes import (
     CODES,
@@ -459,7 +459,7 @@ class Encodings(Check):
         found = self._judge(item, given, stated, counted)
         for finding in found:
             if finding.code == ENC008.code:
-                ctx.not_judged(str(item.path), _("cannot read it: {why}", why=finding.evidence["why"]), cause=ENC008.code)
+                ctx.not_judged(str(item.path), _("cannot read it: {why}", why=localized(str(finding.evidence["why"]))), cause=ENC008.code)
         return found
 
     def _judge(self, item: TextFile, given: Path, stated: str | None, counted: list[int]) -> list[Finding]:
@@ -472,8 +472,8 @@ class Encodings(Check):
             return [
                 self.finding(
                     ENC008,
-                    _("{path}: cannot read it: {why}", path=path, why=exc.strerror or exc),
-                    evidence={"errno": exc.errno, "why": str(exc.strerror or exc)},
+                    _("{path}: cannot read it: {why}", path=path, why=localized(os_reason(exc))),
+                    evidence={"errno": exc.errno, "why": str(os_reason(exc))},
                     path=path,
                 )
             ]

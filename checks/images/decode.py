@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from decode_doctor.i18n import N_, Said, said
+from decode_doctor.i18n import N_, Said, os_reason, said
 
 from . import loaders
 from .codes import IMG001, IMG002, IMG003, IMG004, IMG005, IMG007, IMG008, IMG012, IMG013, IMG014
@@ -153,7 +153,7 @@ def inspect_file(path: str, settings: Settings) -> dict[str, Any]:
         with open(p, "rb") as handle:
             data = handle.read(MAX_READ + 1)
     except OSError as exc:
-        return {"path": path, "problems": [Problem(IMG012.code, "unreadable", Said(exc.strerror or str(exc))).__dict__]}
+        return {"path": path, "problems": [Problem(IMG012.code, "unreadable", os_reason(exc)).__dict__]}
     scan = Scan(path, data, SUFFIX_FORMATS.get(p.suffix.lower()))
     if not data:
         scan.format = scan.claimed

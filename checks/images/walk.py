@@ -7,6 +7,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from decode_doctor.i18n import os_reason
+
 IMAGE_SUFFIXES = {
     ".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".gif", ".webp", ".bmp", ".dib", ".tif", ".tiff", ".heic", ".heif", ".avif", ".tga", ".ico"
 }  # fmt: skip
@@ -23,7 +25,7 @@ def iter_images(root: Path, links: list[str], appledouble: list[str], unlisted: 
             entries = os.scandir(directory)
         except OSError as exc:
             if unlisted is not None:
-                unlisted.append((str(directory), exc.strerror or str(exc)))
+                unlisted.append((str(directory), os_reason(exc)))
             continue
         with entries:
             for entry in entries:

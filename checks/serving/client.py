@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from decode_doctor.i18n import N_, said
+from decode_doctor.i18n import N_, os_reason, said
 from decode_doctor.i18n import reason as reason_of
 from decode_doctor.i18n.labels import Labelled
 
@@ -124,7 +124,7 @@ async def _connect(endpoint: Endpoint, timeout: float) -> tuple[asyncio.StreamRe
     try:
         return await asyncio.wait_for(asyncio.open_connection(endpoint.host, endpoint.port, ssl=context, limit=MAX_LINE_BYTES), timeout)
     except (OSError, asyncio.TimeoutError) as exc:
-        reason = said("timed out") if isinstance(exc, asyncio.TimeoutError) else (exc.strerror or str(exc))
+        reason = said("timed out") if isinstance(exc, asyncio.TimeoutError) else os_reason(exc)
         raise ClientError(said("cannot connect to {origin}: {reason}", origin=endpoint.origin, reason=reason), "connect") from None
 
 

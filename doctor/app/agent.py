@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 
-from ..i18n import _, localized, reason, said
+from ..i18n import _, localized, os_reason, reason, said
 from ..reports.prometheus import Schedule
 from ..reports.text import state_word
 from . import service
@@ -76,9 +76,9 @@ def directory_lock(directory: Path) -> Iterator[None]:
         try:
             fd = os.open(directory / LOCK, os.O_RDONLY | flags)
         except OSError as exc:
-            raise AgentError(_("{path}: {error}", path=directory / LOCK, error=exc.strerror or exc)) from None
+            raise AgentError(_("{path}: {error}", path=directory / LOCK, error=localized(os_reason(exc)))) from None
     except OSError as exc:
-        raise AgentError(_("{path}: {error}", path=directory / LOCK, error=exc.strerror or exc)) from None
+        raise AgentError(_("{path}: {error}", path=directory / LOCK, error=localized(os_reason(exc)))) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import click
 
-from ..i18n import _, localized, reason
+from ..i18n import _, localized, os_reason, reason
 from .deadline import DeadlineExceeded, WorkFailed
 
 
@@ -41,7 +41,7 @@ def guarded(debug: bool, action: Callable[[], int]) -> None:
             )
         else:  # a path the user gave or owns: unwritable, missing, read-only, full
             target = exc.filename if exc.filename2 is None else f"{exc.filename} → {exc.filename2}"
-            click.echo(_("decode-doctor: {value}: {target}", value=exc.strerror or exc, target=target), err=True)
+            click.echo(_("decode-doctor: {value}: {target}", value=localized(os_reason(exc)), target=target), err=True)
         sys.exit(2)
     except Exception as exc:
         if debug:

@@ -12,7 +12,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-from ..i18n import _
+from ..i18n import _, localized, os_reason
 from .findings import FAIL_ON_LEVELS, Finding
 
 KNOWN_KEYS = {"select", "ignore", "fail-on", "timeout"}
@@ -84,7 +84,7 @@ def _read_toml(path: Path) -> dict[str, object]:
         with open(path, "rb") as handle:
             return tomllib.load(handle)
     except OSError as exc:
-        raise ConfigError(_("cannot read {path}: {strerror}", path=path, strerror=exc.strerror)) from None
+        raise ConfigError(_("cannot read {path}: {strerror}", path=path, strerror=localized(os_reason(exc)))) from None
     except (ValueError, RecursionError) as exc:  # TOMLDecodeError, not UTF-8, a 5,000-digit number
         raise ConfigError(_("{path} is not valid TOML: {exc}", path=path, exc=exc)) from None
 

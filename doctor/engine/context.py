@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
-from ..i18n import said
+from ..i18n import _, said
 from .commands import DEFAULT_MAX_OUTPUT, CommandRunner
 from .facts import Board, Facts
 from .files import NotRegular, open_regular
@@ -87,7 +87,7 @@ class Context:
         except (FileNotFoundError, NotADirectoryError):
             return None
         except NotRegular as exc:
-            self.not_judged(path, f"{target} is {exc.strerror}")
+            self.not_judged(path, _("{file} is {strerror}", file=target, strerror=exc.strerror))
             return None
         self.files_read.append(path)
         if cut:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 from decode_doctor.i18n import Said, said
 
+from ..i18n import os_reason
 from .files import open_regular
 
 R = TypeVar("R", bound="DataclassInstance")
@@ -52,7 +53,7 @@ def read_json(path: Path, limit: int = READ_LIMIT) -> object | Said | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return said("{path}: {error}", path=path, error=exc.strerror or exc)
+        return said("{path}: {error}", path=path, error=os_reason(exc))
     if len(raw) > limit:
         return said("{path} is larger than {amount} MiB; not read", path=path, amount=limit >> 20)
     try:

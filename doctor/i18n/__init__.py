@@ -14,6 +14,7 @@ loads nothing, and `--help` in English imports no more than before.
 
 from __future__ import annotations
 
+import errno
 import functools
 import gettext as _gettext
 from collections.abc import Iterable, Mapping
@@ -220,3 +221,28 @@ def explanation(code: str, section: str, english: str) -> str:
         return english
     lookup = catalog(_current).pgettext  # a plain name: the extractor takes this call for a message
     return lookup(f"{code} {section}", english)
+
+
+# what the operating system says of a path, in the words of its own English (Linux's strerror) and in
+# the catalog: the errors a user meets for a path they gave
+OS_ERRORS = {
+    errno.ENOENT: N_("No such file or directory"),
+    errno.EACCES: N_("Permission denied"),
+    errno.EPERM: N_("Operation not permitted"),
+    errno.EISDIR: N_("Is a directory"),
+    errno.ENOTDIR: N_("Not a directory"),
+    errno.ENOSPC: N_("No space left on device"),
+    errno.EROFS: N_("Read-only file system"),
+    errno.ELOOP: N_("Too many levels of symbolic links"),
+    errno.EIO: N_("Input/output error"),
+    errno.EEXIST: N_("File exists"),
+    errno.ECONNREFUSED: N_("Connection refused"),
+}
+
+
+def os_reason(exc: OSError) -> Said:
+    """What an OSError says: the catalog's words where its errno is a common one (the English is the
+    system's own strerror), else its text as the system wrote it."""
+    if exc.errno in OS_ERRORS and exc.strerror == OS_ERRORS[exc.errno]:
+        return said(OS_ERRORS[exc.errno])
+    return Said(exc.strerror or str(exc))

@@ -12,6 +12,7 @@ from typing import Any, BinaryIO
 from decode_doctor.engine.files import NotRegular, open_regular
 from decode_doctor.i18n import _
 
+from ..i18n import localized, os_reason
 from .info import ModelInfo
 
 JSON_LIMIT = 64 << 20  # config.json, tokenizer.json and friends: read whole only below this
@@ -51,7 +52,7 @@ def open_model_file(path: Path) -> BinaryIO:
     except FileNotFoundError:
         raise ModelFormatError(_("{file} is missing (a dangling link?)", file=path.name), path, "missing") from None
     except OSError as exc:  # permission denied, I/O error: a finding, never a crash of the check
-        raise ModelFormatError(_("{file}: cannot read it ({value})", file=path.name, value=exc.strerror or exc), path) from None
+        raise ModelFormatError(_("{file}: cannot read it ({value})", file=path.name, value=localized(os_reason(exc))), path) from None
 
 
 def read_regular(path: Path, limit: int) -> bytes:
