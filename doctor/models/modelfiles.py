@@ -72,20 +72,8 @@ def check_sizes(config: dict[str, Any], path: Path) -> None:
             value = scope.get(key)
             if value is None or (key == "sliding_window" and value is False):
                 continue
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ModelFormatError(
-                    _(
-                        "{file}: {prefix}{key} is {value}, not a whole number above 0",
-                        file=path.name,
-                        prefix=prefix,
-                        key=key,
-                        value=json.dumps(value)[:40],
-                    ),
-                    path,
-                )
             limit = SIZE_LIMITS.get(key, 1 << 32)  # pyright: ignore[reportCallIssue, reportArgumentType]
-            if value > limit:  # no model has that many: a typo or a hostile file, never sized
-                raise _beyond_any_model(path, prefix + key, value, limit)
+            _whole(path, prefix, key, value, minimum=1, limit=limit)
         heads = next((scope[k] for k in ("num_attention_heads", "n_head", "num_heads", "n_heads") if isinstance(scope.get(k), int)), None)
         kv = next((scope[k] for k in ("num_key_value_heads", "n_head_kv", "num_kv_heads") if isinstance(scope.get(k), int)), None)
         if heads and kv and (kv > heads or heads % kv):
@@ -101,20 +89,21 @@ def check_sizes(config: dict[str, Any], path: Path) -> None:
             value = scope.get(key)
             if value is None or (key == "mamba_dt_rank" and value == "auto"):
                 continue
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ModelFormatError(
-                    _(
-                        "{file}: {prefix}{key} is {value}, not a whole number",
-                        file=path.name,
-                        prefix=prefix,
-                        key=key,
-                        value=json.dumps(value)[:40],
-                    ),
-                    path,
-                )
-            limit = 1 << 20
-            if value > limit:  # no model has that many: a typo or a hostile file, never sized
-                raise _beyond_any_model(path, prefix + key, value, limit)
+            _whole(path, prefix, key, value, minimum=0, limit=1 << 20)
+
+
+def _whole(path: Path, prefix: str, key: str, value: object, *, minimum: int, limit: int) -> None:
+    """A size (at least 1) or a count (at least 0) that is a whole number no model exceeds, else the reason."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        shown = json.dumps(value)[:40]
+        message = (
+            _("{file}: {prefix}{key} is {value}, not a whole number above 0", file=path.name, prefix=prefix, key=key, value=shown)
+            if minimum
+            else _("{file}: {prefix}{key} is {value}, not a whole number", file=path.name, prefix=prefix, key=key, value=shown)
+        )
+        raise ModelFormatError(message, path)
+    if value > limit:  # no model has that many: a typo or a hostile file, never sized
+        raise _beyond_any_model(path, prefix + key, value, limit)
 
 
 def _beyond_any_model(path: Path, key: str, value: int, limit: int) -> ModelFormatError:
