@@ -8,7 +8,7 @@ with Babel (a build requirement): into the build for a wheel, beside the .po for
 import importlib.util
 from pathlib import Path
 
-from setuptools import find_packages, setup
+from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOTS = {"decode_doctor": "doctor", "decode_doctor.checks": "checks", "decode_doctor.fixers": "fixers"}
@@ -16,10 +16,24 @@ HERE = Path(__file__).resolve().parent
 
 
 def packages() -> list[str]:
+    """Every directory under the roots that holds a module is a package of the distribution. A directory
+    of modules without an __init__.py stops the build: setuptools' find_packages would skip it (and all
+    under it) in silence, and the wheel would lack it while the checkout, on sys.path, still imports it."""
     found = []
+    orphans = []
     for name, directory in ROOTS.items():
-        found.append(name)
-        found += [f"{name}.{sub}" for sub in find_packages(directory)]
+        top = HERE / directory
+        for folder in sorted(path.parent for path in top.rglob("*.py")):
+            if "__pycache__" in folder.parts:
+                continue
+            if not (folder / "__init__.py").is_file():
+                orphans.append(str(folder.relative_to(HERE)))
+                continue
+            dotted = ".".join((name, *folder.relative_to(top).parts))
+            if dotted not in found:
+                found.append(dotted)
+    if orphans:
+        raise SystemExit(f"modules outside a package (add an __init__.py): {', '.join(sorted(set(orphans)))}")
     return found
 
 

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -134,14 +137,90 @@ def python_for(user: str) -> str | None:
     return None
 
 
+# setpriv starts a uid-0 child without the two capabilities that read and search past any file's mode
+DROP_DAC = ("setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-dac_override,-dac_read_search", "--")
+
+
+@dataclass(frozen=True)
+class Unprivileged:
+    """How run_dd(unprivileged=True) starts a decode-doctor that a file's mode refuses: an argv prefix, or another user."""
+
+    prefix: tuple[str, ...] = ()
+    user: str | None = None
+
+
+def _as_owner() -> tuple[str, ...]:
+    """setpriv's prefix that runs a child as the user who owns this checkout (root's own: none)."""
+    owner = REPO.stat()
+    if owner.st_uid == 0:
+        return ()
+    return ("setpriv", f"--reuid={owner.st_uid}", f"--regid={owner.st_gid}", "--clear-groups", "--")
+
+
+@functools.cache
+def unprivileged_child() -> Unprivileged | str:
+    """How this session starts a decode-doctor that a mode-000 file refuses, or why it cannot.
+
+    Not root: the child as it is. Root: the same uid 0 without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH
+    (setpriv), which still owns what root owns, so no other user need reach this checkout and its
+    interpreter (a clone under /root or in a mode-700 directory); in another user's clone (sudo in a
+    private home), that user. Else user nobody, where it can run them.
+    """
+    tried = []
+    with tempfile.TemporaryDirectory(prefix="dd-probe-") as top:
+        os.chmod(top, 0o755)  # the file's own mode refuses, not its directory's
+        locked = Path(top) / "locked"
+        locked.touch()
+        locked.chmod(0)
+        probe = f"import decode_doctor\ntry:\n    open({str(locked)!r})\nexcept PermissionError:\n    print('refused')"
+        candidates = {f"uid {os.geteuid()}": (), "uid 0 without CAP_DAC_OVERRIDE (setpriv)": DROP_DAC}
+        if os.geteuid() == 0 and (owner := _as_owner()):
+            candidates[f"this checkout's owner, uid {REPO.stat().st_uid} (setpriv)"] = owner
+        for who, prefix in candidates.items():
+            if prefix and shutil.which(prefix[0]) is None:
+                tried.append(f"{who}: {prefix[0]} is not installed")
+                continue
+            argv = [*prefix, sys.executable, "-c", probe]
+            proc = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, stdin=subprocess.DEVNULL)
+            if proc.stdout.strip() == "refused":
+                return Unprivileged(prefix)
+            said = proc.stderr.strip().splitlines()
+            tried.append(f"{who}: {said[-1] if said else 'reads a mode-000 file'}")
+    if python_for("nobody"):
+        return Unprivileged(user="nobody")
+    tried.append("user nobody: can run no interpreter with this checkout's packages")
+    return "no process here that a file's mode refuses: " + "; ".join(tried)
+
+
+def need_unprivileged() -> Unprivileged:
+    """The unprivileged child, or a skip that says why this session has none (a test whose code another
+    test also proves; one that is the only proof of its code skips through emitted.unprovable)."""
+    how = unprivileged_child()
+    if isinstance(how, str):
+        pytest.skip(how)
+    return how
+
+
 def run_dd(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 60, cwd: Path | None = None, user: str | None = None
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+    cwd: Path | None = None,
+    user: str | None = None,
+    unprivileged: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """Runs decode-doctor as a user would: a fresh process, its real exit code and streams."""
+    """Runs decode-doctor as a user would: a fresh process, its real exit code and streams.
+
+    unprivileged: a process that file modes bind (unprivileged_child), wherever this session can start one."""
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
     from .support.emitted import child_env
 
-    argv = [sys.executable, "-m", "decode_doctor", *args]
+    prefix: tuple[str, ...] = ()
+    if unprivileged:
+        how = unprivileged_child()
+        assert not isinstance(how, str), how
+        prefix, user = how.prefix, how.user or user
+    argv = [*prefix, sys.executable, "-m", "decode_doctor", *args]
     if user:
         python = python_for(user)
         assert python, f"user {user} cannot run decode-doctor here"
@@ -165,6 +244,8 @@ def docker_host():
     if os.environ.get("DD_TEST_DOCKER_HOST"):
         yield os.environ["DD_TEST_DOCKER_HOST"]
         return
+    if os.geteuid() != 0:  # it would wait 30 s for a dockerd that refuses to start
+        pytest.skip("a private dockerd needs root (DD_TEST_DOCKER_HOST names an Engine to use instead)")
     try:
         with dockerd() as host:
             yield host

@@ -102,12 +102,12 @@ def test_live_amd_gpu_without_kfd_and_with_rocm_smi(tmp_path):
     (host / "opt/rocm/.info").mkdir(parents=True)
     (host / "opt/rocm/.info/version").write_text("6.2.4-120\n")
     env = fake_tool(tmp_path / "bin", "rocm-smi", printing(ACC / "amd/rocm-smi-json-rx7900xt-gfx1100.json"))
-    run = run_check("accelerators", host, env=env)
+    run = run_check("accelerators", host, env=env, live=True)  # the tree stands for this machine: its rocm-smi is the fake
     assert run.codes()["ACC001"].evidence == {"gpus": ["AMD GPU 0x744c"]}
     assert run.facts.amd[0].name == "Radeon RX 7900 XT" and run.facts.amd_source == "rocm-smi" and run.facts.rocm == "6.2.4"
     (host / "dev").mkdir()
     (host / "dev/kfd").write_text("")  # stands for the device node: only its existence is looked at
-    assert "ACC001" not in run_check("accelerators", host, env=env).codes()
+    assert "ACC001" not in run_check("accelerators", host, env=env, live=True).codes()
 
 
 def test_live_jetson_and_rknpu(tmp_path):
@@ -116,7 +116,7 @@ def test_live_jetson_and_rknpu(tmp_path):
     (host / "etc/nv_tegra_release").write_text("# R36 (release), REVISION: 4.4\n")
     env = fake_tool(tmp_path / "bin", "jetson_clocks", printing(ACC / "jetson/jetson-clocks-show-orin-nano-super-25w.txt"))
     env = fake_tool(tmp_path / "bin", "nvpmodel", "exit 1")
-    run = run_check("accelerators", host, env=env)
+    run = run_check("accelerators", host, env=env, live=True)
     assert set(run.codes()) == {"ACC010", "ACC011"} and run.facts.jetson.mode == "25W"
     rk = host_tree(tmp_path / "rk")
     (rk / "sys/kernel/debug/rknpu").mkdir(parents=True)
@@ -149,4 +149,4 @@ def test_a_hung_nvpmodel_is_named_in_the_skip_reason(tmp_path):
     (host / "etc/nv_tegra_release").write_text("# R36 (release), REVISION: 4.4\n")
     env = fake_tool(tmp_path / "bin", "nvpmodel", "exit 3")
     with pytest.raises(SkipCheck, match=r"Jetson: nvpmodel -q: exit 3"):
-        run_check("accelerators", host, env=env)
+        run_check("accelerators", host, env=env, live=True)

@@ -78,14 +78,18 @@ def hung_gpu_probe(tmp: Path) -> tuple[list[str], dict[str, str]]:
     fake_tool(tmp / "bin", "dmesg", "exit 1")
     root = tmp / "host"
     root.mkdir()
-    return ["check", "--select", "gpu", "--root", str(root), "--timeout", "1.5"], env
+    return ["check", "--select", "gpu", "--root", str(root), "--same-host", "--timeout", "1.5"], env  # its nvidia-smi is this PATH's
 
 
 def gpus_without_torch(tmp: Path) -> tuple[list[str], dict[str, str]]:
     root = tmp / "host"
     shutil.copytree(FIXTURES / "hosts/swap60-rhel7", root)
     (root / "proc/driver/nvidia/gpus/0000:01:00.0").mkdir(parents=True)
-    return ["check", "--select", "bandwidth", "--root", str(root)], {"PYTHONNOUSERSITE": "1"}
+    return ["check", "--select", "bandwidth", "--root", str(root), "--same-host"], {"PYTHONNOUSERSITE": "1"}
+
+
+def another_hosts_files(tmp: Path) -> tuple[list[str], dict[str, str]]:
+    return ["check", "--select", "bandwidth", "--root", str(FIXTURES / "hosts/swap60-rhel7")], {}
 
 
 def pasted_llama_log(tmp: Path) -> tuple[list[str], dict[str, str]]:
@@ -159,6 +163,15 @@ AUDIT = (
         "CPU measured; not judged: the GPUs' memory bandwidth",
         gpus_without_torch,
         ("the GPUs' memory bandwidth",),
+    ),
+    Case(
+        "bandwidth",
+        "another host's files (`--root` without `--same-host`)",
+        "check --select bandwidth --root DIR",
+        3,
+        "not judged: the memory bandwidth (another host's files); this machine's is never measured in its place",
+        another_hosts_files,
+        ("the memory bandwidth", "another host's files"),
     ),
     Case(
         "docker", "no Docker daemon at the socket", "check --select docker", 1, "DKR003: the daemon is not running", no_docker, ("DKR003",)

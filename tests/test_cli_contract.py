@@ -16,7 +16,7 @@ import pytest
 from decode_doctor.engine.findings import CheckResult, Finding, Severity, State
 from decode_doctor.reports.report import Report
 
-from .conftest import FIXTURES, PLUGINS, python_for, run_dd, sigint_default
+from .conftest import FIXTURES, PLUGINS, need_unprivileged, run_dd, sigint_default
 from .support.harness import cli
 
 RHEL = FIXTURES / "hosts" / "swap60-rhel7"
@@ -87,8 +87,7 @@ def test_undo_refuses_a_missing_state_dir_and_never_creates_it(tmp_path):
 
 
 def test_undo_on_a_read_only_state_dir_is_one_line(tmp_path):
-    if python_for("nobody") is None:
-        pytest.skip("no interpreter the user nobody can run (the venv lives under /root)")
+    need_unprivileged()
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="dd-ro-state-") as top:  # /tmp/pytest-of-root is root's only
@@ -96,7 +95,7 @@ def test_undo_on_a_read_only_state_dir_is_one_line(tmp_path):
         state.mkdir()
         os.chmod(top, 0o755)
         state.chmod(0o555)
-        proc = run_dd("undo", "--state-dir", str(state), user="nobody")
+        proc = run_dd("undo", "--state-dir", str(state), unprivileged=True)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     assert "Permission denied" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
@@ -205,7 +204,7 @@ def test_a_selection_pulls_in_the_checks_it_cannot_judge_without(tmp_path, monke
     names = lambda classes: {cls.name for cls in classes}  # noqa: E731
     budget = [registry.checks["decode-budget"]]
     asked = RunRequest(models=(Path("/m"),))
-    assert names(with_requirements(registry, budget, asked)) == {"decode-budget", "bandwidth", "gpu", "model-artifacts"}
+    assert names(with_requirements(registry, budget, asked)) == {"decode-budget", "bandwidth", "gpu", "gpu-health", "model-artifacts"}
     given = RunRequest(models=(Path("/m"),), options=(BudgetOptions(bandwidth=900.0),))
     assert "bandwidth" not in names(with_requirements(registry, budget, given))  # given: nothing to measure
     assert names(with_requirements(registry, [registry.checks["referrers"]], RunRequest())) == {"referrers", "docker"}
@@ -439,8 +438,7 @@ def test_a_two_gigabyte_config_json_is_refused_with_bounded_memory(tmp_path):
 def test_an_unreadable_model_file_is_a_finding_not_a_crash():
     import tempfile
 
-    if python_for("nobody") is None:
-        pytest.skip("no interpreter the user nobody can run (the venv lives under /root)")
+    need_unprivileged()
     with tempfile.TemporaryDirectory(prefix="dd-unreadable-") as top:
         model = tiny_config(Path(top) / "m")
         (model / "tokenizer_config.json").write_text('{"eos_token": "</s>"}')
@@ -448,7 +446,7 @@ def test_an_unreadable_model_file_is_a_finding_not_a_crash():
         model.chmod(0o755)
         (model / "config.json").chmod(0o644)
         (model / "tokenizer_config.json").chmod(0o000)
-        proc = run_dd("check", "--select", "encodings,model-artifacts", "--model", str(model), user="nobody")
+        proc = run_dd("check", "--select", "encodings,model-artifacts", "--model", str(model), unprivileged=True)
     assert "crashed" not in proc.stdout and "Traceback" not in proc.stdout + proc.stderr, proc.stdout
     assert "tokenizer_config.json: cannot read it (Permission denied)" in proc.stdout
     assert "not judged — " in proc.stdout and proc.returncode == 3  # an error, and a file nothing could judge
@@ -458,16 +456,17 @@ def test_a_fix_with_a_read_only_state_dir_is_one_line_and_changes_nothing():
     import shutil
     import tempfile
 
-    if python_for("nobody") is None:
-        pytest.skip("no interpreter the user nobody can run (the venv lives under /root)")
+    child = need_unprivileged()
     with tempfile.TemporaryDirectory(prefix="dd-ro-fix-") as top:
         root, state = Path(top) / "host", Path(top) / "state"
         shutil.copytree(RHEL, root)
         state.mkdir()
         os.chmod(top, 0o755)
         state.chmod(0o555)
-        subprocess.run(["chown", "-R", "nobody", str(root)], check=True)
+        if child.user:  # the host's files are the child's to change; only the state directory refuses
+            subprocess.run(["chown", "-R", child.user, str(root)], check=True)
         before = (root / "proc/sys/vm/swappiness").read_text()
-        proc = run_dd("check", "--select", "swappiness", "--root", str(root), "--fix", "--yes", "--state-dir", str(state), user="nobody")
+        args = ("check", "--select", "swappiness", "--root", str(root), "--fix", "--yes", "--state-dir", str(state))
+        proc = run_dd(*args, unprivileged=True)
         assert proc.returncode == 2 and "internal error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
         assert "Permission denied" in proc.stderr and (root / "proc/sys/vm/swappiness").read_text() == before

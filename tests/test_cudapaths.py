@@ -40,10 +40,12 @@ def host_with_two_toolkits(tmp_path: Path) -> Path:
 def gpu_run(tmp_path: Path, host: Path, env: dict[str, str], gcc: str = "12.2.0", torch: tuple | None = None):
     tools = fake_tool(tmp_path / "bin", "g++", f"echo {gcc}")
     tools = {**tools, **fake_tool(tmp_path / "bin", "dmesg", "exit 1")}
+    tools = {**tools, **fake_tool(tmp_path / "bin", "journalctl", "exit 1")}
     if torch:
         tools.update(fake_torch(tmp_path / "site", *torch))
     options = {"python": sys.executable} if torch else None  # no GPU here: the torch probe runs when asked
-    return run_check("gpu", host, env={**tools, **env, "PATH": env.get("PATH", "") + ":" + tools["PATH"]}, options=options)
+    # the tree stands for this machine (live): its environment and its g++ are the host's
+    return run_check("gpu", host, env={**tools, **env, "PATH": env.get("PATH", "") + ":" + tools["PATH"]}, options=options, live=True)
 
 
 def test_the_gcc_gate_is_read_from_the_toolkits_own_header(tmp_path):

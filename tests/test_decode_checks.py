@@ -34,13 +34,21 @@ def bandwidth_facts(read: float) -> BandwidthFacts:
     return BandwidthFacts(CpuMemory(measured, None, 1, None, "this host"))
 
 
+def with_memory_tables(tmp_path, source=RHEL_HOST):
+    """A copy of a fixture host with SMBIOS tables for dmidecode to read (a bare-metal host's sysfs)."""
+    root = tmp_path / "host"
+    shutil.copytree(source, root, symlinks=True)
+    (root / "sys/firmware/dmi/tables").mkdir(parents=True)
+    return root
+
+
 def test_measured_bandwidth_against_the_dimms_spec(tmp_path, monkeypatch):
     monkeypatch.setattr(membw, "measure_cpu", steady(20.0))
     env = fake_tool(tmp_path / "bin", "dmidecode", f"cat '{SUPERMICRO}'")
-    run = run_check("bandwidth", RHEL_HOST, env=env)
+    run = run_check("bandwidth", with_memory_tables(tmp_path), env=env, same_host=True)
     cpu = run.facts.cpu
     assert cpu.spec_gbps == pytest.approx(341.2, abs=0.1)  # DDR4-2666 × 16 channels × 8 bytes
-    assert cpu.measured_on.startswith("the machine running decode-doctor")
+    assert cpu.measured_on == "this host"
     assert "16 of 48 DIMM slots populated" in run.codes()["BW002"].message
     assert "BW003" not in run.codes()
     assert run.facts.summary()[0].startswith("Memory read 20.0 GB/s, copy 18.0 GB/s")
@@ -50,7 +58,7 @@ def test_measured_bandwidth_against_the_dimms_spec(tmp_path, monkeypatch):
 
 def test_a_busy_host_is_said(monkeypatch):
     monkeypatch.setattr(membw, "measure_cpu", steady(20.0, other_load=0.4))
-    run = run_check("bandwidth", RHEL_HOST, env={"PATH": "/nonexistent"})
+    run = run_check("bandwidth", RHEL_HOST, env={"PATH": "/nonexistent"}, same_host=True)
     assert "Other processes used 40%" in run.codes()["BW003"].message
 
 
@@ -68,21 +76,63 @@ def test_budget_reads_the_bandwidth_facts(tmp_path):
 def test_the_runner_passes_bandwidth_facts_to_the_budget(tmp_path, monkeypatch):
     monkeypatch.setattr(membw, "measure_cpu", steady(30.0))
     model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)
-    outcome = run_app("bandwidth", "decode-budget", root=RHEL_HOST, models=(model,), env={"PATH": "/nonexistent"})
+    outcome = run_app("bandwidth", "decode-budget", root=RHEL_HOST, models=(model,), env={"PATH": "/nonexistent", "XDG_STATE_HOME": str(tmp_path / "state")}, same_host=True)
     facts = outcome.report.facts()
     assert facts["decode-budget"].models[0].budgets[-1].bandwidth_gbps == 30.0
     states = {r.check: r.state.value for r in outcome.report.results}
     assert states["bandwidth"] == "passed" and states["decode-budget"] == "findings"
-    assert set(states) == {"bandwidth", "decode-budget", "gpu", "model-artifacts"}  # what the budget needs is pulled in
+    assert set(states) == {"bandwidth", "decode-budget", "gpu", "gpu-health", "model-artifacts"}  # what the budget needs is pulled in
 
 
-def test_dmidecode_without_root_or_missing(tmp_path):
+def test_dmidecode_without_root_or_missing(tmp_path, monkeypatch):
+    from decode_doctor.checks.bandwidth import check
+
+    root = tmp_path / "host"
+    (root / "sys/firmware/dmi/tables").mkdir(parents=True)  # a host with SMBIOS tables: the rating applies
     script = "echo '/sys/firmware/dmi/tables/smbios_entry_point: Permission denied' >&2; echo '/dev/mem: Permission denied' >&2; exit 1"
     env = fake_tool(tmp_path / "bin", "dmidecode", script)
-    ctx = Context(runner=CommandRunner(env={**os.environ, **env}))
+    ctx = Context(root=root, same_host=True, runner=CommandRunner(env={**os.environ, **env}))
+    monkeypatch.setattr(check.os, "geteuid", lambda: 1000)
     assert memory_spec(ctx) == (None, "dmidecode needs root to read the memory tables", True)  # True: not judged, not "no DIMMs"
-    ctx = Context(runner=CommandRunner(env={"PATH": str(tmp_path / "empty")}))
+    monkeypatch.setattr(check.os, "geteuid", lambda: 0)  # refused as root (a locked-down kernel): dmidecode's own words
+    assert memory_spec(ctx) == (None, "dmidecode failed: /dev/mem: Permission denied", True)
+    ctx = Context(root=root, same_host=True, runner=CommandRunner(env={"PATH": str(tmp_path / "empty")}))
     assert memory_spec(ctx) == (None, "dmidecode is not installed", True)
+
+
+@pytest.mark.parametrize("euid", [0, 1000])
+def test_a_vm_without_memory_tables_has_no_rating_to_judge_and_a_failing_dmidecode_says_its_own_words(tmp_path, monkeypatch, euid):
+    """A cloud VM (no /dev/mem, no /sys/firmware/dmi/tables): BW002 does not apply, said as a fact, and
+    dmidecode is not run; a host with tables whose dmidecode fails for another reason than permission
+    is not judged with dmidecode's own error, never "needs root" (it ran as root)."""
+    from decode_doctor.checks.bandwidth import check
+
+    monkeypatch.setattr(check.os, "geteuid", lambda: euid)
+    marker = tmp_path / "dmidecode-ran"
+    env = fake_tool(tmp_path / "bin", "dmidecode", f"touch '{marker}'; echo '/dev/mem: No such file or directory' >&2; exit 1")
+    vm = tmp_path / "vm"
+    (vm / "sys/firmware").mkdir(parents=True)
+    ctx = Context(root=vm, same_host=True, runner=CommandRunner(env={**os.environ, **env}))
+    spec, why, unreadable = memory_spec(ctx)
+    assert (spec, unreadable) == (None, False) and "no SMBIOS memory tables" in why and not marker.exists()
+    (vm / "sys/firmware/dmi/tables").mkdir(parents=True)
+    assert memory_spec(ctx) == (None, "dmidecode failed: /dev/mem: No such file or directory", True) and marker.exists()
+
+
+def test_check_on_a_vm_exits_on_what_it_judged_not_on_the_rating_it_cannot_have(tmp_path, monkeypatch):
+    """The CI gate on a cloud VM: the bandwidth is measured, BW002 does not apply (an info line in the
+    facts, not "not judged"), and `check` exits 0 (1 with findings), never 3, also as root."""
+    from decode_doctor.checks.bandwidth import check
+
+    monkeypatch.setattr(check.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(membw, "measure_cpu", steady(20.0))
+    env = fake_tool(tmp_path / "bin", "dmidecode", "echo '/dev/mem: No such file or directory' >&2; exit 1")
+    proc = cli("check", "--root", str(RHEL_HOST), "--same-host", "--select", "bandwidth", "--format", "json", env=env)
+    report = proc.json()
+    assert proc.exit_code == 0 and report["not_judged"] == [] and report["summary"]["verdict"] == "complete", report["not_judged"]
+    assert "no SMBIOS memory tables" in report["facts"]["bandwidth"]["cpu"]["spec_unavailable"]
+    verbose = cli("check", "--root", str(RHEL_HOST), "--same-host", "--select", "bandwidth", "-v", env=env).stdout
+    assert "spec unknown: no SMBIOS memory tables" in verbose and "not judged" not in verbose
 
 
 def test_budget_with_given_bandwidth_and_target(tmp_path):
@@ -229,6 +279,7 @@ def test_gpu_probe_and_budget_on_the_gpu_through_fake_torch_and_nvml(tmp_path):
         "check",
         "--root",
         str(FIXTURES / "hosts/gpu-h200"),
+        "--same-host",
         "--select",
         "bandwidth,decode-budget",
         "--model",
@@ -270,7 +321,7 @@ def test_a_gpu_copying_far_below_its_peak_is_said(tmp_path, monkeypatch):
     monkeypatch.setattr(membw, "nvml_theoretical", lambda: {0: 600.2})
     root = tmp_path / "host"
     (root / "proc/driver/nvidia/gpus/0000:01:00.0").mkdir(parents=True)
-    run = run_check("bandwidth", root, env={"PATH": "/nonexistent"})
+    run = run_check("bandwidth", root, env={"PATH": "/nonexistent"}, same_host=True)
     finding = run.codes()["BW005"]
     assert finding.message == "GPU 0 (NVIDIA A10): copy 201 GB/s of 600 GB/s theoretical (33%)."
     assert run.facts.gpus[0].theoretical_gbps == 600.2
@@ -332,6 +383,6 @@ def test_the_probe_takes_no_gigabytes_unasked_and_says_when_its_buffer_is_near_t
         cache.mkdir(parents=True, exist_ok=True)
         (cache / "size").write_text(size + "\n")
     monkeypatch.setattr(membw, "measure_cpu", steady(20.0))
-    run = run_check("bandwidth", root)
+    run = run_check("bandwidth", root, same_host=True)
     assert run.facts.cpu.measured.buffer_bytes <= 512 * mib
     assert "under 4× the 480 MiB last-level cache" in run.facts.summary()[0]

@@ -14,18 +14,19 @@ from decode_doctor.checks.docker.codes import ClassicStoreParams
 from decode_doctor.checks.docker.engine import api_version, image_store, mirrors, referrers_exposed
 from decode_doctor.checks.docker.referrers import INDEX_TYPE, OK_404, Answer, judge_referrers, parse_reference
 
-from .conftest import FIXTURES, kill_at_step, python_for, run_dd
+from .conftest import FIXTURES, kill_at_step, run_dd, unprivileged_child
+from .support.emitted import unprovable
 from .support.harness import cli
 from .support.services import http_server, json_body, unix_http_server
 
 
-def run_check(select: str, *args: str, env: dict | None = None, user: str | None = None, root: Path | None = None) -> dict:
-    """A JSON report: in process, or as another user through a real process."""
+def run_check(select: str, *args: str, env: dict | None = None, unprivileged: bool = False, root: Path | None = None) -> dict:
+    """A JSON report: in process, or through a real process that file modes bind (conftest.unprivileged_child)."""
     argv = ["check", "--select", select, "--format", "json", *args]
-    if root is not None:
-        argv += ["--root", str(root)]
-    if user:
-        proc = run_dd(*argv, env=env, user=user)
+    if root is not None:  # the tree stands for this machine's filesystem: its Engine is the one at DOCKER_HOST
+        argv += ["--root", str(root), "--same-host"]
+    if unprivileged:
+        proc = run_dd(*argv, env=env, unprivileged=True)
         assert proc.stdout.startswith("{"), proc.stdout + proc.stderr
         return json.loads(proc.stdout)
     return cli(*argv, env=env).json()
@@ -69,10 +70,21 @@ def test_daemon_not_running(tmp_path):
     assert "connection refused" in codes(refused)["DKR003"]["message"]
 
 
-def test_permission_denied_on_the_socket(docker_host, tmp_path):
-    if python_for("nobody") is None:
-        pytest.skip("no Python that user nobody can run with this checkout's packages")
-    report = run_check("docker", env={"DOCKER_HOST": docker_host}, user="nobody", root=Path("/"))
+def test_permission_denied_on_the_socket():
+    """DKR004: an Engine's socket that this process may not open (a user outside the docker group). The
+    socket's mode refuses the connect before a byte is said, so a listening socket of our own stands for
+    dockerd's; root connects anywhere, so the check runs in conftest.unprivileged_child."""
+    import tempfile
+
+    if isinstance(why := unprivileged_child(), str):
+        pytest.skip(unprovable("DKR004", why))
+    with tempfile.TemporaryDirectory(prefix="dd-socket-") as top, socket.socket(socket.AF_UNIX) as server:
+        os.chmod(top, 0o755)  # /tmp/pytest-of-root is root's only (user nobody)
+        path = Path(top) / "docker.sock"
+        server.bind(str(path))
+        server.listen()
+        path.chmod(0o000)
+        report = run_check("docker", env={"DOCKER_HOST": f"unix://{path}"}, unprivileged=True, root=Path("/"))
     found = codes(report)
     assert "DKR004" in found and "Permission denied" in found["DKR004"]["message"]
     assert "usermod -aG docker" in cli("explain", "DKR004").stdout
@@ -290,7 +302,8 @@ def test_remove_a_broken_mirror_and_undo(docker_host, tmp_path):
         )
         (root / "etc/docker/daemon.json").write_text(original)
         state = tmp_path / "state"
-        preview = cli("check", "--select", "docker,referrers", "--root", str(root), "--fix", "--dry-run", env={"DOCKER_HOST": docker_host})
+        args = ("check", "--select", "docker,referrers", "--root", str(root), "--same-host")  # the Engine at DOCKER_HOST is its
+        preview = cli(*args, "--fix", "--dry-run", env={"DOCKER_HOST": docker_host})
         assert "is marked unsafe" in preview.stdout
         killed = run_dd(
             "check",
@@ -298,6 +311,7 @@ def test_remove_a_broken_mirror_and_undo(docker_host, tmp_path):
             "docker,referrers",
             "--root",
             str(root),
+            "--same-host",
             "--fix",
             "--unsafe-fixes",
             "--yes",
@@ -314,6 +328,7 @@ def test_remove_a_broken_mirror_and_undo(docker_host, tmp_path):
             "docker,referrers",
             "--root",
             str(root),
+            "--same-host",
             "--fix",
             "--unsafe-fixes",
             "--yes",

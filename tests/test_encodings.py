@@ -15,16 +15,16 @@ from hypothesis import strategies as st
 from decode_doctor.checks.encodings.textenc import Status, decide
 from decode_doctor.fixes.journal import UndoError, undo_run
 
-from .conftest import kill_at_step, python_for, run_dd, tree_digest
+from .conftest import kill_at_step, need_unprivileged, run_dd, tree_digest
 from .support.harness import cli, fix_killed_at, run_check
 from .support.textcorpus import CS, HU, JA, KO_LONG, LATIN, PL, RU, TR, ZH, ZH_TW, corpus, write_corpus
 
 ENC = ("--select", "encodings")
 
 
-def check(*args: str, user: str | None = None, **kw):
-    if user:
-        return run_dd("check", *ENC, *args, user=user, **kw)
+def check(*args: str, unprivileged: bool = False, **kw):
+    if unprivileged:
+        return run_dd("check", *ENC, *args, unprivileged=True, **kw)
     return cli("check", *ENC, *args, **kw)
 
 
@@ -274,8 +274,7 @@ def test_sigkill_from_the_cli_mid_conversion(tmp_path):
 
 
 def test_unreadable_file_is_a_finding(tmp_path):
-    if python_for("nobody") is None:
-        pytest.skip("no Python that user nobody can run with this checkout's packages")
+    need_unprivileged()
     shared = Path(os.environ.get("TMPDIR", "/tmp")) / f"dd-enc-{os.getpid()}"
     try:
         (shared / "m").mkdir(parents=True)
@@ -283,8 +282,8 @@ def test_unreadable_file_is_a_finding(tmp_path):
         (shared / "m").chmod(0o755)
         (shared / "m" / "config.json").write_text('{"a": 1}')
         (shared / "m" / "secret.json").write_text('{"a": 1}')
-        (shared / "m" / "secret.json").chmod(0o600)
-        proc = check("--model", str(shared / "m"), "--format", "json", user="nobody")
+        (shared / "m" / "secret.json").chmod(0o000)  # refused to its owner too, once DAC override is gone
+        proc = check("--model", str(shared / "m"), "--format", "json", unprivileged=True)
         report = json.loads(proc.stdout)
         (finding,) = report["findings"]
         assert finding["code"] == "ENC008" and "Permission denied" in finding["message"]

@@ -17,6 +17,16 @@ from .support.harness import run_app, run_check
 
 NV = FIXTURES / "nvidia"
 
+
+@pytest.fixture(autouse=True)
+def no_nvml_of_this_machine(monkeypatch):
+    """The test hosts stand for this machine (their fake tools run), but this machine's own NVML must
+    not answer for them: a GPU machine's would. The forked checks inherit the stand-in."""
+    from decode_doctor.checks.gpu import nvidia
+
+    monkeypatch.setattr(nvidia, "probe_nvml", lambda: None)
+
+
 # file → (driver, highest CUDA, GPUs listed): read off each capture by hand
 XML_EXPECTED = {
     "a100-sxm4-80gb-mig-driver-535.54.03-v12.xml": ("535.54.03", "12.2", 1),
@@ -116,6 +126,7 @@ def test_compatibility_rules():
 def gpu_env(tmp_path: Path, smi: str | None, torch: tuple | None = None, nvcc: str | None = None) -> dict[str, str]:
     bin_dir = tmp_path / "bin"
     env = fake_tool(bin_dir, "dmesg", "exit 1")
+    env = fake_tool(bin_dir, "journalctl", "exit 1")  # the host tree stands for this machine: never its own kernel log
     if smi is not None:
         env = fake_tool(bin_dir, "nvidia-smi", smi)
     if nvcc is not None:
@@ -135,7 +146,7 @@ def gpu_check(
 ):
     host = root or (tmp_path / "host")
     host.mkdir(parents=True, exist_ok=True)
-    return run_check("gpu", host, env=gpu_env(tmp_path, smi, torch, nvcc), options=options)
+    return run_check("gpu", host, env=gpu_env(tmp_path, smi, torch, nvcc), options=options, live=True)  # its tools are the fakes
 
 
 @pytest.mark.parametrize(
@@ -226,7 +237,7 @@ def test_hung_nvidia_smi_under_the_check_timeout_is_reported_as_timed_out(tmp_pa
     host = tmp_path / "host"
     host.mkdir()
     started = time.monotonic()
-    outcome = run_app("gpu", root=host, env=gpu_env(tmp_path, "sleep 30"), timeout=1.5)
+    outcome = run_app("gpu", root=host, env=gpu_env(tmp_path, "sleep 30"), timeout=1.5, same_host=True)
     assert time.monotonic() - started < 15
     (result,) = outcome.report.results
     assert result.state.value == "timed out" and "while running: nvidia-smi -q -x" in result.reason
@@ -319,7 +330,7 @@ def container_host(tmp_path: Path, hooks: tuple[str, ...], daemon_json: str | No
 
 
 def container_check(tmp_path: Path, host: Path, smi: str):
-    outcome = run_app("gpu", "nvidia-container", root=host, env=gpu_env(tmp_path, smi))
+    outcome = run_app("gpu", "nvidia-container", root=host, env=gpu_env(tmp_path, smi), same_host=True)  # its nvidia-smi is the fake
     return outcome
 
 
@@ -346,6 +357,7 @@ def test_display_only_fixes_are_shown_never_applied(tmp_path):
         "nvidia-container",
         root=host,
         env=gpu_env(tmp_path, printing(NV / "nvidia-smi-q-x/tesla-t4-driver-515.105.01-v11.xml")),
+        same_host=True,
         state_dir=tmp_path / "state",
     )
     assert "CTK002 cannot be applied by decode-doctor; run these commands yourself:" in said.text

@@ -78,7 +78,7 @@ def test_a_torch_version_py_that_is_not_a_version_is_not_judged_not_a_crash(tmp_
     python = tmp_path / "python"
     python.write_text(f'#!/bin/sh\nPYTHONPATH={tmp_path / "site"} exec {sys.executable} "$@"\n')
     python.chmod(0o755)
-    proc = cli("check", "--select", "gpu", "--python", str(python), "--root", str(FIXTURES / "hosts/swap60-rhel7"))
+    proc = cli("check", "--select", "gpu", "--python", str(python), "--root", str(FIXTURES / "hosts/swap60-rhel7"), "--same-host")
     said = proc.stdout + proc.stderr
     assert "crashed" not in said and "Traceback" not in said, said
     assert "cuda = 'x', not a version" in said and proc.exit_code == 3, said
@@ -190,8 +190,9 @@ def _pem(prefix: str = "", escaped: bool = False) -> str:
 
 
 def _gpu_host(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """A host tree with Docker's directory and CDI specs, and an nvidia-smi (a real capture) on PATH:
-    the nvidia-container check reads /etc/cdi, and the bundle carries what it read."""
+    """A host tree with Docker's directory and CDI specs, and an nvidia-smi (a real capture) on PATH
+    (the tree stands for this machine: --same-host): the nvidia-container check reads /etc/cdi, and the
+    bundle carries what it read."""
     root = tmp_path / "host"
     shutil.copytree(FIXTURES / "hosts/swap60-rhel7", root, symlinks=True)
     (root / "etc/docker").mkdir(parents=True, exist_ok=True)
@@ -211,7 +212,7 @@ def test_a_bundle_holds_no_private_key_body_in_any_framing_nor_a_random_value(tm
     env = {**path, "SERVICE_ACCOUNT_JSON": '{"private_key": "' + _pem(escaped=True) + '"}', "S3_SIGNING": S3_SECRET}
     out = tmp_path / "out"
     out.mkdir()
-    proc = cli("report", "--root", str(root), "--select", "swappiness,nvidia-container", "-o", str(out), env=env)
+    proc = cli("report", "--root", str(root), "--same-host", "--select", "swappiness,nvidia-container", "-o", str(out), env=env)
     assert proc.exit_code in (0, 1, 3), proc.stdout + proc.stderr
     (bundle,) = out.glob("*.tar.gz")
     with tarfile.open(bundle) as tar:
@@ -248,7 +249,7 @@ def test_archive_member_names_are_escaped_like_every_other_output(tmp_path):
     (cdi / os.fsdecode(b"nv\nidia\xff.yaml")).write_text("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: []\n")
     out = tmp_path / "out"
     out.mkdir()
-    cli("report", "--root", str(root), "--select", "nvidia-container", "-o", str(out), env=path)
+    cli("report", "--root", str(root), "--same-host", "--select", "nvidia-container", "-o", str(out), env=path)
     (bundle,) = out.glob("*.tar.gz")
     with tarfile.open(bundle) as tar:
         names = [m.name for m in tar.getmembers()]

@@ -362,14 +362,15 @@ def test_every_image_kind_under_every_wrong_extension_is_judged_without_a_crash(
 
 
 def test_an_image_the_user_cannot_read_is_said_and_the_rest_judged():
-    """IMG012, as a user without the right to read one file (root reads everything: the test drops to nobody)."""
+    """IMG012, as a process without the right to read one file (root reads everything: conftest.unprivileged_child)."""
     import tempfile
 
-    from .conftest import python_for
+    from .conftest import unprivileged_child
+    from .support.emitted import unprovable
 
-    if python_for("nobody") is None:
-        pytest.skip("no interpreter the user nobody can run (the venv lives under /root)")
-    with tempfile.TemporaryDirectory(prefix="dd-unreadable-") as top:
+    if isinstance(why := unprivileged_child(), str):
+        pytest.skip(unprovable("IMG012", why))
+    with tempfile.TemporaryDirectory(prefix="dd-unreadable-") as top:  # /tmp/pytest-of-root is root's only (user nobody)
         root = Path(top) / "ds"
         root.mkdir()
         (root / "good.jpg").write_bytes(encode(picture(), "JPEG"))
@@ -378,7 +379,7 @@ def test_an_image_the_user_cannot_read_is_said_and_the_rest_judged():
         root.chmod(0o755)
         (root / "good.jpg").chmod(0o644)
         (root / "locked.png").chmod(0o000)
-        proc = run_dd("check", "--select", "images", "--images", str(root), "--format", "json", user="nobody")
+        proc = run_dd("check", "--select", "images", "--images", str(root), "--format", "json", unprivileged=True)
     report = json.loads(proc.stdout)
     (finding,) = report["findings"]
     assert finding["code"] == "IMG012" and finding["path"].endswith("locked.png") and "Permission denied" in finding["message"]

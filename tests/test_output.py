@@ -129,6 +129,7 @@ def test_a_report_from_every_check_validates(schema, tmp_path, monkeypatch):
         str(tmp_path / "images"),
         "--root",
         SWAP_HOST,
+        "--same-host",  # the fixture stands for this machine: its bandwidth and its Engine (at DOCKER_HOST) are asked
         "--format",
         "json",
         env={"DOCKER_HOST": f"unix://{tmp_path}/none.sock"},

@@ -46,6 +46,17 @@ def test_host_names_in_urls_proxies_ipv6_and_short_names_are_replaced(planted, s
     assert secret not in redactor.text(planted)
 
 
+def test_a_user_name_inside_a_hyphenated_path_is_scrubbed_and_the_check_agrees():
+    """pytest's /tmp/pytest-of-<user> (found running the suite as a user other than root): the name is
+    scrubbed there, and a word that merely contains it is neither scrubbed nor called a leak."""
+    redactor = hosts_redactor()
+    redactor.known_users.add("alice")
+    text = redactor.text("tmp /tmp/pytest-of-alice/x, home /home/alice, no malice, alice_dev")
+    assert text == "tmp /tmp/pytest-of-user-1/x, home /home/user-1, no malice, user-1_dev"
+    assert redactor.leaks({"report.md": text.encode()}) == []
+    assert redactor.leaks({"report.md": b"left: pytest-of-alice"}) != []
+
+
 def test_no_proxy_lists_are_replaced_entry_by_entry():
     env = Redactor(hosts=True).environment({"no_proxy": ".corp.example,10.0.0.0/8,localhost,127.0.0.1"})
     assert env["no_proxy"].split(",")[2:] == ["localhost", "127.0.0.1"]
@@ -128,7 +139,8 @@ def test_redact_hosts_leaves_no_user_home_or_private_registry_in_any_member_name
     out.mkdir()
     state = tmp_path / "state"
     args = ("--select", "swappiness,encodings", "--redact-hosts", "--state-dir", str(state), "-o", str(out))
-    proc = cli("report", "--root", str(root), "--model", str(model), *args, env=env)
+    # the tree stands for this machine (--same-host): its user's Docker config goes into the bundle
+    proc = cli("report", "--root", str(root), "--same-host", "--model", str(model), *args, env=env)
     assert proc.exit_code == 0, proc.stderr
     (bundle,) = sorted(out.glob("*.tar.gz"))
     files = bundle_files(bundle)

@@ -92,9 +92,9 @@ def bundle_files(path: Path) -> dict[str, bytes]:
 def make_bundle(tmp_path: Path, root: Path, model: Path, env: dict, *extra: str):
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
-    proc = cli(
-        "report", "--root", str(root), "--model", str(model), "--select", "swappiness,encodings,gpu,docker", "-o", str(out), *extra, env=env
-    )
+    select = ("--select", "swappiness,encodings,gpu,docker")
+    # the planted tree stands for this machine (--same-host): its nvidia-smi, Docker socket and config are this run's
+    proc = cli("report", "--root", str(root), "--same-host", "--model", str(model), *select, "-o", str(out), *extra, env=env)
     bundles = sorted(out.glob("*.tar.gz"))
     return proc, bundles
 
@@ -184,7 +184,8 @@ def steady_bandwidth(monkeypatch):
 
 def _report(tmp_path: Path, host: str, name: str) -> Path:
     target = tmp_path / name
-    proc = cli("check", "--root", str(FIXTURES / "hosts" / host), "--select", "swappiness,bandwidth", "--format", "json", "-o", str(target))
+    args = ("--root", str(FIXTURES / "hosts" / host), "--same-host")  # the fixture stands for this machine: its bandwidth is measured
+    proc = cli("check", *args, "--select", "swappiness,bandwidth", "--format", "json", "-o", str(target))
     assert target.exists(), proc.stderr
     return target
 
@@ -215,7 +216,8 @@ def test_diff_and_merge_two_fixture_hosts(tmp_path, steady_bandwidth):
 def test_prometheus_output_parses(tmp_path, steady_bandwidth):
     from prometheus_client.parser import text_string_to_metric_families
 
-    proc = cli("check", "--root", str(FIXTURES / "hosts/swap60-rhel7"), "--select", "swappiness,bandwidth", "--format", "prometheus")
+    args = ("--root", str(FIXTURES / "hosts/swap60-rhel7"), "--same-host")  # the fixture stands for this machine: its bandwidth is measured
+    proc = cli("check", *args, "--select", "swappiness,bandwidth", "--format", "prometheus")
     families = {f.name: f for f in text_string_to_metric_families(proc.stdout)}
     findings = families["decode_doctor_findings"].samples
     assert any(s.labels["code"] == "SWAP001" and s.labels["severity"] == "warning" and s.value == 1 for s in findings)

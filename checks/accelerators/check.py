@@ -131,7 +131,10 @@ class Accelerators(Check):
             findings.append(self.finding(ACC001, message, evidence={"gpus": [g.name for g in sysfs]}))
         jetson = None
         failed: list[str] = []  # the Jetson tools that hung or failed, for the skip reason
-        if ctx.read_text("/etc/nv_tegra_release", limit=4096) is not None:
+        tegra = ctx.read_text("/etc/nv_tegra_release", limit=4096) is not None
+        if tegra and not ctx.live_devices:  # nvpmodel and jetson_clocks answer for the board they run on, not that one
+            ctx.not_judged(_("the Jetson power mode and clocks"), ctx.elsewhere)
+        elif tegra:
             outputs = []
             for argv in (["nvpmodel", "-q"], ["jetson_clocks", "--show"]):
                 if ctx.which(argv[0]):
@@ -151,7 +154,7 @@ class Accelerators(Check):
                 break
         compatible = (ctx.read_text("/proc/device-tree/compatible", limit=4096) or "").split("\x00")
         soc = next((c.split(",", 1)[1] for c in compatible if c.startswith("rockchip,rk")), None)
-        if not amd and jetson is None and rknpu is None:
+        if not amd and jetson is None and rknpu is None and not ctx.unjudged:
             if failed:
                 raise SkipCheck(_("no AMD GPU, Jetson power tools or Rockchip NPU driver (Jetson: {failed})", failed="; ".join(failed)))
             raise SkipCheck(_("no AMD GPU, Jetson power tools or Rockchip NPU driver"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from decode_doctor.i18n import _, said
 from decode_doctor.models.files import ModelFormatError, read_config
-from decode_doctor.models.gguf import read_gguf_header
+from decode_doctor.models.ggufheader import read_gguf_header
 from decode_doctor.models.layout import HashProgress, dangling_links, digest, incomplete_files, known_hashes
 from decode_doctor.models.safetensors import check_shard_name, read_safetensors_header
 

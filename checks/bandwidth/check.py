@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import replace
@@ -11,7 +12,7 @@ from decode_doctor.engine.facts import values_dict
 from decode_doctor.i18n import N_, Said, _, localized, said
 
 from .codes import BW002, BW003, BW005, RETIRED
-from .contract import MEASURED_ELSEWHERE, BandwidthFacts, BandwidthOptions, CpuMemory, MemorySpec, of_peak
+from .contract import BandwidthFacts, BandwidthOptions, CpuMemory, MemorySpec, of_peak
 from .quiet import QuietFigure
 
 LOW_RATIO = 0.5  # measured / spec below this: something leaves bandwidth on the table
@@ -32,22 +33,38 @@ def _numa_nodes(ctx: Context) -> int:
     return sum(1 for entry in node_dir.iterdir() if re.fullmatch(r"node\d+", entry.name)) or 1
 
 
+MEMORY_TABLES = ("/sys/firmware/dmi/tables", "/dev/mem")  # where dmidecode reads SMBIOS: sysfs, else the memory device
+PERMISSION_WORDS = ("Permission denied", "Operation not permitted")
+
+
+def memory_tables(ctx: Context) -> bool:
+    """Whether the judged host has SMBIOS tables for dmidecode to read (under --root: a node agent sees
+    the host's /sys there): a cloud VM often has neither sysfs's tables nor /dev/mem, and then there is
+    no rated bandwidth to compare with."""
+    return any(os.path.lexists(ctx.host_path(path)) for path in MEMORY_TABLES)
+
+
 def memory_spec(ctx: Context) -> tuple[MemorySpec | None, str | None, bool]:
     """(the DIMMs' description, or None with why it is unavailable, and whether that is a table that
     could not be read (not judged) rather than one a virtual machine does not have (does not apply))."""
     from .membw import parse_dmidecode_memory
 
+    if not memory_tables(ctx):
+        return None, said("no SMBIOS memory tables (no /sys/firmware/dmi/tables or /dev/mem), as on a virtual machine"), False
     record = ctx.run(["dmidecode", "-t", "17"], timeout_s=10)
     if record.error and "not found" in record.error:
         return None, said("dmidecode is not installed"), True
     if not record.ok:
-        detail = (record.stderr or record.error or "").strip().splitlines()
-        if record.exit_code and any(w in (record.stderr or "") for w in ("Permission denied", "/dev/mem", "/sys/firmware")):
+        detail = [line.strip() for line in (record.stderr or "").splitlines() if line.strip()]
+        refused = bool(record.exit_code) and any(word in line for line in detail for word in PERMISSION_WORDS)
+        if refused and os.geteuid() != 0:
             return None, said("dmidecode needs root to read the memory tables"), True
-        return None, (said("dmidecode failed: {detail}", detail=detail[-1]) if detail else said("dmidecode failed: no output")), True
+        # dmidecode's own words (as root, or an error that is not a permission one), else why it did not answer
+        why = record.error or (detail[-1][:200] if detail else None)
+        return None, (said("dmidecode failed: {detail}", detail=why) if why else said("dmidecode failed: no output")), True
     spec = parse_dmidecode_memory(record.stdout)
     if spec is None or not spec.peak_gbps:
-        return None, "dmidecode lists no memory devices with a speed (a virtual machine?)", False
+        return None, said("dmidecode lists no memory devices with a speed (a virtual machine?)"), False
     return spec, None, False
 
 
@@ -74,8 +91,9 @@ class Bandwidth(Check):
     retired = RETIRED
 
     def run(self, ctx: Context) -> list[Finding]:
-        if not ctx.live_devices:  # the probe measures this machine: a figure of it is kept only when it is the judged host
-            return self._measure(ctx)
+        if not ctx.live_devices:  # the probe measures this machine: another host's files have no bandwidth to measure here
+            ctx.not_judged(_("the memory bandwidth"), ctx.elsewhere)
+            return []
         from decode_doctor.engine.paths import default_state_dir
         from decode_doctor.engine.workers import usable_cpus
 
@@ -153,7 +171,7 @@ class Bandwidth(Check):
             llc_bytes=llc,
             numa_nodes=_numa_nodes(ctx),
             governor=_governor(ctx),
-            measured_on="this host" if ctx.live_devices else MEASURED_ELSEWHERE,
+            measured_on="this host",  # never another host's files (run)
             spec=spec,
             spec_gbps=round(spec.peak_gbps, 1) if spec and spec.peak_gbps else None,
             spec_unavailable=spec_missing,

@@ -9,7 +9,8 @@ BW002 = Code(
     title="Measured memory bandwidth is far below the memory's specification",
     severity=Severity.WARNING,
     what="The measured read bandwidth is less than half of what the installed DIMMs can deliver "
-    "(configured speed × populated channels × 8 bytes, from dmidecode).",
+    "(configured speed × populated channels × 8 bytes, from dmidecode). It does not apply on a virtual machine "
+    "without SMBIOS memory tables (no /sys/firmware/dmi/tables or /dev/mem): there is no rating to compare with.",
     why="Decode tokens/s scales with the bandwidth actually reached. Common causes: channels left "
     "unpopulated (16 DIMMs in 48 slots), memory running below its rated speed, NUMA (threads reading "
     "the other socket's memory), power-saving governors, or too few cores to saturate many channels.",

@@ -99,6 +99,7 @@ class GpuBandwidth:
     theoretical_gbps: float | None = None
 
 
+# what reports written before --root without --same-host stopped measuring say (read back, never written)
 MEASURED_ELSEWHERE = "the machine running decode-doctor, not the --root host"
 
 
@@ -110,7 +111,7 @@ class CpuMemory:
     llc_bytes: int | None
     numa_nodes: int
     governor: str | None
-    measured_on: str  # "this host", or MEASURED_ELSEWHERE under --root
+    measured_on: str  # "this host" (MEASURED_ELSEWHERE in older reports of another host's files)
     spec: MemorySpec | None = None
     spec_gbps: float | None = None
     spec_unavailable: str | None = None
@@ -165,7 +166,8 @@ class BandwidthFacts(Facts):
     def environment(self) -> list[EnvRow]:
         measured = self.cpu.measured
         value = _("read {read} GB/s, copy {copy} GB/s (measured)", read=measured.read_gbps, copy=measured.copy_gbps)
-        rows = [EnvRow(_("memory bandwidth"), value, (BW002, BW003))]
+        judged = (BW002, BW003) if self.cpu.spec_gbps else (BW003,)  # no rating (a VM's): BW002 does not apply
+        rows = [EnvRow(_("memory bandwidth"), value, judged)]
         rows += [
             EnvRow(
                 _("GPU {index} bandwidth", index=g.index), _("copy {copy} GB/s{of_peak}", copy=g.copy_gbps, of_peak=of_peak(g)), (BW005,)

@@ -186,7 +186,7 @@ def measure_gpus(budget_s: float = 1.0) -> list[GpuBandwidth]:
 
 
 def _measure_torch(budget_s: float) -> list[GpuBandwidth]:
-    import torch
+    import torch  # pyright: ignore[reportMissingImports]
 
     if not torch.cuda.is_available():
         return []
@@ -215,7 +215,7 @@ def _measure_torch(budget_s: float) -> list[GpuBandwidth]:
 
 
 def _measure_cupy(budget_s: float) -> list[GpuBandwidth]:
-    import cupy
+    import cupy  # pyright: ignore[reportMissingImports]
 
     found = []
     for index in range(cupy.cuda.runtime.getDeviceCount()):

@@ -43,6 +43,8 @@ class DockerFacts(Facts):
     def summary(self) -> list[str]:
         if not self.installed:
             return [_("Docker is not installed")]
+        if not self.reachable and self.endpoint is None:  # another host's files: its Engine was not asked
+            return [_("Docker is installed; its Engine was not asked (another host's files)")]
         if not self.reachable:
             return [_("Docker Engine not reachable at {endpoint}", endpoint=self.endpoint)]
         return [
@@ -63,6 +65,8 @@ class DockerFacts(Facts):
     def environment(self) -> list[EnvRow]:
         if not self.installed:
             return [EnvRow("Docker Engine", _("not installed"))]
+        if not self.reachable and self.endpoint is None:
+            return [EnvRow("Docker Engine", _("not asked (another host's files)"))]
         if not self.reachable:
             return [EnvRow("Docker Engine", _("not reachable at {endpoint}", endpoint=self.endpoint), ("DKR",))]
         value = _("{version} (API {api}, {store} store)", version=self.version, api=self.api_version, store=self.image_store)
@@ -79,7 +83,8 @@ class DockerFacts(Facts):
 
     def compared(self) -> dict[str, str | float]:
         if not self.reachable:
-            return {"Docker Engine": "not installed" if not self.installed else "not reachable"}
+            state = "not installed" if not self.installed else "not asked" if self.endpoint is None else "not reachable"
+            return {"Docker Engine": state}
         return {"Docker Engine": self.version or "?", "Docker image store": self.image_store or "?"}
 
 
@@ -183,8 +188,14 @@ class DockerEngine(Check):
         from docker.errors import DockerException
 
         daemon, daemon_error = read_daemon_json(ctx)
+        installed = any(ctx.installed(b) for b in ("docker", "dockerd")) or ctx.host_path("/etc/docker").is_dir()
+        if not ctx.live_devices:  # another host's files: DOCKER_HOST, this user's docker context and the socket are this machine's
+            if installed:
+                ctx.not_judged(_("the Docker Engine"), ctx.elsewhere)
+            configured = mirrors({}, daemon)  # daemon.json's, for the referrers probe
+            ctx.publish(DockerFacts(installed=installed, mirrors=configured, daemon=daemon, daemon_error=daemon_error))
+            return []
         url, origin = engine_url(ctx)
-        installed = any(ctx.which(b) for b in ("docker", "dockerd")) or ctx.host_path("/etc/docker").is_dir()
         socket_path = url[len("unix://") :] if url.startswith("unix://") else None
         if not installed and origin == "default socket" and socket_path and not os.path.exists(socket_path):
             ctx.publish(DockerFacts(installed=False, daemon=daemon, daemon_error=daemon_error))

@@ -287,9 +287,15 @@ class Referrers(Check):
             raise SkipCheck("--no-network")
         engine = ctx.facts.get(DockerFacts)
         configured = list(engine.mirrors) if engine is not None else []
+        if not ctx.live_devices:  # another host's mirror on its own loopback address: here it would be this machine's
+            for local in [m for m in configured if m not in options.registry and _is_local(urllib.parse.urlsplit(base_url(m)).netloc)]:
+                ctx.not_judged(_("the mirror {mirror}", mirror=local), ctx.elsewhere)
+                configured.remove(local)
         registries = list(options.registry) + [m for m in configured if m not in options.registry]
         images = list(options.image)
         if not registries and not images:
+            if ctx.unjudged:  # only mirrors this machine cannot probe for another host: said, not "nothing to probe"
+                return []
             raise SkipCheck(_("no registry to probe (no mirrors configured; pass --registry URL or --image REF)"))
         # a broken mirror is an error where pulls go through the referrers client, or where that is unknown
         exposed = engine.referrers_exposed if engine is not None and engine.reachable else None

@@ -397,7 +397,7 @@ def _parsed(text: str, suffix: str) -> list[object] | None:
             if sys.version_info >= (3, 11):
                 import tomllib
             else:  # Python 3.10
-                import tomli as tomllib
+                import tomli as tomllib  # pyright: ignore[reportMissingImports]
             return [tomllib.loads(text)]
         import yaml
 

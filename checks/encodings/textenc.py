@@ -138,7 +138,7 @@ def parses(text: str, suffix: str) -> bool:
             if sys.version_info >= (3, 11):
                 import tomllib
             else:  # Python 3.10
-                import tomli as tomllib
+                import tomli as tomllib  # pyright: ignore[reportMissingImports]
             tomllib.loads(text)
         elif suffix in (".yaml", ".yml"):
             try:

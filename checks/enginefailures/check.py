@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-
 from decode_doctor.engine import Analysis, Check, Context, Finding, JSONValue, Needs, SkipCheck
 from decode_doctor.i18n import N_, _, joined, said
 
@@ -46,20 +44,20 @@ class EngineFailures(Check):
         applicable = [f for f in catalog() if set(f.cpu_flags) <= flags]
         if not applicable:
             raise SkipCheck(_("no known engine failure applies to this CPU (the catalog's conditions: {flags})", flags=_conditions()))
-        version = engine_version()
         what = [_("whether {engine} crashes here ({failure})", engine=f.engine, failure=f.id) for f in applicable]
+        if not ctx.live_devices:  # this Python's engine and this PATH's llama-server are this machine's, not that host's
+            for item in what:
+                ctx.not_judged(item, _("the CPU under --root is not this machine's (--same-host says it is): its engine cannot be probed"))
+            return []
+        version = engine_version()
         if version is None:
-            server = shutil.which("llama-server", path=ctx.env.get("PATH"))
+            server = ctx.which("llama-server")
             why = _("llama-cpp-python is not installed, and the probes run through it") + (
                 _(" (llama-server is at {path}: it is not probed)", path=server) if server else ""
             )
             for item in what:
                 ctx.not_judged(item, why)
             ctx.publish(EngineFailureFacts(None, []))
-            return []
-        if not ctx.live_devices:
-            for item in what:
-                ctx.not_judged(item, _("the CPU under --root is not this machine's (--same-host says it is): its engine cannot be probed"))
             return []
         findings, probed = [], []
         for failure in applicable:

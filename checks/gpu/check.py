@@ -76,11 +76,11 @@ class GpuStack(Check):
         if board is not None:
             message = _("{board}. CPU and GPU share the system RAM.", board=board.text)
             findings.append(self.finding(GPU030, message, evidence={"model": board.model, "release": board.release}))
-        elif info is None and pci and not driver_dir and not smi_failed and not ctx.which("nvidia-smi"):
+        elif info is None and pci and not driver_dir and not smi_failed and not ctx.installed("nvidia-smi"):
             message = _("NVIDIA GPU(s) at {addresses} but no nvidia-smi: the driver is not installed.", addresses=", ".join(pci))
             findings.append(self.finding(GPU015, message, evidence={"pci_devices": pci}))
         # a node agent's own Python is its container's, not the node's serving one (unless --python names it)
-        torch = None if ctx.same_host and not ctx.option(GpuOptions).python else probe_torch(ctx)
+        torch = serving_torch(ctx, default=not ctx.same_host)
         if isinstance(torch, str):
             ctx.not_judged(_("PyTorch's CUDA build"), torch)
         facts = GpuFacts(
@@ -110,13 +110,16 @@ class GpuStack(Check):
         from .nvidia import min_driver, minor_floor
 
         found = toolkits(ctx)
-        probed = probe_torch(ctx) if ctx.option(GpuOptions).python or importlib.util.find_spec("torch") else None
+        probed = serving_torch(ctx, default=bool(importlib.util.find_spec("torch")))
         torch = probed if isinstance(probed, TorchBuild) else None
         if isinstance(probed, str):
             ctx.not_judged(_("PyTorch's CUDA build"), probed)
-        if not found and not (torch and torch.cuda):
-            raise SkipCheck(_("no NVIDIA GPU (no NVML, nvidia-smi, /proc/driver/nvidia or NVIDIA PCI device)"))
         facts = GpuFacts(source="no GPU", toolkits=tuple(found), torch=torch)
+        if not found and not (torch and torch.cuda):
+            if ctx.unjudged:  # a PyTorch that could not be read is said (not judged), never skipped unsaid
+                ctx.publish(facts)
+                return []
+            raise SkipCheck(_("no NVIDIA GPU (no NVML, nvidia-smi, /proc/driver/nvidia or NVIDIA PCI device)"))
         ctx.publish(facts)
         needs, said = [], []  # the evidence in English (machine-read), the message in the user's language
         items = [
@@ -136,6 +139,17 @@ class GpuStack(Check):
         message = _("No NVIDIA GPU here yet. ") + listed
         findings = [self.finding(GPU024, message, evidence={"needs": needs})]
         return findings + judge_software(self, facts, gpu_host=False) + path_findings(self, ctx, torch.cuda if torch else None)
+
+
+def serving_torch(ctx: Context, default: bool) -> TorchBuild | str | None:
+    """The serving Python's PyTorch: the one --python names, else this interpreter's when default says
+    it stands for the host's; for another host's files none is run (this machine's Python is not
+    theirs), and a --python named for them is not judged."""
+    if not ctx.live_devices:
+        if ctx.option(GpuOptions).python:
+            ctx.not_judged(_("PyTorch's CUDA build"), ctx.elsewhere)
+        return None
+    return probe_torch(ctx) if ctx.option(GpuOptions).python or default else None
 
 
 def unreachable_nvml(ctx: Context) -> str:

@@ -1,7 +1,9 @@
 """CUDA path hygiene: which of several toolkits wins on PATH, LD_LIBRARY_PATH and CUDA_HOME; a
 libcuda stub on the library path; the host compiler against the one nvcc accepts; PyTorch's CUDA
 build against the toolkit an extension build would use. Everything is read as host paths under
---root; symlinks are resolved inside that tree, never out of it."""
+--root; symlinks are resolved inside that tree, never out of it. The environment (PATH, LD_LIBRARY_PATH,
+CUDA_HOME) and the host compiler are this process's: read for the host it runs on (or --same-host),
+never for another host's files."""
 
 from __future__ import annotations
 
@@ -128,6 +130,12 @@ def installed(ctx: Context) -> list[InstalledToolkit]:
     return found
 
 
+def _env(ctx: Context, name: str) -> str | None:
+    """An environment variable of the judged host's processes: this process's own on the live host (or
+    --same-host, as before); another host's files carry none (this machine's PATH is not theirs)."""
+    return ctx.env.get(name) if ctx.live_devices else None
+
+
 def _entries(value: str | None) -> list[str]:
     return [entry for entry in (value or "").split(":")[:MAX_ENTRIES] if entry.startswith("/")]
 
@@ -140,10 +148,10 @@ def _owner(path: str, toolkits: list[InstalledToolkit]) -> str:
 
 
 def picks(ctx: Context, toolkits: list[InstalledToolkit]) -> Picks:
-    nvcc_dir = next((d for d in _entries(ctx.env.get("PATH")) if _is_file(ctx, f"{d}/nvcc")), "")
+    nvcc_dir = next((d for d in _entries(_env(ctx, "PATH")) if _is_file(ctx, f"{d}/nvcc")), "")
     nvcc = _owner(resolve(ctx, f"{nvcc_dir}/nvcc"), toolkits) if nvcc_dir else ""
     runtime = ""
-    for directory in _entries(ctx.env.get("LD_LIBRARY_PATH")):
+    for directory in _entries(_env(ctx, "LD_LIBRARY_PATH")):
         real = resolve(ctx, directory)
         base = ctx.host_path(real)
         if base.is_dir() and any(p.name.startswith("libcudart.so") for p in sorted(base.iterdir())[:2048]):
@@ -151,7 +159,7 @@ def picks(ctx: Context, toolkits: list[InstalledToolkit]) -> Picks:
             break
     missing, build, source = "", "", ""
     for name in ("CUDA_HOME", "CUDA_PATH"):
-        value = ctx.env.get(name, "")
+        value = _env(ctx, name) or ""
         if value.startswith("/"):
             if _is_dir(ctx, value):
                 build, source = _owner(resolve(ctx, value), toolkits) or resolve(ctx, value), name
@@ -167,7 +175,7 @@ def picks(ctx: Context, toolkits: list[InstalledToolkit]) -> Picks:
 def stub_dirs(ctx: Context) -> list[tuple[str, str, bool]]:
     """(where, directory, has libcuda.so.1) for each toolkit stubs/ directory holding a libcuda on the
     dynamic loader's path: LD_LIBRARY_PATH or /etc/ld.so.conf(.d)."""
-    candidates = [("LD_LIBRARY_PATH", d) for d in _entries(ctx.env.get("LD_LIBRARY_PATH"))]
+    candidates = [("LD_LIBRARY_PATH", d) for d in _entries(_env(ctx, "LD_LIBRARY_PATH"))]
     conf_dir = ctx.host_path("/etc/ld.so.conf.d")
     confs = ["/etc/ld.so.conf"]
     if conf_dir.is_dir() and not conf_dir.is_symlink():
@@ -190,7 +198,7 @@ def stub_dirs(ctx: Context) -> list[tuple[str, str, bool]]:
 def compiler_major(ctx: Context) -> tuple[str, int] | None:
     """The host C++ compiler nvcc would call (NVCC_CCBIN, CUDAHOSTCXX, else g++ on PATH) and its GCC
     major version; None for clang or when it does not answer."""
-    compiler = ctx.env.get("NVCC_CCBIN") or ctx.env.get("CUDAHOSTCXX") or ctx.which("g++") or ctx.which("gcc")
+    compiler = _env(ctx, "NVCC_CCBIN") or _env(ctx, "CUDAHOSTCXX") or ctx.which("g++") or ctx.which("gcc")
     if not compiler:
         return None
     record = ctx.run([compiler, "-dumpfullversion", "-dumpversion"], timeout_s=10)
@@ -239,7 +247,9 @@ def path_findings(check: Check, ctx: Context, torch_cuda: str | None) -> list[Fi
         severity = None if shadows else Severity.WARNING
         findings.append(check.finding(GPU028, message, evidence={"where": where, "directory": directory}, severity=severity))
     build = next((t for t in toolkits if t.root == chosen.build), None)
-    if build and build.gnu_max is not None and (compiler := compiler_major(ctx)) and compiler[1] > build.gnu_max:
+    if build and build.gnu_max is not None and not ctx.live_devices:  # the compiler nvcc would call runs on that host, not here
+        ctx.not_judged(_("the host compiler against the GCC versions {toolkit} accepts (GPU029)", toolkit=build.root), ctx.elsewhere)
+    elif build and build.gnu_max is not None and (compiler := compiler_major(ctx)) and compiler[1] > build.gnu_max:
         message = _(
             "{compiler} is GCC {gcc}, but nvcc {version} in {toolkit} accepts GCC ≤ {gnu_max} (its include/crt/host_config.h): "
             'every CUDA extension build stops with "unsupported GNU version".',

@@ -351,7 +351,7 @@ def _missing_decoder(scan: Scan) -> Said | None:
 
 def _heif_plugin() -> bool:
     try:
-        from pillow_heif import register_heif_opener
+        from pillow_heif import register_heif_opener  # pyright: ignore[reportMissingImports]
     except ImportError:
         return False
     register_heif_opener()

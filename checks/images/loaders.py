@@ -41,7 +41,7 @@ def version(name: str) -> str:
 
         return f"Pillow {PIL.__version__}"
     if name == "torchvision":
-        import torchvision
+        import torchvision  # pyright: ignore[reportMissingImports]
 
         return f"torchvision {torchvision.__version__}"
     import cv2
@@ -79,7 +79,7 @@ def pillow(path: str, max_pixels: int, *, pixels: bool = True) -> Verdict:
 
 
 def torchvision(path: str) -> Verdict:
-    from torchvision.io import decode_image, read_file
+    from torchvision.io import decode_image, read_file  # pyright: ignore[reportMissingImports]
 
     verdict = Verdict(version("torchvision"))
     try:
@@ -117,7 +117,7 @@ def preload(names: Any) -> None:
 
     Image.init()
     if "torchvision" in names:
-        import torchvision.io  # noqa: F401
+        import torchvision.io  # noqa: F401  # pyright: ignore[reportMissingImports]
     if "opencv" in names:
         import cv2
 

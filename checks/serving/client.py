@@ -109,7 +109,7 @@ class Record:
 
     @property
     def tokens_from(self) -> TokenSource:
-        return TokenSource.USAGE if self.usage_output is not None else TokenSource.CHUNKS  # pyright: ignore[reportReturnType]  # pyright reads the member's value through an import cycle
+        return TokenSource.USAGE if self.usage_output is not None else TokenSource.CHUNKS
 
     @property
     def tpot(self) -> float | None:

@@ -124,7 +124,7 @@ def run_once(request: AgentRequest, last_success: float | None, failed_runs: int
     render_report(report, outcome.registry, OutputRequest(fmt="prometheus", output=request.textfile, quiet=True, schedule=schedule))
     if request.json_report is not None:
         render_report(report, outcome.registry, OutputRequest(fmt="json", output=request.json_report, quiet=True))
-    complete = not report.incomplete()
+    complete = report.complete
     summary = RunSummary(
         started=started,
         exit_code=report.exit_code,

@@ -61,14 +61,16 @@ def _cpu_unnamed() -> bool:
 def write_report(request: BundleRequest, registry: Registry | None = None, progress: Progress | None = None) -> BundleResult:
     """Runs the checks and writes the bundle (or one file); raises LeakError, and writes nothing, when a
     secret would remain after redaction."""
+    # this machine's CPU describes the judged host only on it (or --same-host): another host's files say theirs
+    this_machine = request.run.same_host or request.run.root.resolve() == Path("/")
     # py-cpuinfo samples the clock for about a second: let it run in its own process beside the checks
     cpu_probe = (
         subprocess.Popen([sys.executable, "-c", CPUINFO], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        if _cpu_unnamed()
+        if this_machine and _cpu_unnamed()
         else None
     )
     outcome = service.run(request.run, registry, progress=progress)
-    cpu: dict[str, Any] = {"count": os.cpu_count(), "arch": platform.machine()}
+    cpu: dict[str, Any] = {"count": os.cpu_count(), "arch": platform.machine()} if this_machine else {}
     if cpu_probe is not None:
         try:
             cpu = json.loads(cpu_probe.communicate(timeout=10)[0] or "{}")

@@ -139,7 +139,8 @@ def run_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "--same-host",
             is_flag=True,
             help="--root is this machine's own filesystem mounted elsewhere (a node agent in a container): NVML, "
-            "nvidia-smi and the bandwidth probe judge that host too.",
+            "nvidia-smi and the other tools on PATH, Docker's socket and the bandwidth probe judge that host too. "
+            "Without it only the files under --root are judged.",
         ),
         click.option(
             "--host-name",

@@ -18,7 +18,8 @@ from typing import Any
 import click
 
 from .. import __version__, i18n
-from ..i18n import _, clihelp
+from ..engine.features import command_modules
+from ..i18n import _, clihelp, localized
 
 # name → (module, attribute). The listing's one line is the first sentence of the command's own
 # docstring, read from its source without importing it (--help imports no subcommand).
@@ -51,16 +52,12 @@ def docstring(module_name: str, attribute: str) -> str:
 
 @functools.cache
 def feature_commands() -> dict[str, click.Command]:
-    """Commands that features ship in checks/<feature>/commands.py."""
-    import decode_doctor.checks as checks
-
+    """Commands that features ship in checks/<feature>/commands.py (those whose module loaded)."""
     found: dict[str, click.Command] = {}
-    for directory in sorted(Path(next(iter(checks.__path__))).iterdir()):
-        if (directory / "commands.py").is_file() and not directory.name.startswith("_"):
-            module = importlib.import_module(f"decode_doctor.checks.{directory.name}.commands")
-            for command in getattr(module, "COMMANDS", ()):
-                if command.name not in CORE:
-                    found[command.name] = command
+    for module in command_modules().modules:
+        for command in getattr(module, "COMMANDS", ()):
+            if command.name not in CORE:
+                found[command.name] = command
     return found
 
 
@@ -78,6 +75,10 @@ def _say_version(ctx: click.Context, value: bool) -> None:
     if value and not ctx.resilient_parsing:
         click.echo(_("{prog}, version {version}", prog="decode-doctor", version=__version__))
         ctx.exit()
+
+
+class CommandNotLoaded(click.ClickException):
+    exit_code = 3  # no verdict was reached, as for a check that crashed
 
 
 class LazyGroup(click.Group):
@@ -124,7 +125,18 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in CORE:
             module_name, attribute = CORE[cmd_name]
-            command = getattr(importlib.import_module(module_name), attribute)
+            try:
+                command = getattr(importlib.import_module(module_name), attribute)
+            except Exception as exc:  # an install that lost a module: said, not a traceback
+                raise CommandNotLoaded(
+                    _(
+                        "the command {name} could not load: {module}: {kind}: {error}",
+                        name=cmd_name,
+                        module=module_name,
+                        kind=type(exc).__name__,
+                        error=str(exc),
+                    )
+                ) from exc
         else:
             command = feature_commands().get(cmd_name)
         return clihelp.prepared(command) if command is not None else None
@@ -134,6 +146,11 @@ class LazyGroup(click.Group):
         rows += [(name, clihelp.short_help(command)) for name, command in feature_commands().items()]
         with formatter.section(_("Commands")):
             formatter.write_dl(rows)
+        failures = command_modules().errors
+        if failures:
+            with formatter.section(_("Could not load (their commands are missing)")):
+                for failure in failures:
+                    formatter.write_text(localized(failure))
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         clihelp.format_help_text(self, ctx, formatter)

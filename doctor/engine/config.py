@@ -10,7 +10,7 @@ from pathlib import Path
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+    import tomli as tomllib  # pyright: ignore[reportMissingImports]
 
 from ..i18n import _, localized, os_reason
 from .findings import FAIL_ON_LEVELS, Finding

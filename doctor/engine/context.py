@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
-from ..i18n import _, said
+from ..i18n import Said, _, said
 from .commands import DEFAULT_MAX_OUTPUT, CommandRunner
 from .facts import Board, Facts
 from .files import NotRegular, open_regular
@@ -16,6 +16,8 @@ from .findings import CommandRecord, NotJudged
 from .options import Options, OptionValues
 
 DEFAULT_READ_LIMIT = 1 << 20
+# where a tool is looked for in another host's files (ctx.installed): its PATH is not known
+HOST_BIN_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 OptionsT = TypeVar("OptionsT", bound=Options)
 
 
@@ -54,7 +56,8 @@ class Context:
 
     def not_judged(self, what: str, why: str, cause: str | None = None) -> None:
         """Says that something given could not be judged (unreadable, absent, stopped by another check's
-        finding): the report lists it, and the verdict is incomplete."""
+        finding): the report lists it, and the verdict is incomplete. A Said is said in the user's language."""
+        what, why = (text.text() if isinstance(text, Said) else text for text in (what, why))
         self.unjudged.append(NotJudged(what, why, cause))
 
     def host_path(self, path: str | os.PathLike[str]) -> Path:
@@ -110,7 +113,21 @@ class Context:
         self.files_read.append("file://" + os.path.abspath(path))
 
     def which(self, name: str) -> str | None:
-        return self.runner.which(name)
+        """The executable ctx.run would start for name; None for another host's files (--root without
+        --same-host): this machine's tool would answer for this machine. Whether the judged host has
+        the tool at all is ctx.installed."""
+        return self.runner.which(name) if self.live_devices else None
+
+    def installed(self, name: str) -> str | None:
+        """Where the judged host has the tool name: on PATH here (the live host, or --same-host as
+        before), else the first of the usual bin directories under --root that holds it (a host path,
+        to name, never to run)."""
+        if self.live_devices:
+            return self.runner.which(name)
+        for directory in HOST_BIN_DIRS:  # a link counts as it stands: its absolute target would be this machine's path
+            if os.path.lexists(self.host_path(f"{directory}/{name}")):
+                return f"{directory}/{name}"
+        return None
 
     def run(
         self,
@@ -121,6 +138,11 @@ class Context:
         max_output: int = DEFAULT_MAX_OUTPUT,
         env: Mapping[str, str] | None = None,
     ) -> CommandRecord:
+        """Runs a command on this machine; for another host's files (--root without --same-host) it
+        runs nothing: a refused record (not ok, its error says why), kept out of the report's commands,
+        so no check can put this machine's answer under that host's name."""
+        if not self.live_devices:
+            return CommandRecord(tuple(argv), None, 0.0, "", "", error=said("not run: {why}", why=self.elsewhere))
         return self.runner.run(argv, timeout_s=timeout_s, input_bytes=input_bytes, max_output=max_output, env=env)
 
     @property
@@ -130,6 +152,13 @@ class Context:
 
     @property
     def live_devices(self) -> bool:
-        """The devices this process can query (NVML) and the memory it can measure are the judged
-        host's: on the host itself, or in a container on it (--same-host)."""
+        """This machine is the judged host: the devices this process can query (NVML), the memory it
+        can measure, the tools on its PATH, its Docker socket and environment are the host's: on the
+        host itself, or in a container on it (--same-host). False for another host's files (--root
+        without --same-host): only what they hold is judged (ctx.run and ctx.which refuse)."""
         return self.same_host or self.live_host
+
+    @property
+    def elsewhere(self) -> Said:
+        """Why something only the live host can answer is not judged for another host's files."""
+        return said("another host's files (--root without --same-host): this machine is not asked in its place")

@@ -29,6 +29,7 @@ from typing import TypeVar
 from ..i18n import joined, said
 from .check import INPUTS, Check
 from .facts import Facts
+from .features import command_modules
 from .findings import Applicability, Code, Finding, FixableCode, FixParams
 from .fixer import Fixer
 from .options import OptionRef, Options
@@ -297,6 +298,7 @@ def build() -> Registry:
     registry = Registry()
     _add_checks(registry, _discover(CHECKS_PACKAGE, CHECK_GROUP, Check, registry.errors))
     _add_fixers(registry, _discover(FIXERS_PACKAGE, FIXER_GROUP, Fixer, registry.errors))
+    registry.errors.extend(command_modules().errors)
     return registry
 
 

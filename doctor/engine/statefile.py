@@ -14,7 +14,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -28,6 +28,13 @@ R = TypeVar("R", bound="DataclassInstance")
 
 READ_LIMIT = 1 << 20
 FUTURE_SLACK_S = 300  # a record's time may run this far ahead of the clock (another host's, a clock step)
+
+
+@runtime_checkable
+class SelfChecked(Protocol):
+    """A record kind with its own check beyond its fields' (read_state): why a record is unusable, or None."""
+
+    def problem(self) -> Said | None: ...
 
 
 @dataclass(frozen=True)
@@ -111,8 +118,7 @@ def read_state(path: Path, kind: type[R]) -> StateRead[R]:
             except (TypeError, ValueError, AttributeError) as exc:
                 problem = said("{error}", error=str(exc)[:120])
         if record is not None and problem is None:
-            checked = getattr(record, "problem", None)
-            problem = checked() if callable(checked) else None
+            problem = record.problem() if isinstance(record, SelfChecked) else None
         if problem is not None or record is None:
             ignored.append(said("{path}, record {number}: ignored: {why}", path=path, number=number, why=problem or said("unreadable")))
             continue

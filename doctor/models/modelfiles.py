@@ -15,7 +15,7 @@ from decode_doctor.engine.hfcache import locate
 from decode_doctor.i18n import _
 
 from .files import JSON_LIMIT, ModelFormatError, first_of, open_model_file, read_config, read_regular
-from .gguf import GGML_TYPES, read_gguf, read_gguf_header
+from .ggufheader import GGML_TYPES, read_gguf, read_gguf_header
 from .info import ModelFormat, ModelInfo
 from .safetensors import SAFETENSORS_BITS, add_safetensors, check_shard_name, read_safetensors_header, safetensors_files
 
@@ -41,9 +41,12 @@ COUNT_KEYS = (
     "n_shared_experts", "num_nextn_predict_layers", "shared_expert_intermediate_size", "sliding_window_pattern",
 )  # fmt: skip
 # Bounds far above any published model, so that sizing loops and products stay small.
-SIZE_LIMITS = dict.fromkeys(("num_hidden_layers", "n_layer", "num_layers", "n_layers"), 10_000) | dict.fromkeys(
-    ("num_local_experts", "n_routed_experts", "num_experts", "num_experts_per_tok", "moe_top_k", "num_experts_per_token"), 1 << 16
-)
+SIZE_LIMITS: dict[str, int] = {
+    **dict.fromkeys(("num_hidden_layers", "n_layer", "num_layers", "n_layers"), 10_000),
+    **dict.fromkeys(
+        ("num_local_experts", "n_routed_experts", "num_experts", "num_experts_per_tok", "moe_top_k", "num_experts_per_token"), 1 << 16
+    ),
+}
 
 
 def _items(value: Any) -> list[tuple[str, Any]]:
@@ -72,7 +75,7 @@ def check_sizes(config: dict[str, Any], path: Path) -> None:
             value = scope.get(key)
             if value is None or (key == "sliding_window" and value is False):
                 continue
-            limit = SIZE_LIMITS.get(key, 1 << 32)  # pyright: ignore[reportCallIssue, reportArgumentType]
+            limit = SIZE_LIMITS.get(key, 1 << 32)
             _whole(path, prefix, key, value, minimum=1, limit=limit)
         heads = next((scope[k] for k in ("num_attention_heads", "n_head", "num_heads", "n_heads") if isinstance(scope.get(k), int)), None)
         kv = next((scope[k] for k in ("num_key_value_heads", "n_head_kv", "num_kv_heads") if isinstance(scope.get(k), int)), None)

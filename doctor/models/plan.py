@@ -219,10 +219,10 @@ class Planner:
         """The one verdict rule: above usable does not fit; within it fits, tight near its end."""
         usable = self.usable
         if need is None or usable is None or not self.hardware.memory_bytes:
-            return Fit.UNKNOWN  # pyright: ignore[reportReturnType]  # pyright reads the member's value through an import cycle
+            return Fit.UNKNOWN
         if need > usable:
-            return Fit.DOES_NOT_FIT  # pyright: ignore[reportReturnType]  # pyright reads the member's value through an import cycle
-        return Fit.TIGHT if need > TIGHT_SHARE * usable else Fit.FITS  # pyright: ignore[reportReturnType]  # pyright reads the member's value through an import cycle
+            return Fit.DOES_NOT_FIT
+        return Fit.TIGHT if need > TIGHT_SHARE * usable else Fit.FITS
 
     def room(self, share: float = 1.0) -> float | None:
         """What the caches may take per device: usable memory (share of it: TIGHT_SHARE for a plan that

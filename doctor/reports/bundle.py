@@ -94,7 +94,7 @@ def build_bundle(report: Report, ctx: Context, host: list[EnvRow], redactor: Red
                 shown = name[len("file://") :] if name.startswith("file://") else name
                 where = f"raw/files/{_slug(result.check)}{shown}" if shown.startswith("/") else f"raw/files/{_slug(result.check)}/{shown}"
                 files[where] = redactor.text(text)
-    docker_config = _docker_config(ctx)
+    docker_config = _docker_config(ctx) if ctx.live_devices else None  # this user's, never another host's files
     if docker_config:
         try:
             files["raw/docker-config.json"] = json.dumps(redactor.json(json.loads(docker_config[1])), indent=2)

@@ -31,9 +31,10 @@ def host_rows(ctx: Context, cpu: dict[str, Any]) -> list[EnvRow]:
     cpuinfo = (ctx.read_text("/proc/cpuinfo") or "").splitlines()
     model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), _("unknown"))
     cpu_name = cpu.get("brand_raw") or model
-    described = _(
-        "{name} ({count} logical CPUs, {arch})", name=cpu_name, count=cpu.get("count", "?"), arch=cpu.get("arch", platform.machine())
-    )
+    # cpu is this machine's: empty for another host's files, whose /proc/cpuinfo alone describes them
+    count = cpu.get("count") or sum(1 for line in cpuinfo if line.split(":")[0].strip() == "processor") or "?"
+    arch = cpu.get("arch") or (platform.machine() if ctx.live_devices else _("unknown"))
+    described = _("{name} ({count} logical CPUs, {arch})", name=cpu_name, count=count, arch=arch)
     rows.append(EnvRow("CPU", described))
     try:
         total = ctx.meminfo_bytes("MemTotal")

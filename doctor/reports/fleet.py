@@ -55,12 +55,19 @@ def _outcome(result: dict[str, Any], kept: int) -> str:
 def _verdict(report: dict[str, Any], outcomes: dict[str, str]) -> str:
     found = report.get("summary")
     summary: dict[str, Any] = found if isinstance(found, dict) else {}
+    if _load_errors(report):
+        return Verdict.INCOMPLETE.value  # whatever an older version stated: a module that did not load judged nothing
     stated = summary.get("outcome")
     if stated in VERDICTS:
         return str(stated)
     if summary.get("verdict") == "incomplete" or any(o in ("not_judged", "timed_out", "crashed") for o in outcomes.values()):
         return Verdict.INCOMPLETE.value
     return Verdict.FINDINGS.value if report["findings"] else Verdict.READY.value
+
+
+def _load_errors(report: dict[str, Any]) -> int:
+    errors = report.get("load_errors")
+    return len(errors) if isinstance(errors, list) else 0
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,7 @@ def host_row(name: str, file: str, report: dict[str, Any]) -> HostRow:
             cells[check] = outcomes[check]
     counts = Counter(str(f["severity"]) for f in report["findings"])
     unjudged = sum(len(r.get("not_judged") or []) for r in report["results"] if isinstance(r.get("not_judged"), list))
+    unjudged += _load_errors(report)  # each module that did not load: what it would judge
     return HostRow(
         host=name,
         file=file,

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..engine.facts import Chart, HtmlBlock
 from ..engine.findings import Finding
-from ..i18n import _, current, explanation
+from ..i18n import _, current, explanation, localized
 from .text import all_clear, severity_word, state_word
 from .view import ReportView
 
@@ -187,6 +187,7 @@ def render_html(view: ReportView) -> str:
         + (" · " + _e(clear) if clear else "")
         + "</p>"
     )
+    out.extend('<p class="crashed">' + _e(_("could not load: {error}", error=localized(error))) + "</p>" for error in view.load_errors)
     out.append("<h2>" + _e(_("Findings")) + "</h2>")
     if view.findings:
         out.append(

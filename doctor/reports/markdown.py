@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..i18n import _, explanation
+from ..i18n import _, explanation, localized
 from .text import all_clear, severity_word, shown_check, state_word, summary_line
 from .view import ReportView
 
@@ -32,6 +32,7 @@ def markdown(view: ReportView) -> str:
         "",
         "- " + _("host: `{host}`, root: `{root}`, started {started}, decode-doctor {version}", **_meta_values(meta)),
         f"- {all_clear(view) or summary_line(view)}",
+        *("- " + _("could not load: {error}", error=_cell(localized(error))) for error in view.load_errors),
         "",
         "## " + _("Findings"),
         "",

@@ -66,12 +66,19 @@ class Report:
         return [r for r in self.results if not r.complete]
 
     @property
+    def complete(self) -> bool:
+        """Every check reached a verdict on everything it was given, and every check, fixer and command
+        loaded: what a module that failed to load would have judged was not judged."""
+        return not self.incomplete() and not self.load_errors
+
+    @property
     def exit_code(self) -> int:
-        """0 clean, 1 findings at or above fail_on, 3 a check reached no verdict or could not judge
-        something it was given (wins over 1: the verdict is incomplete); --fail-on never is always 0."""
+        """0 clean, 1 findings at or above fail_on, 3 a check reached no verdict, could not judge
+        something it was given, or did not load (wins over 1: the verdict is incomplete); --fail-on
+        never is always 0."""
         if self.fail_on == "never":
             return 0
-        if self.incomplete_fails and self.incomplete():
+        if self.incomplete_fails and not self.complete:
             return 3
         if self.fixes and not self.fixes.all_applied:
             return 1  # a fix that was refused or failed: what it was for is not fixed, whatever the re-check saw

@@ -66,16 +66,24 @@ def summary_line(view: ReportView) -> str:
             " — the verdict is incomplete: {count:,} checks reached none",
             unjudged,
         )
-    if view.unjudged():
+    if view.unjudged() or view.load_errors:
         line += _(" — not judged: {what}", what=not_judged_text(view))
     return line
 
 
 def not_judged_text(view: ReportView, shown: int = 3) -> str:
-    """What was not judged, the first few named: "images: /d/a.jpg (permission denied); and 4 more"."""
+    """What was not judged, the first few named: "images: /d/a.jpg (permission denied); and 4 more";
+    first, what the modules that did not load would have judged (each is named below the summary)."""
     items = view.unjudged()
-    named = _("; ").join(_("{check}: {what}", check=shown_check(check), what=item.text()) for check, item in items[:shown])
-    return named + (_("; and {count:,} more", count=len(items) - shown) if len(items) > shown else "")
+    named = [_("{check}: {what}", check=shown_check(check), what=item.text()) for check, item in items[:shown]]
+    if view.load_errors:
+        unloaded = ngettext(
+            "what {count:,} module that did not load would judge (named below)",
+            "what {count:,} modules that did not load would judge (named below)",
+            len(view.load_errors),
+        )
+        named.insert(0, unloaded)
+    return _("; ").join(named) + (_("; and {count:,} more", count=len(items) - shown) if len(items) > shown else "")
 
 
 # What a hint leaves out of the user's command line: the flags it replaces, and the output flags with
@@ -112,7 +120,7 @@ def all_clear(view: ReportView) -> str | None:
     skipped = sum(1 for r in view.results if r.state is State.SKIPPED)
     ran = len(view.results) - skipped
     ignored = _(", {count} ignored", count=len(view.ignored)) if view.ignored else ""
-    if view.unjudged():
+    if view.unjudged() or view.load_errors:
         return ngettext(
             "No problems in what was judged ({count:,} check ran{ignored}); not judged: {what}.",
             "No problems in what was judged ({count:,} checks ran{ignored}); not judged: {what}.",

@@ -159,8 +159,9 @@ class ReportView:
 
     @property
     def complete(self) -> bool:
-        """Every check reached a verdict on everything it was given: only then is a run "Ready"."""
-        return all(r.complete for r in self.results)
+        """Every check reached a verdict on everything it was given and every module loaded: only then
+        is a run "Ready"."""
+        return all(r.complete for r in self.results) and not self.load_errors
 
     @property
     def verdict(self) -> Verdict:
@@ -201,6 +202,7 @@ class ReportView:
                 "outcome": self.verdict.value,
                 "outcomes": self.outcomes(),
                 "not_judged": len(self.unjudged()),
+                "load_errors": len(self.load_errors),
             },
             "findings": [f.to_dict() for f in self.findings],
             "ignored": [i.to_dict() for i in self.ignored],

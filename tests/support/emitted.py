@@ -5,6 +5,10 @@ child it forks (the runner's checks, a fix killed mid-run), appends its code to 
 runs that are real processes (conftest.run_dd) load emitted_site/sitecustomize.py, which does the
 same in them. Only a check's own finding counts: never a code a text merely names. The last test of
 a full run (test_codes.py) reads the log: a declared code no test emits fails it.
+
+A test that alone emits a code, and cannot here (it needs a process that file modes bind, and this
+machine can start none), skips with pytest.skip(unprovable(code, why)): a sibling log tells the gate
+which code this run could not prove and why — a note, neither emitted nor a failure of the suite.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 LOG = Path(tempfile.gettempdir()) / f"dd-emitted-{os.getpid()}.log"
+UNPROVABLE = LOG.with_name(f"dd-unprovable-{os.getpid()}.log")  # "CODE<TAB>why" lines, from the test process only
 
 
 def record(codes: Iterable[str]) -> None:
@@ -38,6 +43,7 @@ def install() -> None:
     from decode_doctor.engine.check import Check
 
     LOG.unlink(missing_ok=True)
+    UNPROVABLE.unlink(missing_ok=True)
     LOG.touch()
     LOG.chmod(0o666)  # a run dropped to another user (runuser -u nobody) appends to it too
     original = Check.finding
@@ -57,5 +63,22 @@ def emitted() -> set[str]:
         return set()
 
 
+def unprovable(code: str, why: str) -> str:
+    """Tells the code gate that this run cannot prove `code`, and why; the reason its test skips with."""
+    with open(UNPROVABLE, "a", encoding="utf-8") as handle:
+        handle.write(f"{code}\t{' '.join(why.split())}\n")
+    return f"{code} unprovable here: {why}"
+
+
+def unprovable_here() -> dict[str, str]:
+    """code → why this run could not prove it (unprovable() was called for it)."""
+    try:
+        lines = UNPROVABLE.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return {}
+    return {code: why for code, _, why in (line.partition("\t") for line in lines) if why}
+
+
 def remove() -> None:
     LOG.unlink(missing_ok=True)
+    UNPROVABLE.unlink(missing_ok=True)

@@ -63,6 +63,16 @@ def typed_options(options: Mapping[str, Any] | Iterable[Options] | None) -> Opti
     return OptionValues(tuple(kind(**{n: v for n, v in options.items() if owners[n] is kind}) for kind in kinds if kind))
 
 
+class LiveTree(Context):
+    """A host tree that stands for this machine's own root (`--root /`): its files are read under root,
+    and, as on the live host, the tools on PATH (a test's fakes), dmesg, journalctl and NVML answer for
+    it. A test that runs a host's tools on a fixture tree says so with make_context(live=True)."""
+
+    @property
+    def live_host(self) -> bool:
+        return True
+
+
 def make_context(
     root: Path = NOWHERE,
     *,
@@ -71,10 +81,16 @@ def make_context(
     options: Mapping[str, Any] | Iterable[Options] | None = None,
     env: Mapping[str, str] | None = None,
     facts: Iterable[Facts] = (),
+    same_host: bool = False,
+    live: bool = False,
 ) -> Context:
+    """Without same_host or live the root is another host's files: no tool of this machine is run for
+    it. same_host: this machine's filesystem mounted at root (--same-host, a node agent); live: the
+    root stands for this machine's own / (LiveTree)."""
     environment = {**os.environ, **(env or {})}
-    return Context(
+    return (LiveTree if live else Context)(
         root=root,
+        same_host=same_host,
         runner=CommandRunner(env=environment),
         env=environment,
         models=models,

@@ -1,19 +1,26 @@
 """Type-checks doctor/, checks/ and fixers/ as the one package they install as (decode_doctor, with
 decode_doctor.checks and decode_doctor.fixers), with the configuration in pyproject.toml.
 
-The package directories are renamed at install time (package-dir), so mypy is pointed at a tree of
-links that has the installed shape; paths in its messages are mapped back to the repository's.
+The package directories are renamed at install time (package-dir), so both checkers are pointed at a
+tree of links that has the installed shape, and every decode_doctor import resolves to it; paths in
+their messages are mapped back to the repository's.
 Usage: python tests/support/typecheck.py [mypy options] | --pyright [pyright options]; exit status:
 the checker's.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -39,13 +46,25 @@ def mypy(targets: list[str], extra: list[str] | None = None, cache: Path | None 
         return subprocess.run(command, cwd=tmp, capture_output=True, text=True, env={**os.environ, "MYPYPATH": tmp})
 
 
-def pyright(extra: list[str]) -> subprocess.CompletedProcess[str]:
-    """pyright (the [tool.pyright] settings) over the same installed shape; pyright is not a
-    dependency: pip install pyright (it fetches its Node package on first use)."""
+def pyright_config(root: Path) -> Path:
+    """root/pyrightconfig.json: pyproject.toml's [tool.pyright] with root as the project root, where
+    pyright resolves decode_doctor (a project at the repository would find no such directory, and the
+    editable install's import hook is nothing pyright follows)."""
+    settings = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pyright"]
+    config = root / "pyrightconfig.json"
+    config.write_text(json.dumps({**settings, "include": ["decode_doctor"]}, indent=1))
+    return config
+
+
+def pyright(extra: list[str], targets: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    """pyright (the [tool.pyright] settings) over targets (files; by default the package) in the same
+    installed shape. pyright is the pip package (the test extra): it fetches its Node package on first use."""
     with tempfile.TemporaryDirectory(prefix="dd-pyright-") as tmp:
         package_tree(Path(tmp))
-        command = ["pyright", "--project", str(REPO / "pyproject.toml"), "--pythonpath", sys.executable, *extra, "decode_doctor"]
-        return subprocess.run(command, cwd=tmp, capture_output=True, text=True)
+        config = pyright_config(Path(tmp))
+        command = [sys.executable, "-m", "pyright", "--project", str(config), "--pythonpath", sys.executable, *extra, *(targets or [])]
+        env = {**os.environ, "PYRIGHT_PYTHON_IGNORE_WARNINGS": "1"}  # no "a newer pyright exists" on every run
+        return subprocess.run(command, cwd=tmp, capture_output=True, text=True, env=env)
 
 
 def main(argv: list[str]) -> int:
