@@ -3,16 +3,21 @@ GPU bandwidth probe and a random-weight Llama-shape decode, each beside what `es
 
     python benchmarks/gpu_check.py [--out DIR] [--gpu NAME] [--budget-s 420] [--dry-run]
 
-1. `decode-doctor check --select gpu,bandwidth --format json` (the NVML path with the `gpu` extra;
-   the bandwidth check copies a buffer on each GPU with PyTorch): out/check.json.
+1. `decode-doctor check --select gpu,bandwidth,gpu-health --format json` (the NVML path with the
+   `gpu` extra; the bandwidth check copies a buffer on each GPU with PyTorch): out/check.json.
+   Then the GPU health feature's live reading (NVML and sysfs, as `check` takes it) printed whole,
+   judged, and read again during a few seconds of matmuls and host→device copies on GPU 0 (PyTorch,
+   else CuPy, else no load), so that the PCIe generation and utilization are seen busy:
+   out/health.json.
 2. A Llama-shape decode with random fp16 weights, written for the purpose: two sizes (1.1B and
    6.7B parameters), batch 1 and 8, a static KV cache of CONTEXT tokens decoded from position
    DEPTH, each step timed after synchronising the device; the median of STEPS steps.
 3. For each row, `decode-doctor estimate` on a config.json of the same shape, for the datasheet
    GPU (--gpu NAME) and for this GPU (--device cuda:0, its measured bandwidth): the ceiling's step
    time, and measured ÷ ceiling.
-Everything is written under --out (results.json, summary.txt, check.json, the configs); the run
-stops starting new rows past --budget-s (the whole must end within 8 minutes).
+Everything is written under --out (results.json, summary.txt, check.json, health.json, the configs);
+the run stops starting new rows past --budget-s (the whole must end within 8 minutes). Without a GPU
+(no CUDA device to PyTorch) it says so after step 1 and exits 0.
 
 To take it to a lent machine with nothing installed: `pip wheel . -w wheelhouse` here (the
 project's pure-Python dependencies as wheels), carry `wheelhouse/`, and there
@@ -26,6 +31,7 @@ figures say nothing about any GPU.
 from __future__ import annotations
 
 import argparse
+import enum
 import json
 import platform
 import statistics
@@ -43,6 +49,7 @@ from decode_doctor.models.randomgguf import Shape
 CONTEXT = 4096
 DEPTH = 2048
 STEPS = 40
+LOAD_S = 4.0  # seconds of load during which the GPU health reading is taken again
 
 
 def config(shape: Shape) -> dict[str, Any]:
@@ -172,6 +179,122 @@ def estimate_ms(model_dir: Path, batch: int, context: int, device_args: list[str
         return None
 
 
+def _jsonable(value: Any) -> Any:
+    """json.dumps's default: a reading's frozensets (clock events) and enums."""
+    if isinstance(value, frozenset):
+        return sorted(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    return str(value)
+
+
+def health_now() -> dict[str, Any]:
+    """The GPU health feature's live reading of this machine, as `check` takes it, and its judgement."""
+    from decode_doctor.checks.gpuhealth.judge import judge
+    from decode_doctor.checks.gpuhealth.live import read_live
+    from decode_doctor.engine.context import Context
+
+    ctx = Context()
+    reading = read_live(ctx)
+    if isinstance(reading, str):
+        return {"reading": None, "why": reading or "no NVIDIA GPU", "not_judged": [asdict(n) for n in ctx.unjudged]}
+    judgement = judge(reading)
+    return {
+        "reading": asdict(reading),
+        "verdicts": [{"code": v.code.code, "message": v.message.text(), "evidence": v.evidence} for v in judgement.verdicts],
+        "not_judged": [{"what": u.what.text(), "why": u.why.text()} for u in judgement.unjudged] + [asdict(n) for n in ctx.unjudged],
+    }
+
+
+def _links(health: dict[str, Any]) -> list[dict[str, Any]]:
+    gpus = (health.get("reading") or {}).get("gpus", ())
+    return [
+        {
+            "gpu": g["index"],
+            "utilization_pct": g["utilization_pct"],
+            **{k: g["pcie"][k] for k in ("gen_current", "gen_max", "width_current", "width_max", "slot_gen_max", "slot_width_max")},
+        }
+        for g in gpus
+    ]
+
+
+def _loader() -> tuple[str, Any] | None:
+    """One round of load on GPU 0 (queued, not waited for) and the call that waits for it; None
+    without PyTorch or CuPy on a CUDA device."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            a = torch.randn(8192, 8192, device="cuda:0", dtype=torch.float16)
+            out, host = torch.empty_like(a), torch.empty(256 << 20, dtype=torch.uint8).pin_memory()
+            device = torch.empty(256 << 20, dtype=torch.uint8, device="cuda:0")
+
+            def torch_round() -> None:
+                for _ in range(160):
+                    torch.matmul(a, a, out=out)
+                for _ in range(8):
+                    device.copy_(host, non_blocking=True)
+
+            return "PyTorch", (torch_round, torch.cuda.synchronize)
+    except ImportError:
+        pass
+    try:
+        import cupy
+
+        m = cupy.random.standard_normal((8192, 8192), dtype=cupy.float32)
+        host_buffer = cupy.cuda.alloc_pinned_memory(256 << 20)
+        device_buffer = cupy.cuda.alloc(256 << 20)
+
+        def cupy_round() -> None:
+            for _ in range(24):
+                cupy.matmul(m, m)
+            for _ in range(8):
+                device_buffer.copy_from_host_async(host_buffer, 256 << 20)
+
+        return "CuPy", (cupy_round, cupy.cuda.runtime.deviceSynchronize)
+    except Exception:  # no CuPy, no device, no driver: the reading stays without load
+        return None
+
+
+def health_step(out: Path, dry_run: bool) -> dict[str, Any]:
+    """The live health reading printed, then read again under a short load so the link is seen busy."""
+    idle = health_now()
+    health: dict[str, Any] = {"idle": idle, "under_load": [], "load": None}
+    if idle["reading"] is None:
+        print(f"    no GPU health reading: {idle['why']}", flush=True)
+    else:
+        print(json.dumps(idle["reading"], default=_jsonable, indent=1), flush=True)
+        for verdict in idle["verdicts"]:
+            print(f"    {verdict['code']}: {verdict['message']}", flush=True)
+        for item in idle["not_judged"]:
+            print(f"    not judged: {item['what']} ({item['why']})", flush=True)
+        loader = None if dry_run else _loader()
+        if loader is None:
+            print("    no PyTorch or CuPy on a CUDA device: the link is not read under load", flush=True)
+        else:
+            health["load"], (one_round, wait) = loader
+            ends = time.perf_counter() + LOAD_S
+            while time.perf_counter() < ends:
+                one_round()
+                time.sleep(0.3)  # the queued work runs; NVML's utilization covers the last sample period
+                busy = health_now()
+                health["under_load"].append({"links": _links(busy), "codes": [v["code"] for v in busy.get("verdicts", ())]})
+                wait()
+            for sample in health["under_load"][-1:]:
+                print(f"    under load ({health['load']}): {json.dumps(sample['links'])}", flush=True)
+    (out / "health.json").write_text(json.dumps(health, default=_jsonable, indent=1))
+    return health
+
+
+def cuda_missing() -> str | None:
+    """Why the decode rows cannot run here (no PyTorch, no CUDA device); None where they can."""
+    try:
+        import torch
+    except ImportError:
+        return "PyTorch is not installed"
+    return None if torch.cuda.is_available() else "PyTorch sees no CUDA device"
+
+
 def _ms(value: float | None) -> str:
     return "not planned" if value is None else f"{value:.4g} ms"
 
@@ -188,9 +311,9 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     shapes, context, depth, steps = (DRY_SHAPES, 256, 128, 6) if args.dry_run else (GPU_SHAPES, CONTEXT, DEPTH, STEPS)
 
-    print("1/3 decode-doctor check --select gpu,bandwidth", flush=True)
+    print("1/3 decode-doctor check --select gpu,bandwidth,gpu-health", flush=True)
     check = subprocess.run(
-        [sys.executable, "-m", "decode_doctor", "check", "--select", "gpu,bandwidth", "--format", "json"],
+        [sys.executable, "-m", "decode_doctor", "check", "--select", "gpu,bandwidth,gpu-health", "--format", "json"],
         capture_output=True,
         text=True,
         timeout=180,
@@ -198,6 +321,15 @@ def main() -> int:
     )
     (out / "check.json").write_text(check.stdout)
     (out / "check.stderr.txt").write_text(check.stderr)
+    print("    GPU health, live (NVML and sysfs)", flush=True)
+    health = health_step(out, args.dry_run)
+    missing = None if args.dry_run else cuda_missing()
+    if missing:
+        print(f"no GPU to decode on here ({missing}): the decode rows are not run; --dry-run tests the script on a CPU", flush=True)
+        (out / "results.json").write_text(
+            json.dumps({"dry_run": False, "no_gpu": missing, "check_exit": check.returncode, "rows": []}, indent=1)
+        )
+        return 0
 
     print(f"2/3 decode, {len(shapes)} sizes × batch 1 and 8", flush=True)
     backend = Backend(args.dry_run)
@@ -235,6 +367,8 @@ def main() -> int:
         "shapes": {name: asdict(shape) for name, shape in shapes},
         "context": context,
         "check_exit": check.returncode,
+        "health_codes": [v["code"] for v in health["idle"].get("verdicts", ())],
+        "health_under_load": health["under_load"],
         "rows": rows,
         "elapsed_s": round(time.perf_counter() - started, 1),
     }

@@ -6,7 +6,6 @@ the image's build context holds what the install needs."""
 from __future__ import annotations
 
 import grp
-import importlib.util
 import json
 import os
 import re
@@ -24,26 +23,19 @@ import yaml
 
 from .conftest import FIXTURES, REPO, python_for, run_dd
 from .support.harness import cli
+from .support.nvml import build_double
 from .support.services import node_exporter, prometheus, prometheus_api, wait_until
 
 DEPLOY = REPO / "deploy"
 RULES = DEPLOY / "prometheus/decode-doctor.rules.yml"
 DASHBOARD = DEPLOY / "grafana/decode-doctor-fleet.json"
-NVML_SOURCE = Path(__file__).resolve().parent / "support/nvml/libnvidia-ml.c"
 TWO_H200 = "NVIDIA H200|143771|00000000:19:00.0|GPU-0|0;NVIDIA H200|143771|00000000:3B:00.0|GPU-1|0"
 
 
 @pytest.fixture(scope="session")
 def nvml_double(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """libnvidia-ml.so.1 built from the test double's source; its directory goes on LD_LIBRARY_PATH."""
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        pytest.skip("no C compiler to build the NVML test double")
-    if importlib.util.find_spec("pynvml") is None:  # found, not imported: tests/fakes' pynvml stands in elsewhere in this process
-        pytest.skip("nvidia-ml-py (the gpu extra) is the binding under test")
-    directory = tmp_path_factory.mktemp("nvml")
-    subprocess.run([compiler, "-shared", "-fPIC", "-O1", "-o", str(directory / "libnvidia-ml.so.1"), str(NVML_SOURCE)], check=True)
-    return directory
+    return build_double(tmp_path_factory.mktemp("nvml"))
 
 
 def node_env(nvml: Path | None, tmp_path: Path, gpus: str = TWO_H200, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -584,10 +576,18 @@ def test_a_reused_figure_is_judged_as_a_measured_one_and_an_unreadable_rating_is
     args = ("check", "--root", str(root), "--same-host", "--select", "bandwidth", "--reuse-bandwidth", "1d", "--format", "json")
     report = json.loads(run_dd(*args, env=node_env(nvml_double, tmp_path)).stdout)
     assert [f["code"] for f in report["findings"]] == ["BW002"]  # 200 of 460.8 GB/s, reused
+    tables = tmp_path / "with-tables"  # the node's SMBIOS tables are there to read, and its dmidecode cannot
+    shutil.copytree(root, tables, symlinks=True)
+    (tables / "sys/firmware/dmi/tables").mkdir(parents=True)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin/dmidecode").write_text("#!/bin/sh\necho '/sys/firmware/dmi/tables/DMI: Permission denied' >&2\nexit 1\n")
+    (tmp_path / "bin/dmidecode").chmod(0o755)
+    env = node_env(None, tmp_path)
+    env["PATH"] = f"{tmp_path / 'bin'}:{env['PATH']}"
     measured = run_dd(
-        "check", "--root", str(root), "--select", "bandwidth", "--cpu-bandwidth-only", "--format", "json", env=node_env(None, tmp_path)
+        "check", "--root", str(tables), "--same-host", "--select", "bandwidth", "--cpu-bandwidth-only", "--format", "json", env=env
     )
     what = {item["what"] for item in json.loads(measured.stdout)["not_judged"]}
-    assert "the memory's rated bandwidth (BW002)" in what  # no dmidecode on the node agent's PATH
+    assert "the memory's rated bandwidth (BW002)" in what
     asked = run_dd(*args[:-2], "--no-memory-spec", "--format", "json", env=node_env(None, tmp_path))
     assert "the memory's rated bandwidth (BW002)" not in {item["what"] for item in json.loads(asked.stdout)["not_judged"]}

@@ -9,6 +9,7 @@ import os
 import re
 import shlex
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,8 +101,8 @@ class Workspace:
         for word in shlex.split(command)[1:]:  # without "decode-doctor"
             matches = sorted(self.top.glob(word)) if "*" in word else []
             expanded.extend(str(m) for m in matches) if matches else expanded.append(word)
-        if expanded and expanded[0] in ROOTED:
-            expanded += ["--root", str(self.host)]
+        if expanded and expanded[0] in ROOTED:  # the host tree stands for this machine, as the README's commands judge it
+            expanded += ["--root", str(self.host), "--same-host"]
         if expanded and (expanded[0] == "undo" or "--fix" in expanded):
             expanded += ["--state-dir", str(self.state)]
         return expanded
@@ -120,6 +121,8 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     (top / "textfile").mkdir()
     host = tmp_path / "host"
     shutil.copytree(FIXTURES / "hosts/swap60-rhel7", host, symlinks=True)
+    (host / "var/log").mkdir(parents=True)  # the tree stands for this machine (--same-host), NVML's stand-in an H200: its kernel log
+    (host / "var/log/kern.log").write_text("Dec  7 00:00:00 rhel7-node kernel: Linux version 3.10.0-1160.el7.x86_64\n")
     home = tmp_path / "home"
     small = write_hf_model(
         tmp_path / "source", {**QWEN_SHAPE, "hidden_size": 64, "num_hidden_layers": 2}, llama_tensors(2, 64, 4, 2, 128, 512)
@@ -151,6 +154,7 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     shutil.copy(top / "hosts/swap60-rhel7.json", top / "before.json")
     shutil.copy(top / "hosts/healthy-server.json", top / "after.json")
     monkeypatch.syspath_prepend(str(FAKES))  # `estimate --device cuda:0`: NVML's stand-in finds one H200
+    monkeypatch.delitem(sys.modules, "pynvml", raising=False)  # whatever an earlier test of this process imported
     monkeypatch.setenv("PATH", vm_dmidecode(tmp_path / "bin")["PATH"])  # this machine as a VM: no DIMMs to rate (BW002 does not apply)
     monkeypatch.chdir(top)
     monkeypatch.setenv("HOME", str(home))

@@ -39,6 +39,7 @@ class Device:
     memory_bytes: int | None
     bandwidth_gbps: float | None
     bandwidth_source: BandwidthSource
+    held_bytes: int | None = None  # memory other processes hold, already left out of memory_bytes
 
     def hardware(self) -> Hardware:
         kind = "cpu" if self.name == "cpu" else "gpu"
@@ -86,6 +87,7 @@ def compute_budget(
         overhead_bytes=plan.overhead_per_device,
         need_bytes=plan.need_per_device,
         capacity_bytes=device.memory_bytes,
+        held_bytes=device.held_bytes,
         fit=plan.fit,
         bandwidth_gbps=device.bandwidth_gbps,
         bandwidth_source=device.bandwidth_source,

@@ -8,6 +8,7 @@ from pathlib import Path
 from decode_doctor.checks.artifacts.contract import ArtifactsFacts
 from decode_doctor.checks.bandwidth.contract import BandwidthFacts, BandwidthOptions
 from decode_doctor.checks.gpu.contract import GpuFacts
+from decode_doctor.checks.gpuhealth.contract import MIG, GpuHealthFacts
 from decode_doctor.engine import Check, Context, Finding, Needs, OptionRef, Reads
 from decode_doctor.engine.units import human_bytes
 from decode_doctor.i18n import N_, _, localized, os_reason, reason, said
@@ -51,13 +52,15 @@ def devices(ctx: Context) -> list[Device]:
         bw = given or gpu.copy_gbps or gpu.theoretical_gbps
         source = BandwidthSource.GIVEN if given else (BandwidthSource.MEASURED if gpu.copy_gbps else BandwidthSource.SPEC)
         found.append(Device(f"cuda:{gpu.index}", gpu.name, gpu.memory_bytes, bw, source))
+    found = [usable for device in found if (usable := _left_for_an_engine(ctx, device)) is not None]
     cpu = _cpu_device(ctx, given)
     if not found and stack is not None:  # nothing measured: the driver's inventory, with its theoretical bandwidth
         for listed in stack.devices:
             bw = given or listed.theoretical_gbps
             memory = listed.memory_mib << 20 if listed.memory_mib else None
             source = BandwidthSource.GIVEN if given else (BandwidthSource.SPEC if bw else BandwidthSource.UNKNOWN)
-            found.append(Device(f"cuda:{listed.index}", listed.name, memory, bw, source))
+            usable = _left_for_an_engine(ctx, Device(f"cuda:{listed.index}", listed.name, memory, bw, source))
+            found.extend([usable] if usable is not None else [])
         if stack.unified_memory and not found:  # Jetson: the GPU allocates from system RAM
             found.append(
                 Device(
@@ -70,6 +73,28 @@ def devices(ctx: Context) -> list[Device]:
             )
     found.append(cpu)
     return found
+
+
+def _left_for_an_engine(ctx: Context, device: Device) -> Device | None:
+    """The GPU as an engine started now would have it (the gpu-health check's facts): the memory other
+    processes hold left out (the budget's line says how much); a GPU in MIG mode is not judged (an engine sees one
+    slice, whose memory these facts do not give)."""
+    health = ctx.facts.get(GpuHealthFacts)
+    index = device.name.removeprefix("cuda:")
+    state = next((g for g in health.gpus if str(g.index) == index), None) if health is not None else None
+    if state is None:
+        return device
+    if state.mig:
+        ctx.not_judged(
+            _("the decode budget on {device}", device=device.name),
+            _("MIG is enabled: an engine sees one slice, whose memory is not read here ({code})", code=MIG.code),
+            cause=MIG.code,
+        )
+        return None
+    if state.held_mib and device.memory_bytes:
+        held = state.held_mib << 20
+        return replace(device, memory_bytes=max(0, device.memory_bytes - held), held_bytes=held)
+    return device
 
 
 class DecodeBudget(Check):
@@ -88,7 +113,12 @@ class DecodeBudget(Check):
     # --bandwidth gives it); without the artifacts check, a model with no weights could "fit".
     needs = Needs(
         inputs=("models",),
-        reads=(Reads(GpuFacts), Reads(BandwidthFacts, unless_option=OptionRef(BudgetOptions, "bandwidth")), Reads(ArtifactsFacts)),
+        reads=(
+            Reads(GpuFacts),
+            Reads(GpuHealthFacts),  # memory other processes hold, and MIG
+            Reads(BandwidthFacts, unless_option=OptionRef(BudgetOptions, "bandwidth")),
+            Reads(ArtifactsFacts),
+        ),
     )
 
     options = BudgetOptions
@@ -193,6 +223,8 @@ def _predict(ctx: Context, model: ModelInfo, budget: Budget) -> Budget:
     from decode_doctor.engine.workers import usable_cpus
     from decode_doctor.models import calibration
 
+    if not ctx.live_devices:  # the calibration was measured on this machine's CPU: never that host's prediction
+        return replace(budget, prediction_note=ctx.elsewhere)
     measured = ctx.facts.get(BandwidthFacts)
     if measured is not None and not ctx.option(BudgetOptions).bandwidth:
         threads = measured.cpu.measured.threads

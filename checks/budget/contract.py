@@ -110,9 +110,16 @@ class Budget:
     sweep: tuple[SweepRow, ...] = ()
     prediction: DecodePrediction | None = None  # CPU budgets with a calibration of this host
     prediction_note: str = ""  # why there is none
+    held_bytes: int | None = None  # GPU memory other processes held (gpu-health), left out of capacity_bytes
 
     def to_dict(self) -> dict[str, JSONValue]:
         return {k: round(v, 4) if isinstance(v, float) else v for k, v in values_dict(self).items()}
+
+
+def _capacity(budget: Budget) -> str:
+    if not budget.held_bytes:
+        return human_bytes(budget.capacity_bytes)
+    return _("{capacity} (other processes hold {held})", capacity=human_bytes(budget.capacity_bytes), held=human_bytes(budget.held_bytes))
 
 
 @dataclass(frozen=True)
@@ -148,7 +155,7 @@ class ModelBudget:
                     "{device}: {fit} in {capacity}{ceiling}{limits}",
                     device=budget.device,
                     fit=budget.fit.label,
-                    capacity=human_bytes(budget.capacity_bytes),
+                    capacity=_capacity(budget),
                     ceiling=ceiling,
                     limits=limits,
                 )

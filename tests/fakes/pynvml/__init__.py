@@ -53,3 +53,15 @@ def nvmlDeviceGetMigMode(handle: int) -> tuple[int, int]:
 
 def nvmlDeviceGetUUID(handle: int) -> str:
     return "GPU-00000000-0000-0000-0000-000000000000"
+
+
+class NVMLError(Exception):
+    """nvidia-ml-py's base error; a call this stand-in does not define is one the binding lacks."""
+
+
+class NVMLError_NotSupported(NVMLError):
+    pass
+
+
+class NVMLError_InvalidArgument(NVMLError):
+    pass
