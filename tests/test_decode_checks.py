@@ -76,7 +76,8 @@ def test_budget_reads_the_bandwidth_facts(tmp_path):
 def test_the_runner_passes_bandwidth_facts_to_the_budget(tmp_path, monkeypatch):
     monkeypatch.setattr(membw, "measure_cpu", steady(30.0))
     model = qwen2_7b(tmp_path / "Qwen2-7B", shards=1)
-    outcome = run_app("bandwidth", "decode-budget", root=RHEL_HOST, models=(model,), env={"PATH": "/nonexistent", "XDG_STATE_HOME": str(tmp_path / "state")}, same_host=True)
+    env = {"PATH": "/nonexistent", "XDG_STATE_HOME": str(tmp_path / "state")}  # no quiet figure another test of this session stored
+    outcome = run_app("bandwidth", "decode-budget", root=RHEL_HOST, models=(model,), env=env, same_host=True)
     facts = outcome.report.facts()
     assert facts["decode-budget"].models[0].budgets[-1].bandwidth_gbps == 30.0
     states = {r.check: r.state.value for r in outcome.report.results}

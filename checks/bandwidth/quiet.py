@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from decode_doctor.engine import Context
-from decode_doctor.engine.files import replace_file
 from decode_doctor.engine.hostload import Window
 from decode_doctor.engine.paths import default_state_dir
 from decode_doctor.engine.statefile import keep_aside, read_json
+from decode_doctor.engine.writes import locked, replace_output
 from decode_doctor.i18n import Said, said
 
 from .contract import BandwidthFacts
@@ -37,6 +37,8 @@ SAMPLE_S = 1.0
 REUSE_LIMIT_S = 30 * 86400  # a quiet figure older than this stands in for nothing, busy host or not
 BEST_AGE_S = 7 * 86400  # the best quiet figure of this long is the ceiling's floor
 KEEP = 32
+CPU_GBPS = (0.1, 100_000.0)  # what CPU memory can read: slower is no memory, faster no machine
+GPU_GBPS = (0.1, 20_000.0)  # an HBM GPU's copy rate, with room for the next generation
 
 
 @dataclass(frozen=True)
@@ -137,12 +139,43 @@ def load_quiet(state_dir: Path | None = None) -> QuietRead:
     return QuietRead(tuple(figures), tuple(ignored))
 
 
+def _implausible(facts: BandwidthFacts) -> Said | None:
+    """The first bandwidth figure outside what memory can do (a store edited or corrupted), or None."""
+    cpu = facts.cpu
+    named: list[tuple[str, float | None, tuple[float, float]]] = [
+        ("read_gbps", cpu.measured.read_gbps, CPU_GBPS),
+        ("copy_gbps", cpu.measured.copy_gbps, CPU_GBPS),
+        ("spec_gbps", cpu.spec_gbps, CPU_GBPS),
+        ("best_quiet_gbps", facts.best_quiet_gbps, CPU_GBPS),
+    ]
+    for gpu in facts.gpus:
+        named += [
+            (f"GPU {gpu.index} copy_gbps", gpu.copy_gbps, GPU_GBPS),
+            (f"GPU {gpu.index} theoretical_gbps", gpu.theoretical_gbps, GPU_GBPS),
+        ]
+    for name, value, (low, high) in named:
+        if value is None:
+            continue
+        if not _finite(value) or not low <= value <= high:
+            return said(
+                "{name} is {value} GB/s, outside {low:g}–{high:g} GB/s: not a plausible bandwidth",
+                name=name,
+                value=repr(value)[:40],
+                low=low,
+                high=high,
+            )
+    return None
+
+
 def _figure(data: Any) -> QuietFigure:
     facts = BandwidthFacts.from_dict(data["facts"])
     measured = facts.cpu.measured
     numbers = (data["measured_at"], measured.read_gbps, measured.copy_gbps)
     if not all(_finite(n) and 0 < n < 1e15 for n in numbers) or data["measured_at"] > time.time() + 300:
         raise ValueError(said("a figure or its time is not a positive finite number, or its time is in the future"))
+    implausible = _implausible(facts)
+    if implausible is not None:
+        raise ValueError(implausible)
     if not isinstance(data["machine"], str):
         raise ValueError(said("machine is not a string"))
     return QuietFigure(float(data["measured_at"]), data["machine"], facts)
@@ -150,15 +183,17 @@ def _figure(data: Any) -> QuietFigure:
 
 def store_quiet(figure: QuietFigure, state_dir: Path | None = None) -> None:
     """figure kept beside the others (the oldest dropped past KEEP); a file with anything that could
-    not be read is kept aside first (NAME.kept-UTC), never silently overwritten."""
+    not be read is kept aside first (NAME.kept-UTC), never silently overwritten. Under the store's lock
+    (two agents' runs never lose each other's figure); StoreBusy, an OSError, past its bounded wait."""
     directory = state_dir or default_state_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    kept = load_quiet(directory)
-    if kept.ignored or kept.unusable:
-        keep_aside(directory / STORE)
-    figures = [*kept.figures, figure][-KEEP:]
-    data = {"figures": [{"measured_at": f.measured_at, "machine": f.machine, "facts": f.facts.to_dict()} for f in figures]}
-    replace_file(directory / STORE, json.dumps(data, indent=1).encode())
+    with locked(directory / STORE):
+        kept = load_quiet(directory)
+        if kept.ignored or kept.unusable:
+            keep_aside(directory / STORE)
+        figures = [*kept.figures, figure][-KEEP:]
+        data = {"figures": [{"measured_at": f.measured_at, "machine": f.machine, "facts": f.facts.to_dict()} for f in figures]}
+        replace_output(directory / STORE, json.dumps(data, indent=1).encode())
 
 
 def fitting(figures: list[QuietFigure], machine: str, threads: int, within_s: float, now: float | None = None) -> list[QuietFigure]:

@@ -115,7 +115,12 @@ class GpuFacts(Facts):
         return rows
 
     def metrics(self) -> list[Metric]:
-        samples = tuple(Sample({"gpu": str(d.index), "name": d.name}, float(d.memory_mib << 20)) for d in self.devices if d.memory_mib)
+        # the UUID beside the index joins dcgm-exporter's series (its UUID label) without label_replace
+        samples = tuple(
+            Sample({"gpu": str(d.index), "uuid": d.uuid or "", "name": d.name}, float(d.memory_mib << 20))
+            for d in self.devices
+            if d.memory_mib
+        )
         return [Metric("decode_doctor_gpu_memory_bytes", "Memory of each NVIDIA GPU, in bytes.", samples)] if samples else []
 
     def compared(self) -> dict[str, str | float]:

@@ -6,6 +6,11 @@ the directory (a second agent there is refused), counts other decode-doctor text
 own (node_exporter silently drops series two files share), handles SIGTERM between and during runs
 (the checks' processes are taken down with it), and keeps the last complete run's time across runs
 and restarts (read back from its own textfile).
+
+SIGTERM and SIGINT only set a flag and write a byte to a pipe: a handler that raised would raise
+inside whatever library code the signal interrupted (logging's after-fork hook swallows it, and the
+agent ran on). Each run is a forked child the loop waits on together with that pipe, so a stop
+during a run takes the run's whole process tree down, and a stop during the sleep ends it at once.
 """
 
 from __future__ import annotations
@@ -19,11 +24,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from types import FrameType
 
+from ..engine.workers import Child, kill_group
 from ..i18n import _, localized, os_reason, reason, said
-from ..reports.prometheus import Schedule
+from ..reports.prometheus import FAILED_EXIT, Schedule
 from ..reports.text import state_word
 from . import service
 from .output import OutputRequest, render_report, textfile_success
@@ -31,10 +38,11 @@ from .requests import RequestError, RunRequest
 
 TEXTFILE = "decode_doctor.prom"
 LOCK = ".decode_doctor.lock"
+WRITE_GRACE_S = 1.0  # a stop while the run writes its files lets the atomic rename finish
 
 
 class Stopped(BaseException):
-    """SIGTERM or SIGINT: stop now, between or during a run (a BaseException, so nothing swallows it)."""
+    """SIGTERM or SIGINT arrived: raised by the loop itself (never by a signal handler), between steps."""
 
 
 class AgentError(Exception):
@@ -108,22 +116,34 @@ def other_textfiles(directory: Path) -> list[str]:
     return [name for name in names if name.startswith("decode_doctor") and name != TEXTFILE]
 
 
-def run_once(request: AgentRequest, last_success: float | None, failed_runs: int = 0) -> tuple[RunSummary, float | None]:
-    """One run: the checks, the textfile (and the JSON report), replaced atomically."""
+def run_once(
+    request: AgentRequest, last_success: float | None, failed_runs: int = 0, writing: Callable[[], None] | None = None
+) -> tuple[RunSummary, float | None]:
+    """One run: the checks, the JSON report when asked, then the textfile, replaced atomically. A
+    JSON report that cannot be written fails the run, and the textfile says so (the exit code --once
+    exits with, the run failed, counted), then the error is raised."""
     started = time.time()
     outcome = service.run(request.run)
     report = outcome.report
     report.meta["duration_s"] = round(time.time() - started, 3)
-    interval = None if request.once else request.interval_s
+    if writing is not None:
+        writing()
+    failure: Exception | None = None
+    if request.json_report is not None:
+        try:
+            render_report(report, outcome.registry, OutputRequest(fmt="json", output=request.json_report, quiet=True))
+        except Exception as exc:  # a full disk, a missing directory: the textfile still comes, saying so
+            failure = exc
     schedule = Schedule(
         last_success=last_success,
-        interval_s=interval,
+        interval_s=None if request.once else request.interval_s,
         textfiles_beside=len(other_textfiles(request.directory)),
-        failed_runs=None if request.once else failed_runs,
+        failed_runs=failed_runs + (failure is not None),
+        run_failed=failure is not None,
     )
     render_report(report, outcome.registry, OutputRequest(fmt="prometheus", output=request.textfile, quiet=True, schedule=schedule))
-    if request.json_report is not None:
-        render_report(report, outcome.registry, OutputRequest(fmt="json", output=request.json_report, quiet=True))
+    if failure is not None:
+        raise failure
     complete = report.complete
     summary = RunSummary(
         started=started,
@@ -136,8 +156,154 @@ def run_once(request: AgentRequest, last_success: float | None, failed_runs: int
     return summary, (round(started + summary.duration_s, 3) if complete else last_success)
 
 
-def _stop(signum: int, frame: FrameType | None) -> None:
-    raise Stopped(signal.Signals(signum).name)
+@dataclass(frozen=True)
+class RunDone:
+    summary: RunSummary
+    last_success: float | None
+
+
+@dataclass(frozen=True)
+class RunFailed:
+    name: str
+    error: str
+
+
+@dataclass(frozen=True)
+class RunRefused:
+    message: str  # the request cannot run at all (RequestError): the agent stops
+
+
+@dataclass(frozen=True)
+class Writing:
+    """The run's checks are done and its files are being written."""
+
+
+RunMessage = RunDone | RunFailed | RunRefused | Writing
+
+
+class StopSignal:
+    """SIGTERM and SIGINT, as a flag and a byte in a pipe (the loop waits on its read end). The handler
+    acts only in the agent's own process: a forked child that has not yet reset it does nothing."""
+
+    def __init__(self) -> None:
+        self.read_fd, self._write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.owner = os.getpid()
+        self.name: str | None = None
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        if os.getpid() != self.owner:
+            return
+        self.name = self.name or signal.Signals(signum).name
+        try:
+            os.write(self._write_fd, b"x")
+        except OSError:  # the pipe is full: a byte is already waiting
+            pass
+
+    def check(self) -> None:
+        if self.name is not None:
+            raise Stopped(self.name)
+
+    def sleep(self, seconds: float) -> None:
+        """Waits seconds, or until a stop; raises Stopped on a stop."""
+        self.check()
+        wait([self.read_fd], timeout=max(0.0, seconds))
+        self.check()
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self._write_fd):
+            os.close(fd)
+
+
+def _run_child(conn: Connection[RunMessage, object], request: AgentRequest, last_success: float | None, failed_runs: int) -> None:
+    """The run, in its forked process: it answers one message (Writing first, when it gets that far)."""
+    for signum in (signal.SIGTERM, signal.SIGINT):  # the agent's handler must not act here
+        signal.signal(signum, signal.SIG_DFL)
+    try:
+        summary, success = run_once(request, last_success, failed_runs, writing=lambda: conn.send(Writing()))
+    except RequestError as exc:
+        conn.send(RunRefused(localized(reason(exc))))
+    except Exception as exc:
+        conn.send(RunFailed(type(exc).__name__, str(exc)))
+    else:
+        conn.send(RunDone(summary, success))
+    conn.close()
+
+
+def _process_table() -> dict[int, tuple[int, int]]:
+    """pid → (parent pid, process group), from /proc."""
+    table: dict[int, tuple[int, int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return table
+    for entry in entries:
+        if not entry.isdecimal():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read().decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp …
+        if len(fields) > 2 and fields[1].isdecimal() and fields[2].isdecimal():
+            table[int(entry)] = (int(fields[1]), int(fields[2]))
+    return table
+
+
+def end_tree(child: Child) -> None:
+    """SIGKILL the run's process and everything under it (its checks, in process groups of their own,
+    and the commands they started, in theirs): each is frozen first, so it starts nothing more and what
+    it started stays its child while the tree is walked, as the runner does to a check past its deadline."""
+    child.freeze()
+    frozen = {child.pid: child.pid}
+    for _round in range(16):
+        found = {pid: pgid for pid, (ppid, pgid) in _process_table().items() if ppid in frozen and pid not in frozen}
+        if not found:
+            break
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+        frozen.update(found)
+    for pgid in set(frozen.values()) - {os.getpgrp()}:
+        kill_group(pgid)
+    for pid in frozen:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    child.reap()
+
+
+def _run(request: AgentRequest, last_success: float | None, failed_runs: int, stop: StopSignal) -> RunDone | RunFailed | RunRefused:
+    """One run in a forked child, waited on beside the stop pipe; a stop ends the run and raises Stopped."""
+    stop.check()
+    child = Child.start(_run_child, request, last_success, failed_runs, own_group=True)
+    writing = False
+    try:
+        while True:
+            ready = wait([child.conn, stop.read_fd])
+            if child.conn in ready:
+                try:
+                    message = child.conn.recv()
+                except (EOFError, OSError):
+                    ended = child.reap()
+                    return RunFailed("ChildProcessError", _("the run's process ended without a result: {how}", how=ended))
+                if isinstance(message, Writing):
+                    writing = True
+                    continue
+                ended = child.reap()
+                if isinstance(message, RunDone | RunFailed | RunRefused):
+                    return message
+                return RunFailed("ChildProcessError", _("the run's process ended without a result: {how}", how=ended))
+            if stop.name is not None:
+                if writing:  # let the rename land: a killed writer would leave its temporary file
+                    wait([child.conn], timeout=WRITE_GRACE_S)
+                raise Stopped(stop.name)
+    finally:
+        if not child.reaped:
+            end_tree(child)
 
 
 def _reap_orphans() -> None:
@@ -159,37 +325,38 @@ def run(request: AgentRequest, say: Callable[[str], None]) -> int:
         raise AgentError(_("{directory} is not a directory", directory=request.directory))
     if not os.access(request.directory, os.W_OK):
         raise AgentError(_("{directory} is not writable by this user (uid {uid})", directory=request.directory, uid=os.geteuid()))
-    previous = {signum: signal.signal(signum, _stop) for signum in (signal.SIGTERM, signal.SIGINT)}
+    stop = StopSignal()
+    previous = {signum: signal.signal(signum, stop.handle) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:
         with directory_lock(request.directory):
-            return _loop(request, say)
-    except Stopped as stop:
-        say(_("decode-doctor agent: stopped ({signal})", signal=stop))
+            return _loop(request, say, stop)
+    except Stopped as stopped:
+        say(_("decode-doctor agent: stopped ({signal})", signal=stopped))
         return 0
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        stop.close()
 
 
-def _loop(request: AgentRequest, say: Callable[[str], None]) -> int:
+def _loop(request: AgentRequest, say: Callable[[str], None], stop: StopSignal) -> int:
     last_success = textfile_success(request.textfile)
     others_said: list[str] = []
     failed_runs = 0
     while True:
         began = time.monotonic()
-        try:
-            summary, last_success = run_once(request, last_success, failed_runs)
-        except RequestError as exc:
-            raise AgentError(localized(reason(exc))) from None
-        except (Stopped, KeyboardInterrupt):
-            raise
-        except Exception as exc:  # a full disk, an unwritable report: said, counted, and the next run tries again
+        message = _run(request, last_success, failed_runs, stop)
+        _reap_orphans()
+        if isinstance(message, RunRefused):
+            raise AgentError(message.message)
+        if isinstance(message, RunFailed):  # a full disk, an unwritable report: said, counted, tried again
             failed_runs += 1
-            say(_("decode-doctor agent: the run failed: {name}: {error}", name=type(exc).__name__, error=exc))
+            say(_("decode-doctor agent: the run failed: {name}: {error}", name=message.name, error=message.error))
             if request.once:
-                return 2
-            time.sleep(max(0.0, request.interval_s - (time.monotonic() - began)))
+                return FAILED_EXIT
+            stop.sleep(request.interval_s - (time.monotonic() - began))
             continue
+        summary, last_success = message.summary, message.last_success
         others = other_textfiles(request.directory)
         if others and others != others_said:
             say(
@@ -215,8 +382,7 @@ def _loop(request: AgentRequest, say: Callable[[str], None]) -> int:
             )
         if request.once:
             return summary.exit_code
-        _reap_orphans()
-        time.sleep(max(0.0, request.interval_s - (time.monotonic() - began)))
+        stop.sleep(request.interval_s - (time.monotonic() - began))
 
 
 def with_defaults(request: RunRequest, **values: object) -> RunRequest:

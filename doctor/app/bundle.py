@@ -14,6 +14,7 @@ from typing import Any
 
 from ..engine.registry import Registry
 from ..engine.runner import Progress
+from ..engine.writes import replace_output
 from ..reports.bundle import LeakError, build_bundle, write_bundle
 from ..reports.environment import host_rows
 from ..reports.prometheus import render_prometheus
@@ -92,13 +93,12 @@ def write_report(request: BundleRequest, registry: Registry | None = None, progr
         problems = redactor.leaks(bundle.files)
         if problems:
             raise LeakError(problems)
-        written = output / bundle.name if output.is_dir() else output
-        written.write_bytes(next(iter(bundle.files.values())))
+        written = output / bundle.name if output.is_dir() and not output.is_symlink() else output
+        replace_output(written, next(iter(bundle.files.values())))  # never through a link, FIFO or device
     mapping = None
     if request.redact_hosts and redactor.local_mapping():
         mapping = request.state_dir / "redaction" / f"{bundle.name}.json"
         mapping.parent.mkdir(parents=True, exist_ok=True)
-        mapping.write_text(json.dumps(redactor.local_mapping(), indent=2))
-        mapping.chmod(0o600)
+        replace_output(mapping, json.dumps(redactor.local_mapping(), indent=2).encode(), mode=0o600)
     report = outcome.report
     return BundleResult(written, len(bundle.files), len(report.findings), len(report.incomplete()), mapping)

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from ..engine.files import open_regular, replace_file
+from ..engine.files import open_regular
 from ..engine.registry import Registry
+from ..engine.writes import replace_output
 from ..i18n import _
 from ..reports.prometheus import Schedule, previous_success
 from ..reports.redact import Redactor
@@ -68,21 +67,12 @@ def _stdout() -> TextIO:
 
 
 def write_output(path: Path, text: str) -> None:
-    """A report or document written whole or not at all: a temporary file beside it, renamed over it
-    (a reader such as node_exporter's textfile collector never sees half a file, and a run that dies
-    leaves the last one). The new file is this user's, mode 0644, whoever owned the old one; a
-    symbolic link at the path is replaced, never written through. A file name that is not UTF-8 is
-    written as \\xNN. A FIFO or a device (/dev/stdout) is written directly."""
-    data = text.encode("utf-8", errors=ESCAPE)
-    try:
-        found = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        found = None
-    if found is not None and not stat.S_ISREG(found.st_mode) and not stat.S_ISDIR(found.st_mode):
-        with open(path, "wb") as handle:
-            handle.write(data)
-        return
-    replace_file(path, data)
+    """A report or document written whole or not at all (engine.writes.replace_output: a temporary file
+    beside it, renamed over it, so node_exporter's textfile collector never sees half a file and a run
+    that dies leaves the last one). The new file is this user's, mode 0644; a symbolic link at the path
+    is replaced, never written through; a FIFO, a device, a socket or a directory there is refused with
+    the reason (RefusedTarget, an OSError), never opened. A file name that is not UTF-8 is written as \\xNN."""
+    replace_output(path, text.encode("utf-8", errors=ESCAPE))
 
 
 def _saved(out: OutputRequest, text: str) -> None:
@@ -121,7 +111,7 @@ def render_report(report: Report, registry: Registry, out: OutputRequest) -> Non
 def textfile_success(path: Path) -> float | None:
     """The last-success stamp of the textfile this run replaces (a run that is not complete carries it on)."""
     try:
-        with open_regular(path) as handle:
+        with open_regular(path, follow=False) as handle:  # a link is replaced, never read through
             return previous_success(handle.read(PREVIOUS_LIMIT).decode("utf-8", errors="replace"))
     except (OSError, ValueError):
         return None

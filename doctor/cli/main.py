@@ -33,6 +33,7 @@ CORE = {
     "agent": ("decode_doctor.cli.agent", "agent"),
     "undo": ("decode_doctor.cli.undo", "undo"),
     "analyze": ("decode_doctor.cli.analyze", "analyze"),
+    "npd": ("decode_doctor.cli.npd", "npd"),
 }
 
 

@@ -10,7 +10,6 @@ import json
 import math
 import os
 import platform
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -23,6 +22,7 @@ from decode_doctor.i18n import Said, said
 
 from ..i18n import os_reason
 from .files import open_regular
+from .writes import locked, replace_output
 
 R = TypeVar("R", bound="DataclassInstance")
 
@@ -132,15 +132,9 @@ def read_records(path: Path, kind: type[R]) -> list[R]:
 
 
 def write_list(path: Path, entries: list[dict[str, object]]) -> None:
+    """entries replaced whole (writes.replace_output: a link at path is replaced, a FIFO or device refused)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".dd-tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(entries, handle, indent=1)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    replace_output(path, json.dumps(entries, indent=1).encode(), mode=0o600)
 
 
 def keep_aside(path: Path) -> Path | None:
@@ -155,11 +149,14 @@ def keep_aside(path: Path) -> Path | None:
 
 def append_record(path: Path, record: R, kind: type[R], keep: int) -> None:
     """record appended to path's records, the oldest dropped past keep, written atomically; a file with
-    an entry it could not use is kept aside first (keep_aside), never silently overwritten."""
-    read = read_state(path, kind)
-    if not read.clean:
-        keep_aside(path)
-    write_list(path, [asdict(r) for r in [*read.records, record][-keep:]])
+        an entry it could not use is kept aside first (keep_aside), never silently overwritten; under the
+    store's lock (writes.locked: StoreBusy, an OSError, past its bounded wait)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with locked(path):  # two writers each replacing the list they read would lose the other's record
+        read = read_state(path, kind)
+        if not read.clean:
+            keep_aside(path)
+        write_list(path, [asdict(r) for r in [*read.records, record][-keep:]])
 
 
 def age_text(seconds: float) -> str:

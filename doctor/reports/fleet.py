@@ -90,13 +90,15 @@ class HostRow:
 
 
 def host_row(name: str, file: str, report: dict[str, Any]) -> HostRow:
-    kept = Counter(str(f["check"]) for f in report["findings"])
+    by_check: dict[str, list[dict[str, Any]]] = {}
+    for finding in report["findings"]:
+        by_check.setdefault(str(finding["check"]), []).append(finding)
     cells: dict[str, str] = {}
     outcomes: dict[str, str] = {}
     for result in report["results"]:
         check = str(result["check"])
-        outcomes[check] = _outcome(result, kept[check])
-        findings = [f for f in report["findings"] if f["check"] == check]
+        findings = by_check.get(check, [])
+        outcomes[check] = _outcome(result, len(findings))
         if findings:
             worst = max((Severity(f["severity"]) for f in findings), key=lambda s: s.rank)
             codes = sorted({str(f["code"]) for f in findings if f["severity"] == worst.value})
@@ -119,6 +121,10 @@ def host_row(name: str, file: str, report: dict[str, Any]) -> HostRow:
     )
 
 
+def check_names(rows: list[HostRow]) -> list[str]:
+    return sorted({check for row in rows for check in row.cells})
+
+
 @dataclass
 class Fleet:
     hosts: list[HostRow]
@@ -130,7 +136,8 @@ class Fleet:
 
     @property
     def checks(self) -> list[str]:
-        return sorted({check for row in self.hosts for check in row.cells})
+        """Every check any host ran, sorted: a pass over every row, so a renderer asks once, never per row."""
+        return check_names(self.hosts)
 
     def stale(self, row: HostRow) -> bool:
         """Older than --max-age (or of no known time, when an age is asked): its verdict no longer stands."""
@@ -241,14 +248,15 @@ def age_text(seconds: float | None) -> str:
 
 def _columns(f: Fleet) -> tuple[list[str], list[list[str]]]:
     """The table's heading and rows as the user reads them: host, verdict, age, not judged, then each check."""
-    head = [_("host"), _("verdict"), _("age"), _("not judged"), *f.checks]
+    checks = f.checks
+    head = [_("host"), _("verdict"), _("age"), _("not judged"), *checks]
     rows = [
         [
             row.host,
             state_word(f.status(row)),
             age_text(row.age_s(f.now)),
             str(row.not_judged),
-            *(_cell_text(row.cells[c]) if c in row.cells else "—" for c in f.checks),
+            *(_cell_text(row.cells[c]) if c in row.cells else "—" for c in checks),
         ]
         for row in f.hosts
     ]
@@ -299,8 +307,9 @@ def render_fleet(f: Fleet, fmt: str) -> str:
 
 def _html(f: Fleet) -> str:
     head, rows = _columns(f)
+    checks = f.checks
     classes = [
-        ["", f.status(row), "", "", *(row.cells.get(c, "").split(":")[0] for c in f.checks)] for row in f.hosts
+        ["", f.status(row), "", "", *(row.cells.get(c, "").split(":")[0] for c in checks)] for row in f.hosts
     ]  # the first four columns are the host's, the rest its checks' cells
     heading = "".join(f"<th>{html.escape(c)}</th>" for c in head)
     body = "".join(

@@ -25,6 +25,8 @@ LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 LAST_SUCCESS = "decode_doctor_last_success_timestamp_seconds"
 EXACT_INTEGER = 2**63
 EARLIEST = 1577836800.0  # 2020-01-01: no decode-doctor run was earlier
+FAILED_EXIT = 2  # the exit code of an agent run that failed to write what it was asked to
+COUNTERS = frozenset({"decode_doctor_agent_failed_runs_total"})
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,8 @@ class Schedule:
     last_success: float | None = None
     interval_s: float | None = None
     textfiles_beside: int | None = None  # other decode-doctor textfiles in the agent's directory
-    failed_runs: int | None = None  # the agent's runs that failed (nothing written) since it started
+    failed_runs: int | None = None  # the agent's runs that failed since it started (this one included)
+    run_failed: bool | None = None  # this run failed to write all it was asked to (its JSON report): it exits 2
 
 
 def value_text(value: float) -> str:
@@ -117,7 +120,7 @@ def _core_metrics(view: ReportView, schedule: Schedule) -> list[Metric]:
         Metric(
             "decode_doctor_exit_code",
             "The run's exit code under its --fail-on (0 clean, 1 findings at or above it, 3 incomplete).",
-            (Sample({}, view.exit_code),),
+            (Sample({}, FAILED_EXIT if schedule.run_failed else view.exit_code),),
         ),
         Metric("decode_doctor_run_duration_seconds", "How long the last run took.", (Sample({}, round(duration, 3)),)),
     ]
@@ -133,8 +136,11 @@ def _core_metrics(view: ReportView, schedule: Schedule) -> list[Metric]:
     if schedule.interval_s is not None:
         found.append(Metric("decode_doctor_interval_seconds", "How often the agent runs the checks.", (Sample({}, schedule.interval_s),)))
     if schedule.failed_runs is not None:
-        help_text = "The agent's runs since it started that failed before writing (its stderr says why)."
-        found.append(Metric("decode_doctor_agent_failed_runs", help_text, (Sample({}, schedule.failed_runs),)))
+        help_text = "The agent's runs since it started that failed to write what they were asked to (its stderr says why)."
+        found.append(Metric("decode_doctor_agent_failed_runs_total", help_text, (Sample({}, schedule.failed_runs),)))
+    if schedule.run_failed is not None:
+        help_text = "1 when the last run failed to write what it was asked to (its JSON report): it exited 2."
+        found.append(Metric("decode_doctor_agent_last_run_failed", help_text, (Sample({}, int(schedule.run_failed)),)))
     found.append(
         Metric(
             "decode_doctor_load_errors",
@@ -159,7 +165,8 @@ def render_prometheus(view: ReportView, schedule: Schedule | None = None) -> str
         families.setdefault(metric.name, (metric.help, []))[1].extend(metric.samples)
     lines: list[str] = []
     for name, (help_text, samples) in families.items():
-        lines += [f"# HELP {name} {_help(help_text)}", f"# TYPE {name} gauge"]
+        kind = "counter" if name in COUNTERS else "gauge"
+        lines += [f"# HELP {name} {_help(help_text)}", f"# TYPE {name} {kind}"]
         seen: set[tuple[tuple[str, str], ...]] = set()
         for sample in samples:
             labels = {"host": host, **{k: str(v) for k, v in sample.labels.items() if LABEL_NAME.fullmatch(k) and k != "host"}}
