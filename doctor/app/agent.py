@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from types import FrameType
 
-from ..engine.workers import Child, kill_group
+from ..engine.workers import Child, kill_group, process_table
 from ..i18n import _, localized, os_reason, reason, said
 from ..reports.prometheus import FAILED_EXIT, Schedule
 from ..reports.text import state_word
@@ -229,27 +229,6 @@ def _run_child(conn: Connection[RunMessage, object], request: AgentRequest, last
     conn.close()
 
 
-def _process_table() -> dict[int, tuple[int, int]]:
-    """pid → (parent pid, process group), from /proc."""
-    table: dict[int, tuple[int, int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return table
-    for entry in entries:
-        if not entry.isdecimal():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read().decode(errors="replace")
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp …
-        if len(fields) > 2 and fields[1].isdecimal() and fields[2].isdecimal():
-            table[int(entry)] = (int(fields[1]), int(fields[2]))
-    return table
-
-
 def end_tree(child: Child) -> None:
     """SIGKILL the run's process and everything under it (its checks, in process groups of their own,
     and the commands they started, in theirs): each is frozen first, so it starts nothing more and what
@@ -257,7 +236,7 @@ def end_tree(child: Child) -> None:
     child.freeze()
     frozen = {child.pid: child.pid}
     for _round in range(16):
-        found = {pid: pgid for pid, (ppid, pgid) in _process_table().items() if ppid in frozen and pid not in frozen}
+        found = {pid: pgid for pid, (ppid, pgid) in process_table().items() if ppid in frozen and pid not in frozen}
         if not found:
             break
         for pid in found:

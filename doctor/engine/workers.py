@@ -58,13 +58,13 @@ def cpu_quota() -> float | None:
     return None
 
 
-def child_groups(pid: int) -> set[int]:
-    """The process groups of pid's children, from /proc (empty where there is no /proc)."""
-    groups: set[int] = set()
+def process_table() -> dict[int, tuple[int, int]]:
+    """pid → (parent pid, process group), from /proc (empty where there is no /proc)."""
+    table: dict[int, tuple[int, int]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return groups
+        return table
     for entry in entries:
         if not entry.isdecimal():
             continue
@@ -74,9 +74,14 @@ def child_groups(pid: int) -> set[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp …
-        if len(fields) > 2 and int(fields[1]) == pid:
-            groups.add(int(fields[2]))
-    return groups
+        if len(fields) > 2 and fields[1].isdecimal() and fields[2].isdecimal():
+            table[int(entry)] = (int(fields[1]), int(fields[2]))
+    return table
+
+
+def child_groups(pid: int) -> set[int]:
+    """The process groups of pid's children, from /proc (empty where there is no /proc)."""
+    return {group for parent, group in process_table().values() if parent == pid}
 
 
 def kill_group(pgid: int) -> None:
