@@ -111,12 +111,12 @@ def _agent_argv(textfile: Path, *extra: str) -> list[str]:
     return [*argv, "--textfile-directory", str(textfile), *extra]
 
 
-def _trial(trial: Trial, top: Path) -> Outcome:
+def _trial(trial: Trial, top: Path, *extra: str) -> Outcome:
     textfile = top / f"t{trial.number}"
     textfile.mkdir()
     mark = f"{os.getpid()}-{trial.number}"
     env = {**os.environ, "NO_COLOR": "1", MARK: mark, "XDG_STATE_HOME": str(top / "state")}
-    argv = _agent_argv(textfile, "--interval", "1s", "--quiet")
+    argv = _agent_argv(textfile, "--interval", "1s", "--quiet", *extra)
     agent = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         if trial.moment is Moment.RUN:
@@ -147,7 +147,8 @@ def _trial(trial: Trial, top: Path) -> Outcome:
     while survivors and time.monotonic() < deadline:
         time.sleep(0.05)
         survivors = _marked(mark)
-    left = sorted(p.name for p in textfile.iterdir() if p.name not in (".decode_doctor.lock", "decode_doctor.prom"))
+    kept = (".decode_doctor.lock",) if "--remove-on-stop" in extra else (".decode_doctor.lock", "decode_doctor.prom")
+    left = sorted(p.name for p in textfile.iterdir() if p.name not in kept)
     return Outcome(trial, code, stop_s, caught, in_run, survivors, left, stderr)
 
 
@@ -189,6 +190,23 @@ def test_sigterm_at_random_moments_under_load_always_stops_the_agent_within_2_s(
     )
     assert all(o.stop_s < BOUND_S for o in outcomes)
     assert all("stopped (SIGTERM)" in o.stderr for o in outcomes if o.code == 0)
+
+
+def test_remove_on_stop_takes_the_textfile_and_report_with_it_whenever_the_stop_lands(tmp_path):
+    """Uninstalling: SIGTERM in a run (a write maybe in flight) or in the sleep after a textfile was written;
+    the agent's files are gone once it exits, never left for an old finding to fire on for ever."""
+    rng = random.Random(SEED + 1)
+    trials = [Trial(n, rng.choice([Moment.RUN, Moment.SLEEP]), rng.uniform(0.0, 0.3)) for n in range(12)]
+
+    def trial(t: Trial) -> Outcome:
+        return _trial(t, tmp_path, "--remove-on-stop", "--json-report", str(tmp_path / f"r{t.number}.json"))
+
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        outcomes = list(pool.map(trial, trials))
+    for outcome in outcomes:
+        assert outcome.code == 0 and not outcome.survivors, outcome
+        assert not outcome.left, f"{outcome.trial}: left {outcome.left}"  # no textfile, no temporary file
+        assert not (tmp_path / f"r{outcome.trial.number}.json").exists(), outcome.trial
 
 
 # --- a run that keeps failing ---------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -299,20 +300,76 @@ def _has_group(name: str) -> bool:
     return True
 
 
-def test_the_bandwidth_probe_is_not_run_while_the_node_is_serving(nvml_double, tmp_path):
+@pytest.fixture
+def busy_loops() -> Iterator[None]:
+    """Two processes spinning beside the agent: a node whose CPUs serve (the probe is contended)."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+
+
+def test_a_node_serving_from_its_first_run_reaches_a_steady_verdict_named_in_its_metrics(nvml_double, tmp_path, busy_loops):
+    """The DaemonSet's own arguments on a node whose GPU and CPUs are busy from the first run on: no quiet
+    figure will ever come, so the rule (checks/bandwidth/quiet.py) measures once under load, keeps that
+    figure as a lower bound and accepts the gap by name: the verdict is ready, the textfile names the gap,
+    the next run measures nothing (the kept figure stands), and a quiet figure, once there, ends the gap."""
+    root = FIXTURES / "hosts/gpu-node"
+    textfile, state = tmp_path / "textfile", tmp_path / "state"
+    textfile.mkdir()
+    busy = TWO_H200.replace("|GPU-1|0", "|GPU-1|87")
+    env = node_env(nvml_double, tmp_path, gpus=busy, extra={"XDG_STATE_HOME": str(state), "DECODE_DOCTOR_HOST_NAME": "busy-node"})
+    runs = []
+    for _run in range(2):
+        proc = run_dd(*daemonset_args(root, textfile, state), "--once", env=env)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(((textfile / "decode_doctor.prom").read_text(), json.loads((state / "report.json").read_text())))
+    for text, report in runs:
+        assert value(text, "decode_doctor_verdict", verdict="ready") == 1 and value(text, "decode_doctor_exit_code") == 0
+        assert value(text, "decode_doctor_accepted_gap", check="bandwidth", gap="bandwidth_under_load") == 1
+        assert value(text, "decode_doctor_check_state", check="bandwidth", state="accepted_gap") == 1
+        assert value(text, "decode_doctor_check_not_judged", check="bandwidth") == 0
+        assert value(text, "decode_doctor_last_success_timestamp_seconds") > 0  # complete: DecodeDoctorIncomplete stays silent
+        (gap,) = report["accepted_gaps"]
+        assert gap["check"] == "bandwidth" and gap["gap"] == "bandwidth_under_load" and report["not_judged"] == []
+        assert "GPU 1 (87%) busy" in gap["why"] and "is a lower bound" in gap["why"]
+        assert report["summary"]["outcome"] == "ready" and report["summary"]["accepted_gaps"] == 1
+        assert "BW003" not in {f["code"] for f in report["findings"]}  # the contention is the accepted gap, not a finding per run
+    (first, second) = (r["facts"]["bandwidth"] for _t, r in runs)
+    assert second["measured_at"] == first["measured_at"] and "measured under load" in second["reused"]  # measured once
+    stored = json.loads((state / "decode-doctor/bandwidth-under-load.json").read_text())["figures"]
+    assert len(stored) == 1 and not (state / "decode-doctor/bandwidth-quiet.json").exists()  # never taken for a quiet figure
+    text = run_dd("check", "--root", str(root), "--same-host", "--select", "bandwidth", "--reuse-bandwidth", "1d", env=env).stdout
+    assert "bandwidth: accepted — the memory bandwidth (no quiet moment since it was first judged (GPU 1 (87%) busy)" in text
+    assert "Ready: no problems found (1 check ran, 0 did not apply). Accepted by rule: bandwidth: the memory bandwidth" in text
+    # the first quiet moment (seeded here: this machine is busy on purpose) ends the gap
+    quiet_figure(state, root, age_s=3 * 86400)  # older than a day: reused only because the node is serving
+    proc = run_dd(*daemonset_args(root, textfile, state), "--once", env=env)
+    text = (textfile / "decode_doctor.prom").read_text()
+    assert proc.returncode == 0 and "decode_doctor_accepted_gap" not in text, proc.stderr
+    assert value(text, "decode_doctor_check_state", check="bandwidth", state="passed") == 1
+    assert value(text, "decode_doctor_memory_bandwidth_bytes_per_second", device="cpu", kind="read") == 200_000_000_000
+
+
+def test_a_serving_gpu_is_not_copied_on_and_its_gap_is_named(nvml_double, tmp_path, busy_loops):
+    """Without --cpu-bandwidth-only, a GPU copy on a serving node would take bandwidth from decode: not run, named."""
     root = FIXTURES / "hosts/gpu-node"
     busy = TWO_H200.replace("|GPU-1|0", "|GPU-1|87")
     env = node_env(nvml_double, tmp_path, gpus=busy)
     args = ("check", "--root", str(root), "--same-host", "--select", "bandwidth", "--reuse-bandwidth", "1d", "--format", "json")
-    first = json.loads(run_dd(*args, env=env).stdout)
-    (item,) = first["not_judged"]
-    assert item["what"] == "the memory bandwidth" and "GPU 1 (87%) busy" in item["why"]
-    assert "bandwidth" not in first["facts"]  # nothing measured
+    report = json.loads(run_dd(*args, env=env).stdout)
+    gaps = {g["gap"]: g for g in report["accepted_gaps"]}
+    assert set(gaps) == {"bandwidth_under_load", "gpu_bandwidth_while_serving"}, report["accepted_gaps"]
+    assert "GPU 1 (87%) busy" in gaps["gpu_bandwidth_while_serving"]["why"] and report["facts"]["bandwidth"]["gpus"] == []
+    assert report["summary"]["outcome"] == "ready"
     quiet_figure(tmp_path / "state", root, age_s=3 * 86400)  # older than a day: only the busy GPU keeps the probe from running
     second = json.loads(run_dd(*args, env=env).stdout)
     facts = second["facts"]["bandwidth"]
     assert facts["cpu"]["measured"]["read_gbps"] == 200.0 and "the host is serving now (GPU 1 (87%) busy)" in facts["reused"]
-    assert second["summary"]["outcome"] == "ready"
+    assert second["summary"]["outcome"] == "ready" and second["accepted_gaps"] == []
     text = run_dd(*args[:-2], "--format", "text", "-v", env=env).stdout
     assert "measured 3 days ago on the quiet host, reused: the host is serving now (GPU 1 (87%) busy)" in text, text
 

@@ -404,3 +404,12 @@ def test_without_a_gpu_or_cuda_software_the_check_does_not_apply(tmp_path):
 
     with pytest.raises(SkipCheck):
         run_check("gpu", tmp_path, env={"PATH": str(tmp_path / "empty")})
+
+
+def test_smi_xml_that_declares_entities_or_a_dtd_subset_is_refused_never_expanded():
+    laughs = '<?xml version="1.0"?><!DOCTYPE nvidia_smi_log [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
+    for text in (laughs + "<nvidia_smi_log>&b;</nvidia_smi_log>", "<!DOCTYPE x [ <!ELEMENT x ANY> ]><nvidia_smi_log/>"):
+        with pytest.raises(ValueError, match="declares entities or a DTD subset"):
+            parse_smi_xml(text)
+    shipped = '<?xml version="1.0" ?><!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd"><nvidia_smi_log></nvidia_smi_log>'
+    assert not parse_smi_xml(shipped).devices  # nvidia-smi's own DOCTYPE names a file and declares nothing

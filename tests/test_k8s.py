@@ -227,10 +227,10 @@ def test_the_pod_is_sized_from_measurement_and_asks_only_for_what_it_says_it_nee
     (init,) = spec["initContainers"]
     assert "chgrp" not in " ".join(init["args"]) and all(m["mountPath"] == "/data" for m in init["volumeMounts"])
     assert init["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN", "FOWNER"]}
-    # liveness means a fresh textfile; preStop takes the textfile away with the agent
+    # liveness means a fresh textfile; the agent takes its textfile away when it stops
     probe = container["livenessProbe"]["exec"]["command"]
     assert "/textfile/decode_doctor.prom" in probe[-1] and "-mmin -45" in probe[-1]
-    assert container["lifecycle"]["preStop"]["exec"]["command"] == ["/bin/rm", "-f", "/textfile/decode_doctor.prom"]
+    assert "lifecycle" not in container and "--remove-on-stop" in container["args"]  # the agent removes it, after its last write
     assert "--textfile-directory=/textfile" in container["args"]
     # every hostPath is said with its reason in the manifest's header
     header = (DEPLOY / "daemonset.yaml").read_text().split("apiVersion:", 1)[0]

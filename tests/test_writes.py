@@ -270,3 +270,14 @@ def test_merge_lists_the_checks_once_per_render_not_once_per_host(monkeypatch, f
         fleet_module.render_fleet(merged, fmt)
         counts[hosts] = len(calls)
     assert counts[100] == counts[10] <= 2  # a pass over the rows per render (html: table and classes), not per host
+
+
+@pytest.mark.parametrize("name", ["node.json", "node.tar.gz"])
+def test_a_fifo_given_to_merge_or_diff_is_refused_at_once_never_opened_for_a_blocking_read(tmp_path, name):
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    argv = [sys.executable, "-m", "decode_doctor"]
+    merged = subprocess.run([*argv, "merge", str(fifo)], capture_output=True, text=True, timeout=60)
+    assert merged.returncode == 3 and "a FIFO, not a regular file" in merged.stdout, merged.stdout + merged.stderr
+    diffed = subprocess.run([*argv, "diff", str(fifo), str(fifo)], capture_output=True, text=True, timeout=60)
+    assert diffed.returncode == 2 and "a FIFO, not a regular file" in diffed.stderr

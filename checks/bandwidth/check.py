@@ -6,6 +6,7 @@ import os
 import re
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from decode_doctor.engine import Check, Context, Finding, Needs
 from decode_doctor.engine.facts import values_dict
@@ -13,7 +14,7 @@ from decode_doctor.i18n import N_, Said, _, localized, said
 
 from .codes import BW002, BW003, BW005, RETIRED
 from .contract import BandwidthFacts, BandwidthOptions, CpuMemory, MemorySpec, of_peak
-from .quiet import QuietFigure
+from .quiet import QuietFigure, QuietRead, Serving
 
 LOW_RATIO = 0.5  # measured / spec below this: something leaves bandwidth on the table
 GPU_LOW_RATIO = 0.6
@@ -97,7 +98,7 @@ class Bandwidth(Check):
         from decode_doctor.engine.paths import default_state_dir
         from decode_doctor.engine.workers import usable_cpus
 
-        from .quiet import BEST_AGE_S, REUSE_LIMIT_S, best_of, fitting, load_quiet, machine_key, serving, store_quiet
+        from .quiet import REUSE_LIMIT_S, UNDER_LOAD_STORE, age_words, best_of, fitting, load_quiet, machine_key, serving, store_quiet
 
         machine = machine_key(ctx)
         threads = ctx.option(BandwidthOptions).threads or usable_cpus()
@@ -105,26 +106,43 @@ class Bandwidth(Check):
         stored = load_quiet(state)
         figures = list(stored.figures)
         reuse_s = ctx.option(BandwidthOptions).reuse_bandwidth
-        if reuse_s:
-            young = best_of(fitting(figures, machine, threads, reuse_s))
-            if young is not None:
-                return self._reuse(ctx, young, None, stored.ignored)
-            busy = serving(ctx)
-            if busy is not None:
-                older = best_of(fitting(figures, machine, threads, REUSE_LIMIT_S))
-                if older is not None:
-                    return self._reuse(ctx, older, busy, stored.ignored)
-                unusable = _(" ({why})", why=localized(stored.ignored[0])) if stored.ignored else ""
-                why = _(
-                    "the host is serving ({busy}) and no figure measured on it while quiet is stored{unusable}",
-                    busy=localized(busy),
-                    unusable=unusable,
-                )
-                ctx.not_judged(_("the memory bandwidth"), why)
-                return []
-        findings = self._measure(ctx)
+        if not reuse_s:
+            return self._measured(ctx, machine, state, stored)
+        young = best_of(fitting(figures, machine, threads, reuse_s))
+        if young is not None:
+            return self._reuse(ctx, young, None, stored.ignored)
+        busy = serving(ctx)
+        if busy is not None:
+            older = best_of(fitting(figures, machine, threads, REUSE_LIMIT_S))
+            if older is not None:
+                return self._reuse(ctx, older, busy.why, stored.ignored)
+        # no quiet figure to reuse: the steady-state rule (quiet.py) — a figure kept from under load stands
+        # while the host serves; a host that looks quiet is measured (its first quiet moment)
+        under_load = list(load_quiet(state, UNDER_LOAD_STORE).figures) if busy is not None else []
+        kept = best_of(fitting(under_load, machine, threads, REUSE_LIMIT_S))
+        if kept is not None:
+            reused = said("measured under load {when}, reused", when=age_words(time.time() - kept.measured_at))
+            return self._lower_bound(ctx, replace(kept.facts, reused=reused), busy, stored.ignored)
+        findings = self._measured(ctx, machine, state, stored, gpus=not (busy and busy.gpus_busy))
+        facts = ctx.published
+        if not isinstance(facts, BandwidthFacts) or facts.measured_at is None or not facts.cpu.measured.contended:
+            self._gpu_gap(ctx, busy)
+            return findings  # quiet after all (busy GPUs, quiet CPUs): stored as a quiet figure, judged as measured
+        try:
+            store_quiet(QuietFigure(facts.measured_at, machine, facts), state, UNDER_LOAD_STORE)
+        except OSError:
+            pass  # measured again next run: the gap is said either way
+        return self._lower_bound(ctx, facts, busy, stored.ignored)
+
+    def _measured(self, ctx: Context, machine: str, state: Path, stored: QuietRead, gpus: bool = True) -> list[Finding]:
+        """A measurement now: kept as a quiet figure when nothing contended it, published with this host's
+        best quiet figure of the week (the ceiling's floor)."""
+        from .quiet import BEST_AGE_S, best_of, fitting, store_quiet
+
+        findings = self._measure(ctx, gpus=gpus)
         facts = ctx.published
         if isinstance(facts, BandwidthFacts) and facts.measured_at is not None:
+            figures = list(stored.figures)
             if not facts.cpu.measured.contended:
                 figure = QuietFigure(facts.measured_at, machine, facts)
                 try:
@@ -137,6 +155,46 @@ class Bandwidth(Check):
                 facts = replace(facts, best_quiet_gbps=best.facts.cpu.measured.read_gbps)
             ctx.publish(replace(facts, ignored_state=tuple(stored.ignored)))
         return findings
+
+    def _lower_bound(self, ctx: Context, facts: BandwidthFacts, busy: Serving | None, ignored: tuple[Said, ...]) -> list[Finding]:
+        """A figure measured under load, judged as the lower bound it is, its gap accepted by name (BW003's
+        contention is that gap: not a finding every run)."""
+        ctx.publish(replace(facts, ignored_state=tuple(ignored)))
+        self._accept_lower_bound(ctx, facts, busy)
+        self._gpu_gap(ctx, busy)
+        return self._judged(facts, lower_bound=True)
+
+    def _gpu_gap(self, ctx: Context, busy: Serving | None) -> None:
+        if busy is not None and busy.gpus_busy and _gpu_present(ctx) and not ctx.option(BandwidthOptions).cpu_bandwidth_only:
+            ctx.accept_gap(
+                _("the GPUs' memory bandwidth"),
+                _("not measured while they serve ({busy}): a copy would take bandwidth from decode; measured at the first quiet moment",
+                  busy=localized(busy.why)),
+                "gpu_bandwidth_while_serving",
+            )  # fmt: skip
+
+    def _accept_lower_bound(self, ctx: Context, facts: BandwidthFacts, busy: Serving | None) -> None:
+        from .quiet import age_words
+
+        measured, cpu = facts.cpu.measured, facts.cpu
+        load = busy.why if busy is not None else said("other processes ran beside the measurement")
+        when = age_words(time.time() - (facts.measured_at or time.time()))
+        if cpu.spec_gbps and cpu.reached is not None and cpu.reached >= LOW_RATIO:
+            rating = _("; it already clears half of the rated {spec:.0f} GB/s (BW002 judged)", spec=cpu.spec_gbps)
+        elif cpu.spec_gbps:
+            rating = _("; whether it reaches half of the rated {spec:.0f} GB/s (BW002) waits for that quiet figure", spec=cpu.spec_gbps)
+        else:
+            rating = ""
+        ctx.accept_gap(
+            _("the memory bandwidth"),
+            _(
+                "no quiet moment since it was first judged ({load}): read {read:.1f} GB/s, measured {when} beside {cores:.1f} other "
+                "cores, is a lower bound and the decode ceiling from it a conservative one; measured again at the first "
+                "quiet moment{rating}",
+                load=localized(load), read=measured.read_gbps, when=localized(when), cores=measured.foreign_cores, rating=rating,
+            ),
+            "bandwidth_under_load",
+        )  # fmt: skip
 
     def _reuse(self, ctx: Context, figure: QuietFigure, busy: str | None, ignored: tuple[Said, ...] = ()) -> list[Finding]:
         """The stored figure stands in for a measurement, and is judged as one (not for contention: it was quiet)."""
@@ -152,7 +210,7 @@ class Bandwidth(Check):
         self._spec_coverage(ctx, facts.cpu, facts.spec_unreadable)
         return self._judged(facts)
 
-    def _measure(self, ctx: Context) -> list[Finding]:
+    def _measure(self, ctx: Context, gpus: bool = True) -> list[Finding]:
         from .membw import buffer_size, cache_caveat, llc_bytes, measure_cpu, measure_gpus, nvml_theoretical
 
         measured_at = time.time()
@@ -177,15 +235,15 @@ class Bandwidth(Check):
             spec_unavailable=spec_missing,
             caveat=cache_caveat(measured.buffer_bytes, llc, thorough),
         )
-        gpus = []
-        if _gpu_present(ctx) and not ctx.option(BandwidthOptions).cpu_bandwidth_only:
+        copies = []
+        if gpus and _gpu_present(ctx) and not ctx.option(BandwidthOptions).cpu_bandwidth_only:
             peaks = nvml_theoretical()
             for gpu in measure_gpus(budget_s=2.0 if thorough else 0.5):
                 peak = peaks.get(gpu.index)
-                gpus.append(replace(gpu, theoretical_gbps=round(peak, 1) if peak else None))
-            if not gpus:
+                copies.append(replace(gpu, theoretical_gbps=round(peak, 1) if peak else None))
+            if not copies:
                 ctx.not_judged(_("the GPUs' memory bandwidth"), _("neither torch nor cupy can run CUDA copies in this Python"))
-        facts = BandwidthFacts(cpu, gpus, measured_at=round(measured_at, 3), spec_unreadable=unreadable)
+        facts = BandwidthFacts(cpu, copies, measured_at=round(measured_at, 3), spec_unreadable=unreadable)
         ctx.publish(facts)
         self._spec_coverage(ctx, cpu, unreadable)
         findings = self._judged(facts)
@@ -204,11 +262,12 @@ class Bandwidth(Check):
         if unreadable and not ctx.option(BandwidthOptions).no_memory_spec and not cpu.spec_gbps:
             ctx.not_judged(_("the memory's rated bandwidth (BW002)"), localized(cpu.spec_unavailable or ""))
 
-    def _judged(self, facts: BandwidthFacts) -> list[Finding]:
-        """BW002 and BW005 from the figures, whether measured now or reused."""
+    def _judged(self, facts: BandwidthFacts, lower_bound: bool = False) -> list[Finding]:
+        """BW002 and BW005 from the figures, whether measured now or reused; a lower bound (measured under
+        load) never says the memory is slow."""
         cpu = facts.cpu
         findings = []
-        if cpu.reached is not None and cpu.reached < LOW_RATIO:
+        if cpu.reached is not None and cpu.reached < LOW_RATIO and not lower_bound:
             findings.append(self.finding(BW002, self._low_ratio_message(cpu), evidence=values_dict(facts.cpu)))
         for gpu in facts.gpus:
             if gpu.theoretical_gbps and gpu.copy_gbps / gpu.theoretical_gbps < GPU_LOW_RATIO:

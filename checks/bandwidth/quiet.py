@@ -7,7 +7,14 @@ saying when. Every quiet measurement on the judged host itself is kept in the st
 newest KEEP, written atomically, read with a size limit and checked like any other input), and the
 best of the last week is the ceiling's floor: a ceiling is an upper bound, so a slow window now does
 not lower it below what this host has read (`estimate` and the decode budget read it as
-BandwidthFacts.best_quiet_gbps)."""
+BandwidthFacts.best_quiet_gbps).
+
+A node that never idles (serving from the day it joined) has no quiet figure to reuse. Its steady
+state, the rule the check documents and accepts as a named gap rather than an incomplete verdict for
+ever: the probe runs once under load (about a second, at most once per REUSE_LIMIT_S while the host serves, never beside
+serving GPUs' copies), and that figure, kept in its own store (UNDER_LOAD_STORE, never a quiet figure),
+is a lower bound — it clears the DIMMs' rating (BW002 judged) or it does not (BW002 waits for a quiet
+figure; a lower bound never says "slow"). Every run still looks for a quiet moment and measures there."""
 
 from __future__ import annotations
 
@@ -29,6 +36,7 @@ from decode_doctor.i18n import Said, said
 from .contract import BandwidthFacts
 
 STORE = "bandwidth-quiet.json"
+UNDER_LOAD_STORE = "bandwidth-under-load.json"  # figures measured while the host served: lower bounds only
 STORE_LIMIT = 1 << 20
 GPU_BUSY_PERCENT = 5  # a GPU this busy over NVML's last sample period is serving
 CPU_BUSY_CORES = 0.5  # other processes' CPU time over the sampling window, in cores, at least…
@@ -87,19 +95,25 @@ def _busy_gpus() -> list[tuple[int, int]]:
     return busy
 
 
-def serving(ctx: Context) -> Said | None:
+@dataclass(frozen=True)
+class Serving:
+    why: Said  # "GPU 1 (87%) busy", "other processes used 1.9 of 2 cores"
+    gpus_busy: bool  # a GPU copy now would take bandwidth from decode
+
+
+def serving(ctx: Context) -> Serving | None:
     """Why the host counts as serving now (a busy GPU, other processes' CPU load), or None when idle."""
     if ctx.live_devices:
         busy = _busy_gpus()
         if busy:
-            return said("GPU {gpus} busy", gpus=", ".join(f"{index} ({percent}%)" for index, percent in busy))
+            return Serving(said("GPU {gpus} busy", gpus=", ".join(f"{index} ({percent}%)" for index, percent in busy)), True)
     window = Window()
     own = time.process_time()
     time.sleep(SAMPLE_S)
     load = window.close(time.process_time() - own)
     cpus = os.cpu_count() or 1
     if load.foreign_cores >= max(CPU_BUSY_CORES, CPU_BUSY_SHARE * cpus):
-        return said("other processes used {cores:.1f} of {cpus} cores", cores=load.foreign_cores, cpus=cpus)
+        return Serving(said("other processes used {cores:.1f} of {cpus} cores", cores=load.foreign_cores, cpus=cpus), False)
     return None
 
 
@@ -117,10 +131,10 @@ class QuietRead:
     unusable: bool = False
 
 
-def load_quiet(state_dir: Path | None = None) -> QuietRead:
+def load_quiet(state_dir: Path | None = None, store: str = STORE) -> QuietRead:
     """The stored figures (a FIFO, device, directory or link is never opened; size-limited; every
-    figure checked: positive finite numbers, a time not in the future)."""
-    path = (state_dir or default_state_dir()) / STORE
+    figure checked: positive finite numbers, a time not in the future); store: STORE or UNDER_LOAD_STORE."""
+    path = (state_dir or default_state_dir()) / store
     data = read_json(path, STORE_LIMIT)
     if data is None:
         return QuietRead()
@@ -181,19 +195,19 @@ def _figure(data: Any) -> QuietFigure:
     return QuietFigure(float(data["measured_at"]), data["machine"], facts)
 
 
-def store_quiet(figure: QuietFigure, state_dir: Path | None = None) -> None:
+def store_quiet(figure: QuietFigure, state_dir: Path | None = None, store: str = STORE) -> None:
     """figure kept beside the others (the oldest dropped past KEEP); a file with anything that could
     not be read is kept aside first (NAME.kept-UTC), never silently overwritten. Under the store's lock
     (two agents' runs never lose each other's figure); StoreBusy, an OSError, past its bounded wait."""
     directory = state_dir or default_state_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    with locked(directory / STORE):
-        kept = load_quiet(directory)
+    with locked(directory / store):
+        kept = load_quiet(directory, store)
         if kept.ignored or kept.unusable:
-            keep_aside(directory / STORE)
+            keep_aside(directory / store)
         figures = [*kept.figures, figure][-KEEP:]
         data = {"figures": [{"measured_at": f.measured_at, "machine": f.machine, "facts": f.facts.to_dict()} for f in figures]}
-        replace_output(directory / STORE, json.dumps(data, indent=1).encode())
+        replace_output(directory / store, json.dumps(data, indent=1).encode())
 
 
 def fitting(figures: list[QuietFigure], machine: str, threads: int, within_s: float, now: float | None = None) -> list[QuietFigure]:

@@ -43,6 +43,8 @@ def _number(value: str | None) -> int | None:
 
 def parse_smi_xml(text: str) -> DriverInfo:
     """`nvidia-smi -q -x`, drivers 418 (no DOCTYPE) to 595+; fields looked up where each generation puts them."""
+    if "<!ENTITY" in text or re.search(r"<!DOCTYPE[^>\[]*\[", text):  # nvidia-smi declares neither: never expanded
+        raise ValueError(said("nvidia-smi -q -x printed XML that declares entities or a DTD subset: refused"))
     try:
         root = ET.fromstring(text.strip())
     except ET.ParseError as exc:

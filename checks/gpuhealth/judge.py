@@ -347,9 +347,12 @@ def _links(judgement: Judgement, gpu: GpuReading, host: HostReading) -> None:
 def _fabric(judgement: Judgement, gpu: GpuReading) -> None:
     state, status = (gpu.fabric_state or "").strip().lower(), (gpu.fabric_status or "").strip().lower()
     if (state and state not in FABRIC_READY) or (status and status not in FABRIC_OK):
-        message = said(
-            "{gpu}: fabric state {state}, status {status}.", gpu=label(gpu), state=gpu.fabric_state or "?", status=gpu.fabric_status or "?"
-        )
+        if gpu.fabric_status:
+            message = said(
+                "{gpu}: fabric state {state}, status {status}.", gpu=label(gpu), state=gpu.fabric_state or "—", status=gpu.fabric_status
+            )
+        else:  # no status read: named as such, never a "?"
+            message = said("{gpu}: fabric state {state}.", gpu=label(gpu), state=gpu.fabric_state)
         judgement.add(GPH041, gpu, message, fabric_state=gpu.fabric_state, fabric_status=gpu.fabric_status)
 
 

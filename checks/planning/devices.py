@@ -69,7 +69,7 @@ def this_cpu(threads: int | None, bandwidth: float | None, memory: int | None, r
     measured = facts.cpu.measured
     cpu.bandwidth_gbps = measured.read_gbps
     cpu.notes.extend(said("bandwidth: {why}", why=why) for why in facts.ignored_state)  # a stored figure it could not use
-    if facts.reused:
+    if facts.reused and not measured.contended:  # a figure kept from under load is a lower bound, said below
         cpu.bandwidth_source = BandwidthSource.CACHED
         cpu.notes.append(
             said(

@@ -57,6 +57,10 @@ class AgentRequest:
     once: bool = False
     json_report: Path | None = None  # the redacted JSON report too, for `decode-doctor merge`
     quiet: bool = False
+    # a stop by SIGTERM/SIGINT takes the textfile (and the JSON report) with it, after any write in flight
+    # landed: an uninstalled agent's series go, rather than an old finding firing for ever (a preStop hook
+    # that removes the file can race a run that ends after it)
+    remove_on_stop: bool = False
 
     @property
     def textfile(self) -> Path:
@@ -310,12 +314,26 @@ def run(request: AgentRequest, say: Callable[[str], None]) -> int:
         with directory_lock(request.directory):
             return _loop(request, say, stop)
     except Stopped as stopped:
+        if request.remove_on_stop:
+            _remove_outputs(request)
         say(_("decode-doctor agent: stopped ({signal})", signal=stopped))
         return 0
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         stop.close()
+
+
+def _remove_outputs(request: AgentRequest) -> None:
+    """The textfile and the JSON report, gone (a link among them is removed, never followed)."""
+    for path in (request.textfile, request.json_report):
+        if path is None:
+            continue
+        try:
+            if path.is_symlink() or path.is_file():
+                path.unlink()
+        except OSError:
+            pass  # already gone, or a directory not ours to empty: nothing of ours to remove
 
 
 def _loop(request: AgentRequest, say: Callable[[str], None], stop: StopSignal) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 from ..engine.registry import Registry, load
 from ..i18n import reason
 from ..reports.compare import ReportError, difference, load_report
-from ..reports.fleet import Fleet, fleet, render_fleet
+from ..reports.fleet import Fleet, FleetReader, render_fleet
 from .requests import RequestError
 
 
@@ -31,14 +31,19 @@ def diff(before: Path, after: Path, fmt: str = "text", registry: Registry | None
 
 def merge(reports: tuple[Path, ...], fail_on: str = "error", max_age_s: float | None = None) -> Fleet:
     """The fleet from many reports: the newest of each host, judged as of now. A file that is not a
-    report it can read is listed as unreadable (its host not judged), never the end of the merge."""
-    loaded, unreadable = [], []
+    report it can read is listed as unreadable (its host not judged), never the end of the merge. Each
+    report becomes its host's row as it is read, and is dropped: memory holds rows, not parsed reports."""
+    reader = FleetReader(time.time())
+    unreadable: list[dict[str, str]] = []
     for path in reports:
         try:
-            loaded.append((str(path), load_report(path)))
+            report = load_report(path)
         except ReportError as exc:
             unreadable.append({"file": str(path), "why": str(exc)})
-    return fleet(loaded, time.time(), fail_on, max_age_s, unreadable)
+            continue
+        reader.add(str(path), report)  # its row is built now; the parsed report is not kept
+        del report
+    return reader.fleet(fail_on, max_age_s, unreadable)
 
 
 def render(merged: Fleet, fmt: str) -> str:

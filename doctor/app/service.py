@@ -146,7 +146,7 @@ def build_report(request: RunRequest, registry: Registry, results: list[CheckRes
     results = [replace(r, findings=[registry.resolve(f) for f in r.findings]) for r in results]
     # a check only pulled in for what a selected one reads: its coverage is not the verdict's (what it could
     # not judge that stops a selected check, the selected check says, naming the finding)
-    results = [r if _selected(registry, select, r.check) else replace(r, not_judged=[]) for r in results]
+    results = [r if _selected(registry, select, r.check) else replace(r, not_judged=[], accepted=[]) for r in results]
     for result in results:
         for finding in result.findings:
             selector = ignored_by(finding, ignore, select)

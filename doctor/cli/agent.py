@@ -47,6 +47,12 @@ def _duration(text: str) -> float:
     help="Also replace this redacted JSON report after every run (for `decode-doctor merge`).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No line per run on stderr; warnings and errors only.")
+@click.option(
+    "--remove-on-stop",
+    is_flag=True,
+    help="On SIGTERM or SIGINT, remove the textfile and the JSON report once any write in flight has landed (a DaemonSet: "
+    "uninstalling takes the node's series with it).",
+)
 def agent(**params: Any) -> None:
     """Run the checks every --interval and write node_exporter textfile metrics (a DaemonSet's pod).
 
@@ -65,6 +71,7 @@ def agent(**params: Any) -> None:
         once=params["once"],
         json_report=params["json_report"],
         quiet=params["quiet"],
+        remove_on_stop=params["remove_on_stop"],
     )
 
     def body() -> int:

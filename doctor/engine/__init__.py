@@ -8,6 +8,7 @@ from .check import INPUTS, Analysis, Check, Needs, Reads, SkipCheck
 from .context import Context
 from .facts import Board, Chart, EnvRow, Facts, HtmlBlock, Metric, Sample, Series
 from .findings import (
+    AcceptedGap,
     Applicability,
     Code,
     CommandRecord,
@@ -26,6 +27,7 @@ from .options import OptionRef, Options, OptionValues, option
 
 __all__ = [
     "INPUTS",
+    "AcceptedGap",
     "Analysis",
     "Applicability",
     "Board",

@@ -12,7 +12,7 @@ from ..i18n import Said, _, said
 from .commands import DEFAULT_MAX_OUTPUT, CommandRunner
 from .facts import Board, Facts
 from .files import NotRegular, open_regular
-from .findings import CommandRecord, NotJudged
+from .findings import AcceptedGap, CommandRecord, NotJudged
 from .options import Options, OptionValues
 
 DEFAULT_READ_LIMIT = 1 << 20
@@ -41,6 +41,8 @@ class Context:
     published: Facts | None = None
     # What the check could not judge (ctx.not_judged): the verdict is incomplete, never "Ready".
     unjudged: list[NotJudged] = field(default_factory=list)
+    # What the check judged only in part by a documented rule (ctx.accept_gap): said, not incomplete.
+    accepted: list[AcceptedGap] = field(default_factory=list)
     # The re-check after a fix: only these paths are judged again by checks that are scoped (Check.scoped).
     scope: frozenset[Path] | None = None
     # Long checks report progress ("1,234 files, 850/s"); the engine shows it on a terminal.
@@ -59,6 +61,13 @@ class Context:
         finding): the report lists it, and the verdict is incomplete. A Said is said in the user's language."""
         what, why = (text.text() if isinstance(text, Said) else text for text in (what, why))
         self.unjudged.append(NotJudged(what, why, cause))
+
+    def accept_gap(self, what: str, why: str, gap: str) -> None:
+        """Says that something was judged only in part, by the check's documented rule that accepts it (gap:
+        the rule's stable snake_case name, a metric label): the report and the metrics name it; the verdict
+        stays complete. Only for a rule written down in the check's docstring, never for a failure to read."""
+        what, why = (text.text() if isinstance(text, Said) else text for text in (what, why))
+        self.accepted.append(AcceptedGap(what, why, gap))
 
     def host_path(self, path: str | os.PathLike[str]) -> Path:
         """Maps an absolute host path such as /proc/sys/vm/swappiness under --root."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeAlias, TypeVar
@@ -55,6 +56,7 @@ class Outcome(str, enum.Enum):
     PASSED = "passed"  # judged everything it was given, no finding kept
     FINDINGS = "findings"  # at least one finding kept
     NOT_JUDGED = "not_judged"  # no finding kept, and something it was given could not be judged
+    ACCEPTED_GAP = "accepted_gap"  # no finding kept; what it could not judge fully is a gap its documented rule accepts
     NOT_SELECTED = "not_selected"  # ran only for facts a selected check reads; its own verdict is not the run's
     SKIPPED = "skipped"
     TIMED_OUT = "timed_out"
@@ -258,6 +260,27 @@ class NotJudged:
         return _("{what} ({why})", what=self.what, why=self.why)
 
 
+@dataclass(frozen=True)
+class AcceptedGap:
+    """What a check judged only in part, by a documented rule that accepts it (a serving node's bandwidth,
+    measured under load: a lower bound): said with its reason, named in the metrics, and not a reason for
+    an incomplete verdict. gap: a stable, label-safe name of the rule (snake_case)."""
+
+    what: str  # "the memory bandwidth"
+    why: str  # "measured under load 2 h ago: 12.3 GB/s is a lower bound…"
+    gap: str  # "bandwidth_under_load"
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,62}", self.gap):
+            raise ValueError(f"an accepted gap's name is snake_case: {self.gap!r}")  # untranslated: a check author's error
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return {"what": self.what, "why": self.why, "gap": self.gap}
+
+    def text(self) -> str:
+        return _("{what} ({why})", what=self.what, why=self.why)
+
+
 @dataclass
 class CheckResult:
     check: str
@@ -270,6 +293,7 @@ class CheckResult:
     files: list[str] = field(default_factory=list)  # host files the check read
     facts: Facts | None = None  # what the check learned, typed (see engine.facts)
     not_judged: list[NotJudged] = field(default_factory=list)  # what it was given and could not judge
+    accepted: list[AcceptedGap] = field(default_factory=list)  # judged in part, by a rule that accepts the gap
 
     @property
     def complete(self) -> bool:

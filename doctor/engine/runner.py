@@ -24,7 +24,7 @@ from ..i18n import said
 from .check import INPUTS, Check, SkipCheck
 from .context import Context
 from .facts import Facts
-from .findings import CheckResult, CommandRecord, Finding, NotJudged, State
+from .findings import AcceptedGap, CheckResult, CommandRecord, Finding, NotJudged, State
 from .options import OptionRef
 from .workers import Child, child_groups, kill_group, wait_ready
 
@@ -79,6 +79,7 @@ class Done:
     files: list[str]
     facts: Facts | None
     unjudged: list[NotJudged]
+    accepted: list[AcceptedGap]
 
 
 @dataclass(frozen=True)
@@ -108,13 +109,14 @@ def _child_main(conn: Connection[Message, object], cls: type[Check], ctx: Contex
     ctx.files_read = []
     ctx.published = None
     ctx.unjudged = []
+    ctx.accepted = []
     ctx.runner.on_spawn = lambda pgid, argv: conn.send(Spawned(pgid, list(argv)))
     ctx.runner.on_reap = lambda pgid, argv: conn.send(Reaped(pgid))
     ctx.progress = lambda text: conn.send(Progressed(text))
     payload: Message
     try:
         findings = cls().run(ctx) or []
-        payload = Done(list(findings), ctx.runner.records, ctx.files_read, ctx.published, ctx.unjudged)
+        payload = Done(list(findings), ctx.runner.records, ctx.files_read, ctx.published, ctx.unjudged, ctx.accepted)
     except SkipCheck as skip:
         payload = Skipped(str(skip), ctx.runner.records, ctx.files_read, ctx.published)
     except BaseException as exc:
@@ -134,7 +136,7 @@ def _finish(job: _Job, message: object) -> CheckResult:
         state = State.FINDINGS if message.findings else State.PASSED
         return CheckResult(
             name, state, duration, findings=message.findings, commands=message.records, files=message.files, facts=message.facts,
-            not_judged=message.unjudged,
+            not_judged=message.unjudged, accepted=message.accepted,
         )  # fmt: skip
     if isinstance(message, Skipped):
         return CheckResult(

@@ -7,6 +7,7 @@ settings, numbers are measurements with a change in percent.
 from __future__ import annotations
 
 import json
+import os
 import re
 import tarfile
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from typing import Any
 
 from ..engine.check import Check
 from ..engine.facts import Facts
+from ..engine.files import open_regular
 from ..engine.findings import Severity
 from ..i18n import _, chinese, explanation
 from .report import SCHEMA_VERSION
@@ -32,14 +34,16 @@ class ReportError(Exception):
 def load_report(path: Path) -> dict[str, Any]:
     """A report.json, or the report.json inside a bundle."""
     try:
-        if path.name.endswith((".tar.gz", ".tgz")):
-            with tarfile.open(path) as tar:
-                member = next(m for m in tar.getmembers() if m.name.endswith("/report.json"))
-                handle = tar.extractfile(member)
-                raw = handle.read(MAX_REPORT_BYTES + 1) if handle else b""
-        else:
-            with open(path, "rb") as handle:
-                raw = handle.read(MAX_REPORT_BYTES + 1)
+        # a FIFO or device given as a report is refused at once (never a blocking open), and the read is
+        # sized by the file: no 64 MiB buffer per report when a fleet's thousands are merged
+        with open_regular(path) as opened:
+            if path.name.endswith((".tar.gz", ".tgz")):
+                with tarfile.open(fileobj=opened) as tar:
+                    member = next(m for m in tar.getmembers() if m.name.endswith("/report.json"))
+                    handle = tar.extractfile(member)
+                    raw = handle.read(MAX_REPORT_BYTES + 1) if handle else b""
+            else:
+                raw = opened.read(min(os.fstat(opened.fileno()).st_size, MAX_REPORT_BYTES) + 1)
         if len(raw) > MAX_REPORT_BYTES:
             raise ReportError(_("{path}: larger than {amount} MiB; not a decode-doctor report", path=path, amount=MAX_REPORT_BYTES >> 20))
         data = json.loads(raw.decode("utf-8"))

@@ -12,12 +12,12 @@ import datetime as dt
 import html
 import math
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine.findings import Outcome, Severity, Verdict, fails
 from ..i18n import _, current, ngettext
-from ..i18n.width import ljust
 from ..i18n.width import width as display_width
 from .text import severity_word, state_word
 
@@ -195,35 +195,51 @@ class Fleet:
         }
 
 
+class FleetReader:
+    """The fleet built one report at a time: each report becomes its host's row as it is read and is
+    not kept (what stays is a row per host, never the parsed reports). A host given twice keeps its
+    newest report, the older ones are listed as left out (ties: the later file on the command line). A
+    report stamped in the future has no time it can be judged by (never the newest, stale under --max-age)."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+        self.newest: dict[str, tuple[HostRow, float]] = {}
+        self.left_out: list[dict[str, str]] = []
+
+    def add(self, file: str, report: dict[str, Any]) -> None:
+        name = str((report.get("run") or {}).get("host") or file)
+        stamp = started_at(report)
+        if stamp is not None and stamp > self.now + FUTURE_SLACK_S:
+            report = {**report, "run": {**(report.get("run") or {}), "started": "?"}}
+            stamp = None
+        key = -math.inf if stamp is None else stamp
+        kept = self.newest.get(name)
+        if kept is not None:
+            kept_row, kept_key = kept
+            if key >= kept_key:
+                self.left_out.append({"host": name, "file": kept_row.file, "kept": file})
+            else:
+                self.left_out.append({"host": name, "file": file, "kept": kept_row.file})
+                return
+        self.newest[name] = (host_row(name, file, report), key)
+
+    def fleet(self, fail_on: str = "error", max_age_s: float | None = None, unreadable: list[dict[str, str]] | None = None) -> Fleet:
+        rows = sorted((row for row, _key in self.newest.values()), key=lambda r: r.host)
+        return Fleet(rows, self.now, fail_on, max_age_s, self.left_out, list(unreadable or []))
+
+
 def fleet(
-    reports: list[tuple[str, dict[str, Any]]],
+    reports: Iterable[tuple[str, dict[str, Any]]],
     now: float,
     fail_on: str = "error",
     max_age_s: float | None = None,
     unreadable: list[dict[str, str]] | None = None,
 ) -> Fleet:
-    """(file, report) pairs → the fleet: a host given twice keeps its newest report, the older ones
-    are listed as left out (ties: the later file on the command line). A report stamped in the future
-    has no time it can be judged by (never the newest, stale under --max-age)."""
-    newest: dict[str, tuple[str, dict[str, Any], float]] = {}
-    left_out: list[dict[str, str]] = []
+    """(file, report) pairs → the fleet (FleetReader: each host's newest report, the older ones left out)."""
+    reader = FleetReader(now)
     for file, report in reports:
-        name = str((report.get("run") or {}).get("host") or file)
-        stamp = started_at(report)
-        if stamp is not None and stamp > now + FUTURE_SLACK_S:
-            report = {**report, "run": {**(report.get("run") or {}), "started": "?"}}
-            stamp = None
-        key = -math.inf if stamp is None else stamp
-        if name in newest:
-            kept_file, _kept, kept_key = newest[name]
-            if key >= kept_key:
-                left_out.append({"host": name, "file": kept_file, "kept": file})
-            else:
-                left_out.append({"host": name, "file": file, "kept": kept_file})
-                continue
-        newest[name] = (file, report, key)
-    rows = [host_row(name, file, report) for name, (file, report, _key) in newest.items()]
-    return Fleet(sorted(rows, key=lambda r: r.host), now, fail_on, max_age_s, left_out, list(unreadable or []))
+        reader.add(file, report)
+    return reader.fleet(fail_on, max_age_s, unreadable)
 
 
 def _cell_text(cell: str) -> str:
@@ -250,13 +266,22 @@ def _columns(f: Fleet) -> tuple[list[str], list[list[str]]]:
     """The table's heading and rows as the user reads them: host, verdict, age, not judged, then each check."""
     checks = f.checks
     head = [_("host"), _("verdict"), _("age"), _("not judged"), *checks]
+    states: dict[str, str] = {}  # each distinct status and cell said once per render, not once per host
+    cells: dict[str, str] = {}
+
+    def say(cell: str, word: Callable[[str], str], said: dict[str, str]) -> str:
+        text = said.get(cell)
+        if text is None:
+            text = said[cell] = word(cell)
+        return text
+
     rows = [
         [
             row.host,
-            state_word(f.status(row)),
+            say(f.status(row), state_word, states),
             age_text(row.age_s(f.now)),
             str(row.not_judged),
-            *(_cell_text(row.cells[c]) if c in row.cells else "—" for c in checks),
+            *(say(row.cells[c], _cell_text, cells) if c in row.cells else "—" for c in checks),
         ]
         for row in f.hosts
     ]
@@ -299,8 +324,18 @@ def render_fleet(f: Fleet, fmt: str) -> str:
         lines += ["| " + " | ".join(row) + " |" for row in rows]
         lines += ["", totals_line(f)] + [f"- {line}" for line in _left_out_lines(f)]
         return "\n".join(lines) + "\n"
-    widths = [max(display_width(cell) for cell in column) for column in zip(head, *rows, strict=True)]
-    lines = ["  ".join(ljust(cell, w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in [head, *rows]]
+    measured: dict[str, int] = {}  # display width of each distinct cell, measured once per render
+
+    def columns(cell: str) -> int:
+        found = measured.get(cell)
+        if found is None:
+            found = measured[cell] = len(cell) if cell.isascii() else display_width(cell)  # ASCII: a column a character
+        return found
+
+    widths = [max(columns(cell) for cell in column) for column in zip(head, *rows, strict=True)]
+    lines = [
+        "  ".join(cell + " " * max(0, w - columns(cell)) for cell, w in zip(line, widths, strict=True)).rstrip() for line in [head, *rows]
+    ]  # each cell padded to its column's display width (i18n.width.ljust, its width looked up, not measured again)
     lines += ["", totals_line(f), *_left_out_lines(f)]
     return "\n".join(lines) + "\n"
 
@@ -312,12 +347,16 @@ def _html(f: Fleet) -> str:
         ["", f.status(row), "", "", *(row.cells.get(c, "").split(":")[0] for c in checks)] for row in f.hosts
     ]  # the first four columns are the host's, the rest its checks' cells
     heading = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    written: dict[tuple[str, str], str] = {}  # each distinct cell of a class escaped once per render, not once per host
+
+    def td(cell: str, kind: str) -> str:
+        found = written.get((cell, kind))
+        if found is None:
+            found = written[cell, kind] = f'<td class="{html.escape(kind)}">{html.escape(cell)}</td>'
+        return found
+
     body = "".join(
-        "<tr><th>"
-        + html.escape(row[0])
-        + "</th>"
-        + "".join(f'<td class="{html.escape(k)}">{html.escape(cell)}</td>' for cell, k in zip(row[1:], kinds[1:], strict=True))
-        + "</tr>"
+        "<tr><th>" + html.escape(row[0]) + "</th>" + "".join(td(cell, k) for cell, k in zip(row[1:], kinds[1:], strict=True)) + "</tr>"
         for row, kinds in zip(rows, classes, strict=True)
     )
     title = html.escape(_("decode-doctor fleet"))

@@ -216,6 +216,10 @@ def render_html(view: ReportView) -> str:
         )
         out.extend(f"<li>{_e(check)}: {_e(item.what)} — {_e(item.why)}</li>" for check, item in view.unjudged()[:500])
         out.append("</ul>")
+    if view.accepted_gaps():
+        out.append("<h2>" + _e(_("Accepted by rule")) + "</h2><ul>")
+        out.extend(f"<li>{_e(check)}: {_e(item.what)} — {_e(item.why)}</li>" for check, item in view.accepted_gaps())
+        out.append("</ul>")
     out.extend(_block(block) for block in view.html_blocks)
     if view.environment:
         heads = "".join(f"<th>{_e(h)}</th>" for h in (_("Item"), _("Value"), _("Judged")))

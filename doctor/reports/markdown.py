@@ -85,6 +85,13 @@ def markdown(view: ReportView) -> str:
         if len(view.unjudged()) > FOLDED_LIMIT:
             out.append("- " + _("… and {count:,} more (the JSON report lists them)", count=len(view.unjudged()) - FOLDED_LIMIT))
         out.append("")
+    if view.accepted_gaps():
+        out += ["## " + _("Accepted by rule"), "", _("Judged only in part, by a rule the check documents; the verdict stays complete:"), ""]
+        out += [
+            "- " + _("{check}: {what} — {why}", check=shown_check(check), what=_cell(item.what), why=_cell(item.why))
+            for check, item in view.accepted_gaps()
+        ]
+        out.append("")
     if view.fact_lines:
         out += ["## " + _("Facts"), ""]
         out += ["- " + _("{check}: {fact}", check=shown_check(line.check), fact=_cell(line.text)) for line in view.fact_lines]

@@ -101,6 +101,7 @@ def _core_metrics(view: ReportView, schedule: Schedule) -> list[Metric]:
         Sample({"check": r.check, "state": outcome.value}, 1 if r.outcome is outcome else 0) for r in view.results for outcome in Outcome
     )
     unjudged = tuple(Sample({"check": r.check}, len(r.not_judged)) for r in view.results)
+    accepted = tuple(Sample({"check": check, "gap": name}, 1) for check, name in sorted({(c, a.gap) for c, a in view.accepted_gaps()}))
     durations = tuple(Sample({"check": r.check}, round(r.duration_s, 3)) for r in view.results)
     verdict = view.verdict
     verdicts = tuple(Sample({"verdict": v.value}, 1 if v is verdict else 0) for v in Verdict)
@@ -124,6 +125,14 @@ def _core_metrics(view: ReportView, schedule: Schedule) -> list[Metric]:
         ),
         Metric("decode_doctor_run_duration_seconds", "How long the last run took.", (Sample({}, round(duration, 3)),)),
     ]
+    if accepted:  # the series exist while a rule accepts the gap, as an alert's condition would
+        found.append(
+            Metric(
+                "decode_doctor_accepted_gap",
+                "1 for each gap a check's documented rule accepts (judged in part; the verdict stays complete), by the rule's name.",
+                accepted,
+            ),
+        )
     if started is not None:
         found.append(
             Metric("decode_doctor_last_run_timestamp_seconds", "When the last run started (Unix time).", (Sample({}, round(started, 3)),))

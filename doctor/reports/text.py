@@ -23,6 +23,7 @@ STATE_WORDS = {
     State.CRASHED.value: N_("crashed"),
     # the outcomes a report and a fleet state (engine.findings.Outcome, Verdict)
     "not_judged": N_("not judged"),
+    "accepted_gap": N_("accepted by rule"),
     "not_selected": N_("not selected"),
     "timed_out": N_("timed out"),
     "ready": N_("ready"),
@@ -126,11 +127,15 @@ def all_clear(view: ReportView) -> str | None:
             "No problems in what was judged ({count:,} checks ran{ignored}); not judged: {what}.",
             ran, ignored=ignored, what=not_judged_text(view),
         )  # fmt: skip
-    return ngettext(
+    ready = ngettext(
         "Ready: no problems found ({count:,} check ran, {skipped} did not apply{ignored}).",
         "Ready: no problems found ({count:,} checks ran, {skipped} did not apply{ignored}).",
         ran, skipped=skipped, ignored=ignored,
     )  # fmt: skip
+    if view.accepted_gaps():  # each with its reason on its own line (notes), or in its own section
+        named = _("; ").join(_("{check}: {what}", check=shown_check(check), what=item.what) for check, item in view.accepted_gaps())
+        ready += " " + _("Accepted by rule: {what}.", what=named)
+    return ready
 
 
 def result_notes(view: ReportView, verbose: bool) -> list[str]:
@@ -149,6 +154,7 @@ def result_notes(view: ReportView, verbose: bool) -> list[str]:
             )
             if result.error:
                 lines.extend("    " + line for line in result.error.rstrip().splitlines())
+        lines.extend(_("{check}: accepted — {what}", check=shown_check(result.check), what=item.text()) for item in result.accepted)
         shown = result.not_judged if verbose else result.not_judged[:SHOWN_NOT_JUDGED]
         lines.extend(_("{check}: not judged — {what}", check=shown_check(result.check), what=item.text()) for item in shown)
         if len(result.not_judged) > len(shown):

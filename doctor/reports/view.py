@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..engine.facts import Chart, EnvRow, HtmlBlock, Metric, Sample, Series
-from ..engine.findings import Code, Finding, FixParams, NotJudged, Outcome, Severity, State, Verdict
+from ..engine.findings import AcceptedGap, Code, Finding, FixParams, NotJudged, Outcome, Severity, State, Verdict
 from ..i18n import _, explanation
 from .redact import Redactor
 from .report import SCHEMA_VERSION, Report
@@ -57,6 +57,7 @@ class ResultView:
     not_judged: list[NotJudged] = field(default_factory=list)
     outcome: Outcome = Outcome.PASSED
     ignored: int = 0  # its findings left out by --ignore or the selection
+    accepted: list[AcceptedGap] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -74,6 +75,7 @@ class ResultView:
             "commands": self.commands,
             "files": self.files,
             "not_judged": [item.to_dict() for item in self.not_judged],
+            "accepted_gaps": [item.to_dict() for item in self.accepted],
         }
 
 
@@ -157,6 +159,10 @@ class ReportView:
         """(check, what) for everything a check was given and could not judge."""
         return [(r.check, item) for r in self.results for item in r.not_judged]
 
+    def accepted_gaps(self) -> list[tuple[str, AcceptedGap]]:
+        """(check, gap) for everything judged only in part by a rule that accepts it."""
+        return [(r.check, item) for r in self.results for item in r.accepted]
+
     @property
     def complete(self) -> bool:
         """Every check reached a verdict on everything it was given and every module loaded: only then
@@ -202,12 +208,14 @@ class ReportView:
                 "outcome": self.verdict.value,
                 "outcomes": self.outcomes(),
                 "not_judged": len(self.unjudged()),
+                "accepted_gaps": len(self.accepted_gaps()),
                 "load_errors": len(self.load_errors),
             },
             "findings": [f.to_dict() for f in self.findings],
             "ignored": [i.to_dict() for i in self.ignored],
             "results": [r.to_dict() for r in self.results],
             "not_judged": [{"check": check, **item.to_dict()} for check, item in self.unjudged()],
+            "accepted_gaps": [{"check": check, **item.to_dict()} for check, item in self.accepted_gaps()],
             "facts": self.facts,
             "environment": [row.to_dict() for row in self.environment],
             "load_errors": list(self.load_errors),
@@ -266,8 +274,9 @@ def build_view(
                 [redact.json(c.to_dict(limit=COMMAND_OUTPUT_LIMIT)) for c in r.commands],
                 list(r.files),
                 [NotJudged(redact.text(n.what), redact.text(n.why), n.cause) for n in r.not_judged],
-                outcome_of(r.state, kept[r.check], bool(r.not_judged), r.check in report.pulled_in),
+                outcome_of(r.state, kept[r.check], bool(r.not_judged), r.check in report.pulled_in, bool(r.accepted)),
                 left_out[r.check],
+                [AcceptedGap(redact.text(a.what), redact.text(a.why), a.gap) for a in r.accepted],
             )
             for r in report.results
         ],
@@ -283,7 +292,7 @@ def build_view(
     )
 
 
-def outcome_of(state: State, kept: int, unjudged: bool, pulled_in: bool) -> Outcome:
+def outcome_of(state: State, kept: int, unjudged: bool, pulled_in: bool, accepted: bool = False) -> Outcome:
     """What a report says of a check: the state it ended in, then whether it was selected, then the
     findings kept, then what it could not judge."""
     ended = {State.SKIPPED: Outcome.SKIPPED, State.TIMED_OUT: Outcome.TIMED_OUT, State.CRASHED: Outcome.CRASHED}
@@ -293,7 +302,9 @@ def outcome_of(state: State, kept: int, unjudged: bool, pulled_in: bool) -> Outc
         return Outcome.NOT_SELECTED
     if kept:
         return Outcome.FINDINGS
-    return Outcome.NOT_JUDGED if unjudged else Outcome.PASSED
+    if unjudged:
+        return Outcome.NOT_JUDGED
+    return Outcome.ACCEPTED_GAP if accepted else Outcome.PASSED
 
 
 def _redacted_finding(finding: Finding, redact: Redactor) -> Finding:
