@@ -1,4 +1,10 @@
-"""Text encodings of model config and tokenizer files: loaders read them as UTF-8, and nothing else."""
+"""Text encodings of model config and tokenizer files: loaders read them as UTF-8, and nothing else.
+
+The check itself: its run over each --model tree, the per-file judgement (a verdict of textenc.py
+into findings), and the second look that decides a model directory's undecided files with its
+confident ones (siblings.py). Which files are text and how they are read: files.py; the option and
+the facts: options.py; the model directories of a tree: repositories.py.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +12,10 @@ import dataclasses
 import hashlib
 import os
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from decode_doctor.engine import Check, Context, Facts, Finding, FixRef, Needs, Options, Severity, option
-from decode_doctor.engine.files import open_regular
-from decode_doctor.engine.hfcache import link_boundary
+from decode_doctor.engine import Check, Context, Finding, FixRef, Needs, Severity
 from decode_doctor.i18n import N_, _, localized, os_reason, said
 
 from .codes import (
@@ -33,141 +35,12 @@ from .codes import (
     ConvertParams,
     DropBomParams,
 )
+from .files import LOADER_NAMES, MAX_ANALYSE, TextFile, read_bounded, utf8_stream_ok, walk
+from .options import EncodingsFacts, EncodingsOptions, KeptBom, ScannedTree, encoding_choice
+from .repositories import Repositories, Repository
 
-if TYPE_CHECKING:
-    from .textenc import Readings, Verdict
-
-LOADER_NAMES = {
-    "config.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "generation_config.json",
-    "tokenizer.json",
-    "vocab.txt",
-    "merges.txt",
-    "chat_template.jinja",
-    "preprocessor_config.json",
-    "added_tokens.json",
-    "vocab.json",
-    "processor_config.json",
-    "adapter_config.json",
-}
-TEXT_SUFFIXES = {
-    ".json",
-    ".jsonl",
-    ".yaml",
-    ".yml",
-    ".txt",
-    ".jinja",
-    ".csv",
-    ".tsv",
-    ".ini",
-    ".cfg",
-    ".toml",
-    ".md",
-    ".py",
-    ".xml",
-    ".html",
-    ".htm",
-    ".srt",
-    ".vtt",
-}
-WEIGHT_SUFFIXES = {
-    ".safetensors",
-    ".bin",
-    ".pt",
-    ".pth",
-    ".gguf",
-    ".onnx",
-    ".h5",
-    ".msgpack",
-    ".ckpt",
-    ".npz",
-    ".npy",
-    ".model",
-    ".tflite",
-    ".pb",
-    ".ot",
-    ".pkl",
-    ".tar",
-    ".zip",
-    ".gz",
-}
 # A UTF-8 BOM breaks these: json.loads refuses it, and a vocab line or template starts with U+FEFF.
 BOM_CHOKES = {".json", ".jsonl", ".txt", ".jinja", ".csv", ".tsv", ".toml"}  # tomllib: "Invalid statement"
-SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".ipynb_checkpoints"}
-MAX_ANALYSE = 64 << 20  # above this a non-UTF-8 file is reported, not converted
-NOT_TEXT_NAMES = {"tokenizer.model", "spiece.model", "sentencepiece.bpe.model"}
-
-
-@dataclass(frozen=True)
-class EncodingChoice:
-    """One --from-encoding: an encoding for one file (path) or for every file the check cannot decide."""
-
-    encoding: str
-    path: str | None = None  # real path
-
-
-def encoding_choice(value: str | EncodingChoice) -> EncodingChoice:
-    """Parses ENCODING or PATH=ENCODING; ValueError (a usage error on the command line) if it cannot be used."""
-    import codecs
-
-    if isinstance(value, EncodingChoice):
-        return value
-    path, separator, name = value.rpartition("=")
-    name = name.strip()
-    try:
-        info = codecs.lookup(name)
-    except LookupError:
-        raise ValueError(said("unknown encoding {name!r}", name=name)) from None
-    if not getattr(info, "_is_text_encoding", True):
-        raise ValueError(said("{name!r} is not a text encoding", name=name))
-    if not separator:
-        return EncodingChoice(name)
-    if not path:
-        raise ValueError(said("{value!r}: PATH=ENCODING needs a path before '='", value=value))
-    if not os.path.lexists(path):
-        raise ValueError(said("{path}: no such file", path=path))
-    return EncodingChoice(name, os.path.realpath(path))
-
-
-@dataclass(frozen=True)
-class ScannedTree:
-    path: str
-    files: int
-    bytes: int
-
-
-@dataclass(frozen=True)
-class KeptBom:
-    """A UTF-8 file with a byte-order mark its readers accept: left alone, and why."""
-
-    file: str
-    why: str
-
-
-KEPT_SHOWN = 5
-
-
-@dataclass(frozen=True)
-class EncodingsFacts(Facts):
-    trees: list[ScannedTree] = field(default_factory=list)
-    kept_boms: list[KeptBom] = field(default_factory=list)
-
-    def summary(self) -> list[str]:
-        lines = [
-            _("{files:,} text files ({size:,} bytes) checked under {path}", files=tree.files, size=tree.bytes, path=tree.path)
-            for tree in self.trees
-        ]
-        lines += [
-            _("{file}: UTF-8 with a byte-order mark, left alone ({why})", file=kept.file, why=localized(kept.why))
-            for kept in self.kept_boms[:KEPT_SHOWN]
-        ]
-        if len(self.kept_boms) > KEPT_SHOWN:
-            more = len(self.kept_boms) - KEPT_SHOWN
-            lines.append(_("and {count} more UTF-8 files with a byte-order mark their readers accept", count=more))
-        return lines
-
 
 # why a UTF-8 byte-order mark is left alone, by suffix (BOM_CHOKES are the ones whose loaders fail on it)
 BOM_READERS = {
@@ -178,96 +51,6 @@ BOM_READERS = {
     ".html": N_("browsers take it as the page's encoding"),
     ".xml": N_("XML parsers take it as the document's encoding"),
 }
-
-
-@dataclass(frozen=True)
-class TextFile:
-    path: Path  # the path to report (inside the tree; a link if it is one)
-    target: Path  # what to read
-    tree: Path
-    is_link: bool
-
-
-def is_text_config(name: str) -> bool:
-    lower = name.lower()
-    suffix = os.path.splitext(lower)[1]
-    return lower in LOADER_NAMES or (suffix in TEXT_SUFFIXES and suffix not in WEIGHT_SUFFIXES)
-
-
-def is_weights(name: str) -> bool:
-    lower = name.lower()
-    return lower in NOT_TEXT_NAMES or os.path.splitext(lower)[1] in WEIGHT_SUFFIXES
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-        return True
-    except ValueError:
-        return False
-
-
-def walk(given: Path, on_link_out: Any) -> Iterator[TextFile]:
-    """Text config files under given, streaming; links are followed only when they stay in the tree."""
-    given = Path(os.path.abspath(given))
-    if given.is_file() or (given.is_symlink() and not given.is_dir()):
-        if not is_weights(given.name):  # a file named on purpose is text unless it is weights
-            yield TextFile(given, given.resolve(), given.parent, given.is_symlink())
-        return
-    root = link_boundary(given)
-    for directory, dirnames, filenames in os.walk(given, followlinks=False):
-        base = Path(directory)
-        for name in list(dirnames):
-            entry = base / name
-            if name in SKIP_DIRS:
-                dirnames.remove(name)
-            elif entry.is_symlink():
-                dirnames.remove(name)
-                on_link_out(entry, entry.resolve(), _("a link to a directory"))
-        for name in sorted(filenames):
-            if not is_text_config(name):
-                continue
-            entry = base / name
-            if entry.is_symlink():
-                target = entry.resolve()
-                if not _inside(target, root):
-                    on_link_out(entry, target, _("outside the tree"))
-                    continue
-                yield TextFile(entry, target, given, True)
-            else:
-                yield TextFile(entry, entry, given, False)
-
-
-def _read(target: Path) -> bytes:
-    with open_regular(target, follow=False) as handle:  # a FIFO named config.json never blocks the check
-        return handle.read(MAX_ANALYSE + 1)
-
-
-def _utf8_stream_ok(target: Path) -> bool:
-    import codecs
-
-    decoder = codecs.getincrementaldecoder("utf-8")("strict")
-    try:
-        with open_regular(target, follow=False) as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                decoder.decode(block)
-            decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-@dataclass(frozen=True)
-class EncodingsOptions(Options):
-    from_encoding: tuple[str, ...] = option(
-        "--from-encoding",
-        "ENC or PATH=ENC (repeatable): the encoding of a file the check could not decide; never overrides a file "
-        "that reads clearly as another encoding.",
-        multiple=True,
-        default=(),
-        parse=encoding_choice,
-        metavar="[PATH=]ENC",
-    )
 
 
 class Encodings(Check):
@@ -298,7 +81,7 @@ class Encodings(Check):
     options = EncodingsOptions
     timeout_s = 120.0
     facts_type = EncodingsFacts
-    _repositories: _Repositories | None = None  # the --model tree being judged (run): its model directories
+    _repositories: Repositories | None = None  # the --model tree being judged (run): its model directories
     _kept: list[KeptBom]  # files with a UTF-8 BOM their readers accept (run)
     scoped = True  # after a conversion, only the files written are judged again
 
@@ -334,7 +117,7 @@ class Encodings(Check):
         for given in ctx.models:
             links: list[TextFile] = []
             counted = [0, 0]  # files, bytes
-            self._repositories = _Repositories(Path(os.path.abspath(given)))
+            self._repositories = Repositories(Path(os.path.abspath(given)), KEEP_FILE_BYTES, KEEP_TREE_BYTES)
             for item in walk(Path(given), link_out):
                 if ctx.scope is not None and item.path not in ctx.scope:
                     continue  # the re-check after a fix: only the files it wrote
@@ -390,7 +173,7 @@ class Encodings(Check):
             findings = self._with_repository(findings, given, tree, repositories.shown(tree.directory) if repositories else "")
         return findings
 
-    def _with_repository(self, findings: list[Finding], given: Path, tree: _Tree, shown: str) -> list[Finding]:
+    def _with_repository(self, findings: list[Finding], given: Path, tree: Repository, shown: str) -> list[Finding]:
         """One model directory's second look (see _with_siblings). Files are read again here, one at a
         time: the directory's bytes are never all held."""
         from .readings import family_of
@@ -406,7 +189,7 @@ class Encodings(Check):
         read: list[Sibling] = []
         for item, encoding in tree.voices[family]:
             try:
-                sibling = Sibling.of(item.path.name, _read(item.target), encoding)
+                sibling = Sibling.of(item.path.name, read_bounded(item.target), encoding)
             except OSError:
                 continue
             if sibling is not None:
@@ -432,7 +215,7 @@ class Encodings(Check):
                 replaced[id(finding)] = [self.finding(ENC002, message, evidence=evidence, path=str(item.path), severity=finding.severity)]
         for item, refusal, kept in tree.pending:
             try:
-                data = kept[0] if kept else _read(item.target)
+                data = kept[0] if kept else read_bounded(item.target)
             except OSError:
                 continue  # its refusal stands as it was
             judged = decide_with_siblings(data, item.path.suffix.lower(), read, kept[1] if kept else None, shown)
@@ -463,11 +246,12 @@ class Encodings(Check):
         return found
 
     def _judge(self, item: TextFile, given: Path, stated: str | None, counted: list[int]) -> list[Finding]:
-        from .textenc import decide, sniff_binary
+        from .sniff import sniff_binary
+        from .textenc import decide
 
         path, suffix = str(item.path), item.path.suffix.lower()
         try:
-            data = _read(item.target)
+            data = read_bounded(item.target)
         except OSError as exc:
             return [
                 self.finding(
@@ -480,7 +264,7 @@ class Encodings(Check):
         counted[0] += 1
         counted[1] += len(data)
         if len(data) > MAX_ANALYSE:
-            if sniff_binary(data[:4096]) or _utf8_stream_ok(item.target):
+            if sniff_binary(data[:4096]) or utf8_stream_ok(item.target):
                 return []
             message = _(
                 "{path}: not UTF-8, and at over {limit} MiB larger than decode-doctor reads to decide an encoding; not converted.",
@@ -626,86 +410,7 @@ class Encodings(Check):
         return [self.finding(ENC002, message, evidence=evidence, path=path, severity=severity)]
 
 
-@dataclass
-class _Tree:
-    """One model directory while its --model tree is judged: who speaks for its encoding, and the
-    files it could not decide alone. Paths only, and the bytes of a few small undecided files."""
-
-    directory: Path
-    kept: list[int]  # bytes kept of undecided files, shared by every directory of the tree
-    confident: dict[str, int] = field(default_factory=dict)  # family: files its own evidence decided confidently
-    voices: dict[str, list[tuple[TextFile, str]]] = field(default_factory=dict)  # family: the first few of them, with codec
-    narrow: list[tuple[TextFile, str, str, float, Finding]] = field(default_factory=list)  # decided alone, by little
-    # undecided, with its refusal, and while they are small its bytes and readings (read again otherwise)
-    pending: list[tuple[TextFile, Finding, tuple[bytes, Readings] | None]] = field(default_factory=list)
-
-    def note(self, item: TextFile, data: bytes, verdict: Verdict, found: list[Finding]) -> None:
-        from .readings import family_of
-        from .siblings import CONFIDENT_BITS, SIBLINGS_READ
-        from .textenc import Status
-
-        if verdict.status == Status.AMBIGUOUS and found:
-            keep = verdict.found is not None and len(data) <= KEEP_FILE_BYTES and self.kept[0] + len(data) <= KEEP_TREE_BYTES
-            self.kept[0] += len(data) if keep else 0
-            self.pending.append((item, found[0], (data, verdict.found) if keep and verdict.found else None))
-            return
-        if verdict.status != Status.CONVERT or not verdict.encoding or verdict.margin is None or item.is_link:
-            return
-        family = family_of(verdict.encoding)
-        if family is None:
-            return
-        if verdict.margin >= CONFIDENT_BITS:
-            self.confident[family] = self.confident.get(family, 0) + 1
-            if len(self.voices.setdefault(family, [])) < SIBLINGS_READ:
-                self.voices[family].append((item, verdict.encoding))
-        elif found:
-            self.narrow.append((item, verdict.encoding, verdict.language or N_("no known language"), verdict.margin, found[0]))
-
-
-MODEL_MARKERS = ("config.json", "tokenizer_config.json", "tokenizer.json", "tokenizer.model", "generation_config.json", "model_index.json")
-
-
-class _Repositories:
-    """The model directories of one --model tree: a file's repository is the nearest directory above
-    it, inside the tree, that holds a config or tokenizer file (a Hugging Face snapshot is one), else
-    its own directory."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.trees: dict[Path, _Tree] = {}
-        self._model: dict[Path, Path | None] = {}  # a directory: the model directory it is in, if any
-        self._kept = [0]
-
-    def of(self, path: Path) -> _Tree:
-        directory = self.nearest(path.parent)
-        if directory not in self.trees:
-            self.trees[directory] = _Tree(directory, self._kept)
-        return self.trees[directory]
-
-    def nearest(self, directory: Path) -> Path:
-        climbed: list[Path] = []
-        current = directory
-        while True:
-            if current in self._model:
-                model = self._model[current]
-                break
-            if any(os.path.lexists(current / marker) for marker in MODEL_MARKERS):
-                model = current
-                break
-            if current == self.root or self.root not in current.parents:
-                model = None  # no model directory above it inside the tree
-                break
-            climbed.append(current)
-            current = current.parent
-        self._model.update(dict.fromkeys([*climbed, current], model))
-        return model or directory
-
-    def shown(self, directory: Path) -> str:
-        """The directory as a person names it: relative to the tree, with a trailing slash."""
-        relative = directory.relative_to(self.root) if directory != self.root and self.root in directory.parents else None
-        return f"{relative}/" if relative is not None else f"{directory.name or directory}/"
-
-
+# read at each run (a test lowers them): what the second look may hold of undecided files
 KEEP_FILE_BYTES = 1 << 20  # an undecided file this small keeps its readings for the second look
 KEEP_TREE_BYTES = 32 << 20  # and all of them together at most this many bytes of files
 UNDECIDED_SHOWN = 6  # runs of non-ASCII bytes a refusal lists

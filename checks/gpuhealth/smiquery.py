@@ -1,21 +1,35 @@
 """`nvidia-smi -q` (the text report, whole or a fragment a person pasted) and `nvidia-smi -q -x` (its XML)
 read into a HostReading.
 
-Both sources are first reduced to the same named raw fields (FIELDS: the text report's labels and the
-XML's tags for each), then one conversion turns those into a GpuReading, so a value means the same
-whichever form it came in. A field the capture does not show, or shows as N/A, deprecated or not
-supported, stays None. Linear in the size of the input: the text is read line by line with a stack of
+Both sources are first reduced to the same named raw fields (smifields.FIELDS: the text report's labels
+and the XML's tags for each), then one conversion (smifields.gpu_reading) turns those into a GpuReading,
+so a value means the same whichever form it came in. A field the capture does not show, or shows as N/A,
+deprecated or not supported, stays None. Linear in the size of the input: the text is read line by line with a stack of
 open sections, the XML by expat with a bounded tree; nothing is expanded (no DTD internal subset, no
 entity declaration), and oversized inputs, lines and nestings are refused or skipped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from xml.parsers import expat
 
-from .reading import EVENT_NAMES, ClockEvent, Clocks, ComputeMode, GpuProcess, GpuReading, HostReading, MemoryFaults, PcieLink
+from .reading import EVENT_NAMES, ClockEvent, GpuProcess, GpuReading, HostReading
+from .smifields import (
+    EVENT_SECTIONS,
+    EVENTS,
+    FIELDS,
+    XML_EVENT_SECTIONS,
+    active_flag,
+    as_int,
+    clean,
+    gpu_reading,
+    mib,
+    pending_retirement,
+    process_name,
+    version_number,
+    windows_driver,
+)
 
 TEXT_KIND = "nvidia-smi -q"
 XML_KIND = "nvidia-smi -q -x"
@@ -30,358 +44,6 @@ MAX_PROCESSES = 1024
 MAX_XML_DEPTH = 6  # nvidia_smi_log/gpu/ecc_errors/volatile/double_bit/total
 MAX_XML_NODES = 200_000
 MAX_XML_TEXT = 512
-
-UNAVAILABLE = frozenset(
-    {
-        "n/a",
-        "requested functionality has been deprecated",
-        "not supported",
-        "unknown error",
-        "insufficient permissions",
-        "not available in wddm driver model",
-        "not found",
-    }
-)
-WINDOWS_DRIVER_MODELS = frozenset({"wddm", "tcc", "mcdm"})
-COMPUTE_MODES = {
-    "default": ComputeMode.DEFAULT,
-    "exclusive_thread": ComputeMode.EXCLUSIVE_THREAD,
-    "prohibited": ComputeMode.PROHIBITED,
-    "exclusive_process": ComputeMode.EXCLUSIVE_PROCESS,
-}
-
-# One entry per raw field: the `-q` label paths (the last sections above the label, then the label; looked up
-# by that suffix, so a fragment pasted without its outer sections still matches) and the `-q -x` paths under
-# <gpu>. The first one shown wins.
-Where = tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]  # (the -q label paths, the -q -x tag paths)
-FIELDS: dict[str, Where] = {
-    "name": ((("product name",),), ("product_name",)),
-    "uuid": ((("gpu uuid",),), ("uuid",)),
-    "bus_id": ((("pci", "bus id"),), ("pci/pci_bus_id",)),
-    "architecture": ((("product architecture",),), ("product_architecture",)),
-    "utilization": ((("utilization", "gpu"),), ("utilization/gpu_util",)),
-    "fb_used": ((("fb memory usage", "used"),), ("fb_memory_usage/used",)),
-    "fb_total": ((("fb memory usage", "total"),), ("fb_memory_usage/total",)),
-    "persistence": ((("persistence mode",),), ("persistence_mode",)),
-    "compute_mode": ((("compute mode",),), ("compute_mode",)),
-    "mig_current": ((("mig mode", "current"),), ("mig_mode/current_mig",)),
-    "mig_pending": ((("mig mode", "pending"),), ("mig_mode/pending_mig",)),
-    "driver_model": ((("driver model", "current"),), ("driver_model/current_dm",)),
-    "gen_max": ((("pcie generation", "max"),), ("pci/pci_gpu_link_info/pcie_gen/max_link_gen",)),
-    "gen_device_max": ((("pcie generation", "device max"),), ("pci/pci_gpu_link_info/pcie_gen/max_device_link_gen",)),
-    "gen_current": ((("pcie generation", "current"),), ("pci/pci_gpu_link_info/pcie_gen/current_link_gen",)),
-    "gen_host_max": ((("pcie generation", "host max"),), ("pci/pci_gpu_link_info/pcie_gen/max_host_link_gen",)),
-    "width_max": ((("link width", "max"),), ("pci/pci_gpu_link_info/link_widths/max_link_width",)),
-    "width_current": ((("link width", "current"),), ("pci/pci_gpu_link_info/link_widths/current_link_width",)),
-    "replays": ((("replays since reset",),), ("pci/replay_counter",)),
-    "replay_rollovers": ((("replay number rollovers",),), ("pci/replay_rollover_counter", "pci/replay_number_rollovers")),
-    "ecc_mode": ((("ecc mode", "current"),), ("ecc_mode/current_ecc",)),
-    "retired_sbe": ((("retired pages", "single bit ecc"),), ("retired_pages/multiple_single_bit_retirement/retired_count",)),
-    "retired_dbe": ((("retired pages", "double bit ecc"),), ("retired_pages/double_bit_retirement/retired_count",)),
-    # "Pending Page Blacklist" in newer reports, "Pending" in older ones; newer XML has both tags, older only the second
-    "retired_pending": (
-        (("retired pages", "pending page blacklist"), ("retired pages", "pending")),
-        ("retired_pages/pending_blacklist", "retired_pages/pending_retirement"),
-    ),
-    "remap_pending": ((("remapped rows", "pending"),), ("remapped_rows/remapped_row_pending",)),
-    "remap_failure": ((("remapped rows", "remapping failure occurred"),), ("remapped_rows/remapped_row_failure",)),
-    "remap_correctable": ((("remapped rows", "correctable error"),), ("remapped_rows/remapped_row_corr",)),
-    "remap_uncorrectable": ((("remapped rows", "uncorrectable error"),), ("remapped_rows/remapped_row_unc",)),
-    "temperature": ((("temperature", "gpu current temp"),), ("temperature/gpu_temp",)),
-    "graphics": ((("clocks", "graphics"),), ("clocks/graphics_clock",)),
-    "memory": ((("clocks", "memory"),), ("clocks/mem_clock",)),
-    "max_graphics": ((("max clocks", "graphics"),), ("max_clocks/graphics_clock",)),
-    "max_memory": ((("max clocks", "memory"),), ("max_clocks/mem_clock",)),
-    "app_graphics": ((("applications clocks", "graphics"),), ("applications_clocks/graphics_clock",)),
-    "app_memory": ((("applications clocks", "memory"),), ("applications_clocks/mem_clock",)),
-    "default_app_graphics": ((("default applications clocks", "graphics"),), ("default_applications_clocks/graphics_clock",)),
-    "default_app_memory": ((("default applications clocks", "memory"),), ("default_applications_clocks/mem_clock",)),
-    "fabric_state": ((("fabric", "state"),), ("fabric/state",)),
-    "fabric_status": ((("fabric", "status"),), ("fabric/status",)),
-}
-
-
-def _power_fields() -> dict[str, Where]:
-    """The board's power readings: "Power Readings" in older reports, "GPU Power Readings" in newer ones (never the
-    "Module …" or "GPU Memory Power Readings" sections). The limit in force is "Enforced Power Limit" (older) or
-    "Current Power Limit" (newer); the older "Power Limit" is the one requested, used only where neither is shown."""
-    names = (
-        ("power_limit_enforced", "enforced power limit", "enforced_power_limit"),
-        ("power_limit_current", "current power limit", "current_power_limit"),
-        ("power_limit_requested", "power limit", "power_limit"),
-        ("power_default", "default power limit", "default_power_limit"),
-        ("power_draw", "power draw", "power_draw"),
-        ("power_draw_instant", "instantaneous power draw", "instant_power_draw"),
-        ("power_draw_average", "average power draw", "average_power_draw"),
-    )
-    return {
-        name: ((("gpu power readings", label), ("power readings", label)), (f"gpu_power_readings/{tag}", f"power_readings/{tag}"))
-        for name, label, tag in names
-    }
-
-
-def _ecc_fields() -> dict[str, Where]:
-    """ECC counters, volatile and aggregate. Newer layout: SRAM and DRAM, correctable and uncorrectable (SRAM
-    uncorrectable one count, or split into Parity and SEC-DED). Older layout: Single Bit and Double Bit, each per
-    memory (Device Memory, Register File, caches …) with a Total."""
-    names = (
-        ("dram_unc", ("dram uncorrectable",), "dram_uncorrectable"),
-        ("sram_unc_parity", ("sram uncorrectable parity",), "sram_uncorrectable_parity"),
-        ("sram_unc_secded", ("sram uncorrectable sec-ded",), "sram_uncorrectable_secded"),
-        ("sram_unc", ("sram uncorrectable",), "sram_uncorrectable"),
-        ("dram_cor", ("dram correctable",), "dram_correctable"),
-        ("sram_cor", ("sram correctable",), "sram_correctable"),
-        ("dbe_total", ("double bit", "total"), "double_bit/total"),
-        ("dbe_device", ("double bit", "device memory"), "double_bit/device_memory"),
-        ("sbe_total", ("single bit", "total"), "single_bit/total"),
-        ("sbe_device", ("single bit", "device memory"), "single_bit/device_memory"),
-    )
-    return {
-        f"{scope}_{name}": (((scope, *labels),), (f"ecc_errors/{scope}/{tag}",))
-        for scope in ("volatile", "aggregate")
-        for name, labels, tag in names
-    }
-
-
-FIELDS.update(_power_fields())
-FIELDS.update(_ecc_fields())
-
-EVENTS = {
-    "idle": ClockEvent.IDLE,
-    "applications clocks setting": ClockEvent.APPLICATIONS_CLOCKS,
-    "sw power cap": ClockEvent.SW_POWER_CAP,
-    "hw slowdown": ClockEvent.HW_SLOWDOWN,
-    "hw thermal slowdown": ClockEvent.HW_THERMAL,
-    "hw power brake slowdown": ClockEvent.HW_POWER_BRAKE,
-    "sync boost": ClockEvent.SYNC_BOOST,
-    "sw thermal slowdown": ClockEvent.SW_THERMAL,
-    "display clock setting": ClockEvent.DISPLAY_CLOCKS,
-}
-EVENT_SECTIONS = ("clocks event reasons", "clocks throttle reasons")  # the name before driver 535
-XML_EVENT_SECTIONS = ("clocks_event_reasons", "clocks_throttle_reasons")
-
-
-# --- values ------------------------------------------------------------------------------------
-
-
-def _clean(raw: str | None) -> str | None:
-    """A value without the note drivers add ("610.57.04 [Deprecated; …]"); None where the field is not shown:
-    N/A, [N/A], [Not Supported], deprecated, Unknown Error."""
-    if raw is None:
-        return None
-    value = raw.strip()
-    if not value or value.startswith("["):
-        return None
-    value = value.split(" [", 1)[0].strip()
-    return None if value.lower() in UNAVAILABLE else value
-
-
-def _number_prefix(value: str | None, decimals: bool) -> tuple[str, str] | None:
-    """The leading number of a value and what follows it: "16x" → ("16", "x"), "700.00 W" → ("700.00", " W")."""
-    if not value:
-        return None
-    end = 1 if value[0] == "-" else 0
-    seen_point = False
-    while end < len(value) and end < 24:
-        char = value[end]
-        if char.isdigit() and char.isascii():
-            end += 1
-        elif char == "." and decimals and not seen_point:
-            seen_point = True
-            end += 1
-        else:
-            break
-    number = value[:end].rstrip(".")
-    if not number.lstrip("-"):
-        return None
-    return number, value[end:]
-
-
-def _int(value: str | None) -> int | None:
-    """ "16x" → 16, "5" → 5, "2619 MHz" → 2619, "0 %" → 0, "41 C" → 41."""
-    found = _number_prefix(value, decimals=False)
-    return int(found[0]) if found else None
-
-
-def _float(value: str | None) -> float | None:
-    """ "700.00 W" → 700.0."""
-    found = _number_prefix(value, decimals=True)
-    return float(found[0]) if found else None
-
-
-MIB_PER_UNIT = {"": 1.0, "mib": 1.0, "gib": 1024.0, "kib": 1 / 1024}
-
-
-def _mib(value: str | None) -> int | None:
-    """ "81559 MiB" → 81559."""
-    found = _number_prefix(value, decimals=True)
-    if found is None:
-        return None
-    scale = MIB_PER_UNIT.get(found[1].strip().lower())
-    return None if scale is None else int(float(found[0]) * scale)
-
-
-def _process_name(raw: str | None) -> str:
-    """A process's name as shown ("[kworker]" and "C:\\Windows\\explorer.exe" whole); "" where it is not shown."""
-    value = (raw or "").strip()
-    return "" if value.strip("[]").lower() in UNAVAILABLE else value
-
-
-def _bus_id(value: str | None) -> str | None:
-    """nvidia-smi's form, lower-case, the domain in 8 digits: "00000000:17:00.0" (older drivers print "0000:17:00.0")."""
-    if not value:
-        return None
-    domain, colon, rest = value.strip().lower().partition(":")
-    return f"{domain.zfill(8)}:{rest}" if colon and len(domain) <= 8 else value.strip().lower()
-
-
-def _flag(value: str | None, yes: str, no: str) -> bool | None:
-    if value is None:
-        return None
-    word = value.strip().lower()
-    return True if word == yes else False if word == no else None
-
-
-def _enabled(value: str | None) -> bool | None:
-    return _flag(value, "enabled", "disabled")
-
-
-def _yes(value: str | None) -> bool | None:
-    return _flag(value, "yes", "no")
-
-
-def _active(value: str | None) -> bool | None:
-    return _flag(value, "active", "not active")
-
-
-def _version(value: str | None) -> str | None:
-    if value is None or not value or len(value) > 24 or not value[0].isdigit():
-        return None
-    return value if all(c.isdigit() or c == "." for c in value) and value.isascii() else None
-
-
-def _first(*values: float | None) -> float | None:
-    return next((v for v in values if v is not None), None)
-
-
-def _total(*values: int | None) -> int | None:
-    known = [v for v in values if v is not None]
-    return sum(known) if known else None
-
-
-# --- one GPU from its raw fields -----------------------------------------------------------------
-
-Raw = Callable[[str], str | None]
-
-
-def _uncorrected(raw: Raw, scope: str) -> int | None:
-    # New layout: DRAM uncorrectable plus SRAM uncorrectable (parity + SEC-DED where split, the one SRAM count
-    # before): an uncorrectable error in either memory ends the CUDA contexts on the GPU, and NVML's uncorrected
-    # total (what the live reader gets) counts every location. Old layout: Double Bit "Total" covers every checked
-    # memory (device memory, register file, caches) for the same reason; "Device Memory" only where no total is shown.
-    sram = _total(_int(raw(f"{scope}_sram_unc_parity")), _int(raw(f"{scope}_sram_unc_secded")))
-    if sram is None:
-        sram = _int(raw(f"{scope}_sram_unc"))
-    new = _total(_int(raw(f"{scope}_dram_unc")), sram)
-    if new is not None:
-        return new
-    return _int(raw(f"{scope}_dbe_total")) if raw(f"{scope}_dbe_total") is not None else _int(raw(f"{scope}_dbe_device"))
-
-
-def _corrected(raw: Raw, scope: str) -> int | None:
-    new = _total(_int(raw(f"{scope}_dram_cor")), _int(raw(f"{scope}_sram_cor")))
-    if new is not None:
-        return new
-    return _int(raw(f"{scope}_sbe_total")) if raw(f"{scope}_sbe_total") is not None else _int(raw(f"{scope}_sbe_device"))
-
-
-def _pending_retirement(shown: list[str | None]) -> bool | None:
-    flags = [_yes(value) for value in shown]
-    return True if True in flags else False if False in flags else None
-
-
-def _compute_mode(value: str | None) -> ComputeMode | None:
-    return COMPUTE_MODES.get(value.strip().lower().replace(" ", "_")) if value else None
-
-
-def _gpu(
-    index: int,
-    raw: Raw,
-    *,
-    bus_id: str | None,
-    events: frozenset[ClockEvent] | None,
-    processes: tuple[GpuProcess, ...] | None,
-    retired_pending: bool | None,
-    line: int | None,
-) -> GpuReading:
-    pcie = PcieLink(
-        gen_current=_int(raw("gen_current")),
-        # "Max" is NVML's max link generation: the GPU's, bounded by the system; the GPU's own ("Device Max")
-        # only where "Max" is not shown
-        gen_max=_int(raw("gen_max")) if raw("gen_max") is not None else _int(raw("gen_device_max")),
-        width_current=_int(raw("width_current")),
-        width_max=_int(raw("width_max")),
-        slot_gen_max=_int(raw("gen_host_max")),
-        replays=_int(raw("replays")),
-        replay_rollovers=_int(raw("replay_rollovers")),
-    )
-    limit = _first(_float(raw("power_limit_enforced")), _float(raw("power_limit_current")), _float(raw("power_limit_requested")))
-    draw = _first(_float(raw("power_draw")), _float(raw("power_draw_instant")), _float(raw("power_draw_average")))
-    clocks = Clocks(
-        events=events,
-        graphics_mhz=_int(raw("graphics")),
-        memory_mhz=_int(raw("memory")),
-        max_graphics_mhz=_int(raw("max_graphics")),
-        max_memory_mhz=_int(raw("max_memory")),
-        applications_graphics_mhz=_int(raw("app_graphics")),
-        applications_memory_mhz=_int(raw("app_memory")),
-        default_applications_graphics_mhz=_int(raw("default_app_graphics")),
-        default_applications_memory_mhz=_int(raw("default_app_memory")),
-        power_limit_w=limit,
-        default_power_limit_w=_float(raw("power_default")),
-        power_draw_w=draw,
-        temperature_c=_int(raw("temperature")),
-    )
-    memory = MemoryFaults(
-        ecc_enabled=_enabled(raw("ecc_mode")),
-        uncorrected_volatile=_uncorrected(raw, "volatile"),
-        uncorrected_aggregate=_uncorrected(raw, "aggregate"),
-        corrected_volatile=_corrected(raw, "volatile"),
-        corrected_aggregate=_corrected(raw, "aggregate"),
-        retired_pages_sbe=_int(raw("retired_sbe")),
-        retired_pages_dbe=_int(raw("retired_dbe")),
-        retired_pages_pending=retired_pending,
-        remap_pending=_yes(raw("remap_pending")),
-        remap_failure=_yes(raw("remap_failure")),
-        remapped_correctable=_int(raw("remap_correctable")),
-        remapped_uncorrectable=_int(raw("remap_uncorrectable")),
-    )
-    return GpuReading(
-        index=index,
-        name=raw("name"),
-        uuid=raw("uuid"),
-        bus_id=_bus_id(bus_id or raw("bus_id")),
-        architecture=raw("architecture"),
-        utilization_pct=_int(raw("utilization")),
-        memory_used_mib=_mib(raw("fb_used")),
-        memory_total_mib=_mib(raw("fb_total")),
-        persistence=_enabled(raw("persistence")),
-        compute_mode=_compute_mode(raw("compute_mode")),
-        mig_enabled=_enabled(raw("mig_current")),
-        mig_pending=_enabled(raw("mig_pending")),
-        pcie=pcie,
-        clocks=clocks,
-        memory=memory,
-        fabric_state=raw("fabric_state"),
-        fabric_status=raw("fabric_status"),
-        processes=processes,
-        line=line,
-    )
-
-
-def _windows(raw: Raw) -> bool:
-    model = raw("driver_model")
-    return model is not None and model.lower() in WINDOWS_DRIVER_MODELS
 
 
 # --- the text report -----------------------------------------------------------------------------
@@ -412,7 +74,7 @@ class _Block:
         section = path[-1] if path else ""
         if section in KNOWN_SECTIONS:
             self.known_section = True
-        active = _active(value) if section in EVENT_SECTIONS and label in EVENTS else None
+        active = active_flag(value) if section in EVENT_SECTIONS and label in EVENTS else None
         if active is not None:
             self.events.setdefault(EVENTS[label], active)
         if section == "processes" or label == "processes":
@@ -434,22 +96,22 @@ class _Block:
         for path in TEXT_LOOKUPS[name]:
             value = self.fields.get((path[:-1], path[-1]))
             if value is not None:
-                cleaned = _clean(value)
+                cleaned = clean(value)
                 if cleaned is not None:
                     return cleaned
         return None
 
     def retired_pending(self) -> bool | None:
-        return _pending_retirement([_clean(self.fields.get((path[:-1], path[-1]))) for path in TEXT_LOOKUPS["retired_pending"]])
+        return pending_retirement([clean(self.fields.get((path[:-1], path[-1]))) for path in TEXT_LOOKUPS["retired_pending"]])
 
     def shown_processes(self) -> tuple[GpuProcess, ...] | None:
         if not self.processes_shown:
             return None
-        return tuple(GpuProcess(_int(_clean(pid)), _process_name(name), _mib(_clean(used))) for pid, name, used in self.processes)
+        return tuple(GpuProcess(as_int(clean(pid)), process_name(name), mib(clean(used))) for pid, name, used in self.processes)
 
     def gpu(self, index: int) -> GpuReading:
         events = frozenset(event for event, active in self.events.items() if active) if self.events else None
-        return _gpu(
+        return gpu_reading(
             index,
             self.raw,
             bus_id=self.bus_id,
@@ -533,8 +195,8 @@ class _TextReport:
         if not (self.marked or any(block.known_section or (block.bus_id and block.kept) for block in blocks)):
             return None
         gpus = tuple(block.gpu(index) for index, block in enumerate(blocks))
-        driver = _version(_clean(self.host.get("kmd version"))) or _version(_clean(self.host.get("driver version")))
-        return HostReading(TEXT_KIND, gpus=gpus, driver_version=driver, windows=any(_windows(block.raw) for block in blocks))
+        driver = version_number(clean(self.host.get("kmd version"))) or version_number(clean(self.host.get("driver version")))
+        return HostReading(TEXT_KIND, gpus=gpus, driver_version=driver, windows=any(windows_driver(block.raw) for block in blocks))
 
 
 def parse_q_text(text: str) -> HostReading | None:
@@ -573,7 +235,7 @@ class _Element:
         return found.text if found is not None else None
 
     def value(self, path: str) -> str | None:
-        return _clean(self.text_of(path))
+        return clean(self.text_of(path))
 
 
 class _Refused(Exception):
@@ -651,19 +313,19 @@ def parse_q_xml(text: str) -> HostReading | None:
         def raw(name: str, element: _Element = element) -> str | None:
             return next((value for value in map(element.value, FIELDS[name][1]) if value is not None), None)
 
-        windows = windows or _windows(raw)
+        windows = windows or windows_driver(raw)
         gpus.append(
-            _gpu(
+            gpu_reading(
                 index,
                 raw,
                 bus_id=element.ident,
                 events=_xml_events(element),
                 processes=_xml_processes(element),
-                retired_pending=_pending_retirement([element.value(path) for path in FIELDS["retired_pending"][1]]),
+                retired_pending=pending_retirement([element.value(path) for path in FIELDS["retired_pending"][1]]),
                 line=element.line,
             )
         )
-    driver = _version(root.value("kmd_version")) or _version(root.value("driver_version"))
+    driver = version_number(root.value("kmd_version")) or version_number(root.value("driver_version"))
     return HostReading(XML_KIND, gpus=tuple(gpus), driver_version=driver, windows=windows)
 
 
@@ -674,7 +336,7 @@ def _xml_events(gpu: _Element) -> frozenset[ClockEvent] | None:
     shown: dict[ClockEvent, bool] = {}
     for child in section.children:
         event = EVENT_NAMES.get(child.tag.partition("_reason_")[2])
-        active = _active(_clean(child.text))
+        active = active_flag(clean(child.text))
         if event is not None and active is not None:
             shown.setdefault(event, active)
     return frozenset(event for event, active in shown.items() if active) if shown else None
@@ -685,7 +347,7 @@ def _xml_processes(gpu: _Element) -> tuple[GpuProcess, ...] | None:
     if section is None:
         return None
     return tuple(
-        GpuProcess(_int(info.value("pid")), _process_name(info.text_of("process_name")), _mib(info.value("used_memory")))
+        GpuProcess(as_int(info.value("pid")), process_name(info.text_of("process_name")), mib(info.value("used_memory")))
         for info in section.children[:MAX_PROCESSES]
         if info.tag == "process_info"
     )

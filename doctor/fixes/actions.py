@@ -3,6 +3,11 @@
 Every action knows how to describe itself (preview and the equivalent shell commands), what it
 must journal before it runs, how to back up what it replaces, how to apply itself, and how to undo
 itself from its journal record alone, so `undo` needs nothing but the run directory.
+
+Over 500 lines: the record each action journals is the format `undo` reads back, so every kind's
+intent(), apply() and undo() and ACTION_KINDS, the table undo finds a kind by, are read against each
+other in one place. MoveFile (with move_file, its manifest and the quarantine tidy-up) is the one
+part that could leave, with the Action base in a module of its own.
 """
 
 from __future__ import annotations
