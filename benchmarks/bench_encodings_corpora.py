@@ -13,7 +13,8 @@ to be in the Windows superset (windows-874, -1252, -1254), as browsers read thos
 labelled GB2312, Shift_JIS, Big5 or EUC-KR is read right in its label's codec or in the Windows code
 page browsers use for that label (they differ in a few punctuation marks).
 
-For each file, decode-doctor's detection and conversion, chardet.detect() + decode, and
+For each file, decode-doctor's detection and conversion (with its word lexicon, and without it as the
+default install runs), chardet.detect() + decode, and
 charset_normalizer.from_bytes().best() + decode are each counted as: converted right (the text is
 the label's text), left alone (already UTF-8/ASCII, correctly), missed (a legacy file taken for
 UTF-8/ASCII and left as it is), refused (no conversion, with the reason; safe), or silent corruption
@@ -173,6 +174,17 @@ def ours(sample: Sample) -> tuple[str, str]:
     return judge(sample, text, True), verdict.encoding or "?"
 
 
+def without_words(sample: Sample) -> tuple[str, str]:
+    """decode-doctor as the default install runs it, without the word lexicon (the `words` extra)."""
+    from decode_doctor.checks.encodings import lexicon
+
+    available, lexicon.available = lexicon.available, lambda: False
+    try:
+        return ours(sample)
+    finally:
+        lexicon.available = available
+
+
 def library(sample: Sample, name: str) -> tuple[str, str]:
     if name == "chardet":
         import chardet
@@ -204,6 +216,7 @@ def main() -> None:
     print(f"{len(samples)} labelled files ({len(samples) - len(usable)} whose label does not decode them are left out)")
     tools = {
         "decode-doctor": ours,
+        "decode-doctor, no words extra": without_words,
         "chardet": lambda s: library(s, "chardet"),
         "charset-normalizer": lambda s: library(s, "charset-normalizer"),
     }
@@ -215,7 +228,7 @@ def main() -> None:
             outcome, detail = run(sample)
             table[tool][family(sample.label)][outcome] += 1
             table[tool]["TOTAL"][outcome] += 1
-            if args.show_wrong and (outcome == "SILENT CORRUPTION" or (tool == "decode-doctor" and outcome == "refused")):
+            if args.show_wrong and (outcome == "SILENT CORRUPTION" or (tool.startswith("decode-doctor") and outcome == "refused")):
                 wrong.append(f"{tool:<18} {outcome:<17} {sample.label:<12} → {detail[:90]:<90} {sample.path.relative_to(args.cache)}")
         elapsed = time.perf_counter() - started
         print(f"{tool}: {len(usable) / elapsed:,.0f} files/s")
@@ -232,6 +245,8 @@ def main() -> None:
     right = sum(1 for s in supported if ours(s)[0] == "converted right")
     share = right / max(len(supported), 1)
     print(f"\ndecode-doctor converted {right} of {len(supported)} legacy files in supported families ({share:.1%})")
+    right = sum(1 for s in supported if without_words(s)[0] == "converted right")
+    print(f"  without the words extra: {right} of {len(supported)} ({right / max(len(supported), 1):.1%})")
     for tool in tools:
         print(f"{tool}: {table[tool]['TOTAL']['SILENT CORRUPTION']} silent corruption(s) on these files")
     print(f"decode-doctor on the repository's generated corpus: {generated()}")

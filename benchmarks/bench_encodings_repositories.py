@@ -1,6 +1,6 @@
 """The encodings check on model repositories built from text nobody here wrote.
 
-    python benchmarks/bench_encodings_repositories.py [--cache DIR] [--verbose]
+    python benchmarks/bench_encodings_repositories.py [--cache DIR] [--verbose] [--without-words]
 
 The text: chardet 5.2.0's and charset-normalizer 3.5.3's labelled test files (downloaded with pip at
 run time by bench_encodings_corpora.py's fetch; nothing is vendored), each decoded with its label. From
@@ -131,7 +131,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "decode-doctor" / "corpora")
     parser.add_argument("--verbose", action="store_true", help="print why each short file of a decided repository was refused")
+    parser.add_argument("--without-words", action="store_true", help="judge as the default install does, without the words extra's lexicon")
     args = parser.parse_args()
+    if args.without_words:
+        from decode_doctor.checks.encodings import lexicon
+
+        lexicon.available = lambda: False
+    print("word evidence:", "off (as without the words extra)" if args.without_words else "on (the words extra)")
     samples = [s for s in labelled(fetch(args.cache)) if s.truth is not None and not family(s.label).startswith(("Unicode", "other"))]
     results: Counter[tuple[str, str]] = Counter()
     alone: Counter[tuple[str, str]] = Counter()

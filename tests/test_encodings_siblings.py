@@ -92,19 +92,20 @@ def test_a_file_decided_narrowly_in_another_family_is_refused_and_names_its_sibl
 
 
 def test_a_refusal_says_why_the_siblings_did_not_decide_and_which_bytes(tmp_path):
-    """Modèle beside French cp1252 files: cp1250 reads it as Modčle, letters of the same script, so the
-    file's own bytes must choose; they lean by under a bit, and the refusal names the one byte."""
+    """poète beside French cp1252 files: cp1250 reads it as počte, letters of the same script and a Slovak
+    word too, so neither the words nor the siblings decide: the file's own bytes must choose; they lean
+    by under two bits, and the refusal names the one byte."""
     root = tmp_path / "fr"
     root.mkdir()
     (root / "README.txt").write_bytes(LATIN.encode("cp1252"))
     (root / "notes.txt").write_bytes(LATIN[::-1].encode("cp1252"))
-    data = json.dumps({"model_name": "Modèle de base"}, ensure_ascii=False).encode("cp1252")
+    data = json.dumps({"model_name": "Le poète"}, ensure_ascii=False).encode("cp1252")
     (root / "config.json").write_bytes(data)
     finding = _by_name(run_check("encodings", models=(root,)).findings)["config.json"]
     assert finding.code == "ENC002"
     assert "read confidently as cp1252 (README.txt, notes.txt) do not decide it" in finding.message
     assert "letters of one script" in finding.message
-    assert "Undecided bytes: e8 at byte 19 (line 1)." in finding.message
+    assert "Undecided bytes: e8 at byte 21 (line 1)." in finding.message
     assert finding.evidence["siblings"] == "cp1252"
 
 

@@ -62,7 +62,12 @@ class Encodings(Check):
         "Shift_JIS/EUC-JP/ISO-2022-JP, EUC-KR/Johab, TIS-620, UTF-16/32 with or without a BOM, CJK-only UTF-16 from its even-offset "
         "line ends); a reading is converted only when "
         "chardet's language statistics rate it far likelier than every other reading on the words where they differ (and structured "
-        'files still parse). Otherwise the finding shows the readings side by side ("gbk (Chinese): 你好 | tis_620 (Thai): ฤใบร") and the'
+        'files still parse); where those statistics cannot tell two readings apart (one letter: "Modèle" against "Modčle"), the '
+        "words they make decide: with the `words` extra (wordfreq's lexicons, `pip install 'decode-doctor[words]'`) a reading whose "
+        "differing words are frequent words of its language against one whose words are in no lexicon of its languages is converted, "
+        'and the finding names the words and their frequencies ("«Modèle»: French, Zipf 5.0; «Modčle»: not a word in Czech, Slovak, '
+        'Slovenian"); two real words stay refused, and without the extra the refusal names it. Otherwise the finding shows the '
+        'readings side by side ("gbk (Chinese): 你好 | tis_620 (Thai): ฤใบร") and the'
         " command that decides: `--from-encoding PATH=ENC` (repeatable); a bare `--from-encoding ENC` applies only to undecided files "
         "and never overrides a file that reads as another encoding. A file too short to decide alone (a two-word `classes.txt`, a "
         "config whose only non-ASCII text is a path, a vocab with one non-ASCII line, a JSONL, YAML or TOML file whose non-ASCII text "
@@ -316,6 +321,8 @@ class Encodings(Check):
             "first_bad_line": verdict.bad_line,
             "preview": verdict.preview,
         }
+        if verdict.words is not None:
+            evidence["words"] = verdict.words
         if stated:
             evidence["from_encoding"] = stated
         if item.is_link:

@@ -69,8 +69,8 @@ ENC002 = Code(
     "shows: decode-doctor check --model DIR --from-encoding PATH=ENCODING --fix (repeat --from-encoding for each "
     "file). A bare --from-encoding ENCODING applies to every file decode-doctor could not decide, never to one it "
     "reads as another encoding.",
-    example='tokenizer_config.json with one word "Modèle" saved in windows-1252: windows-1250 gives "Modčle", both plausible; the '
-    "finding shows both readings and asks for --from-encoding PATH=cp1252.",
+    example='tokenizer_config.json with the words "Le poète" saved in windows-1252: windows-1250 gives "Le počte", and both are '
+    "words (French and Czech); the finding shows both readings and asks for --from-encoding PATH=cp1252.",
 )
 
 ENC003 = Code(

@@ -86,6 +86,7 @@ SHORT_BYTES, SHORT_BITS = 8, 2.0  # below 8 bytes of differing words, 2 bits mor
 WORD_BITS = 8.0  # a differing word that looks like a word in only one reading
 VOTED_WORDS = 64  # the most frequent differing words are looked at one by one
 TEXT_RATE = -9.0  # bits per byte pair inside words: a reading below this is no language chardet knows
+WORD_CANDIDATES = 8  # readings of text, likeliest first, that the word evidence may choose (lexicon.py)
 
 _FORBIDDEN = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\ufffd\U000f0000-\U0010ffff]")
 _ASCII = bytes(range(0x80))
@@ -359,6 +360,7 @@ class Choice:
     why: str
     rivals: list[tuple[Reading, Comparison]] = field(default_factory=list)  # readings it could not be told from
     margin: float = float("inf")  # bits by which the chosen reading beat its nearest rival
+    words: dict[str, object] | None = None  # a reading chosen by its words: the word evidence (lexicon.WordEvidence.english)
 
 
 def choose(candidates: list[Reading], found: Words) -> Choice:
@@ -393,7 +395,10 @@ def choose(candidates: list[Reading], found: Words) -> Choice:
         if not rivals:
             return Choice(reading, _why(reading, nearest), margin=nearest[1].score if nearest else float("inf"))
         first = first or Choice(None, _("the readings cannot be told apart"), [(reading, Comparison()), *rivals])
-    return first or Choice(None, _("the readings cannot be told apart"), [(r, Comparison()) for r in textual[:3]])
+    refused = first or Choice(None, _("the readings cannot be told apart"), [(r, Comparison()) for r in textual[:3]])
+    from .lexicon import by_words
+
+    return by_words(ranked, textual, found, refused)
 
 
 def _misshapen(reading: Reading, found: Words) -> bool:

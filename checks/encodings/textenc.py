@@ -88,6 +88,7 @@ class Verdict:
     stated: str | None = None  # the encoding the user named, when it was not used
     mixed_lines: dict[str, list[int]] = field(default_factory=dict)
     margin: float | None = None  # a legacy reading chosen on its own evidence: bits it won by
+    words: dict[str, object] | None = None  # a reading chosen by the words it makes: their evidence (lexicon.py)
     # an ambiguous file's readings, kept for a second look with its siblings (never serialized)
     found: Readings | None = field(default=None, repr=False, compare=False)
 
@@ -294,6 +295,7 @@ def _legacy(data: bytes, suffix: str, stated: str | None, where: Where) -> Verdi
         language=reading.language,
         preview=line_at(data, where["bad_offset"], reading.encoding),
         margin=choice.margin,
+        words=choice.words,
         **where,
     )
 
