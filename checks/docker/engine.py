@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from decode_doctor.engine import Check, Context, EnvRow, Facts, Finding, FixRef, Metric, Sample
@@ -39,6 +39,7 @@ class DockerFacts(Facts):
     referrers_exposed: bool = False
     daemon: dict[str, Any] | None = None  # /etc/docker/daemon.json as read
     daemon_error: str | None = None
+    unanswered: str | None = None  # installed, not reachable: "not running" (DKR003), "permission" (DKR004), "api" (DKR005)
 
     def summary(self) -> list[str]:
         if not self.installed:
@@ -207,8 +208,8 @@ class DockerEngine(Check):
             version = client.version()
             info = client.info()
         except DockerException as exc:
-            ctx.publish(base)
             kind = classify_connection_error(str(exc))
+            ctx.publish(replace(base, unanswered=kind))
             evidence["error"] = str(exc)[:400]
             if kind == "permission":
                 message = _("Permission denied on {socket}: this user is not allowed to use the Docker Engine.", socket=socket_path or url)
@@ -225,8 +226,6 @@ class DockerEngine(Check):
 
     @staticmethod
     def _facts(ctx: Context, base: DockerFacts, version: dict[str, Any], info: dict[str, Any]) -> DockerFacts:
-        from dataclasses import replace
-
         store = image_store(info, base.daemon)
         root_dir = info.get("DockerRootDir")
         free = None

@@ -6,7 +6,7 @@ import re
 
 from decode_doctor.checks.gpu.contract import GpuFacts
 from decode_doctor.engine import Check, CommandsParams, Context, Finding, FixRef, Needs, Reads, SkipCheck
-from decode_doctor.i18n import N_, _
+from decode_doctor.i18n import N_, _, sentences
 
 from .codes import CODES_GPUS, CONFIGURE, CTK001, CTK002, CTK003, GENERATE_CDI, INSTALL
 from .daemon_json import read_daemon_json
@@ -60,7 +60,11 @@ class NvidiaContainer(Check):
         gpu = ctx.facts.get(GpuFacts)
         if gpu is None or not (gpu.devices or gpu.unified_memory):
             raise SkipCheck(_("no NVIDIA GPU"))
+        engine = ctx.facts.get(DockerFacts)
         docker = _installed(ctx, "dockerd") or _installed(ctx, "docker") or (ctx.host_path("/etc/docker").is_dir() and "/etc/docker")
+        if not docker and engine is not None and engine.installed:
+            # the docker check found it (on PATH, or an Engine named by DOCKER_HOST): never "not installed" beside it
+            docker = ctx.installed("dockerd") or ctx.installed("docker") or engine.endpoint or "docker"
         if not docker:
             raise SkipCheck(_("Docker is not installed"))
         tools = {
@@ -75,7 +79,6 @@ class NvidiaContainer(Check):
         }
         specs = cdi_devices(ctx)
         config, config_error = read_daemon_json(ctx)
-        engine = ctx.facts.get(DockerFacts)
         # the running Engine's view when it answered; daemon.json otherwise
         reachable = engine is not None and engine.reachable
         runtimes = engine.runtimes if engine is not None and reachable else sorted((config or {}).get("runtimes", {}) or {})
@@ -107,8 +110,30 @@ class NvidiaContainer(Check):
                 else _("runtimes: {runtimes}", runtimes=", ".join(runtimes) or _("none"))
             )
             message = _("daemon.json defines no nvidia runtime ({state}); only --runtime=nvidia needs it.", state=state)
+            if engine is not None and engine.installed and engine.endpoint and not reachable:
+                message = sentences(message, _engine_state(engine))
             findings.append(self.finding(CTK003, message, evidence=evidence, fix=_commands(_("register the nvidia runtime"), CONFIGURE)))
         return findings
+
+
+def _engine_state(engine: DockerFacts) -> str:
+    """Why the runtimes are daemon.json's, as the docker check found it (DKR003, DKR004, DKR005): Docker
+    is installed, its Engine did not answer; never "not installed" beside the docker check's "not running"."""
+    if engine.unanswered == "permission":
+        return _(
+            "Docker is installed but its Engine at {endpoint} refuses this user, so these runtimes are daemon.json's, not the Engine's.",
+            endpoint=engine.endpoint,
+        )
+    if engine.unanswered == "api":
+        return _(
+            "Docker is installed but its Engine at {endpoint} refuses this client's API version, so these runtimes are daemon.json's, "
+            "not the Engine's.",
+            endpoint=engine.endpoint,
+        )
+    return _(
+        "Docker is installed but its daemon is not running ({endpoint}), so these runtimes are daemon.json's, not the Engine's.",
+        endpoint=engine.endpoint,
+    )
 
 
 def _commands(summary: str, *commands: str) -> FixRef[CommandsParams]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from decode_doctor.engine.units import human_binary, human_bytes
-from decode_doctor.i18n import N_, _, localized, width
+from decode_doctor.i18n import N_, _, localized, ngettext, width
 from decode_doctor.models.architecture import CacheKind
 from decode_doctor.models.hardware import BandwidthSource
 from decode_doctor.models.info import ModelInfo, sequences
@@ -54,10 +54,8 @@ ROW_LABELS = {
 
 def plan_rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[str, str]]:
     device = plan.hardware
-    kinds = sorted({layer.kind for layer in size.cache})
     windows = sorted({layer.window for layer in size.cache if layer.window})
-    counted = [_("{count} {kind}", count=sum(layer.kind == kind for layer in size.cache), kind=kind.label) for kind in kinds]
-    cache = _(", ").join(counted) + (_(" (window {windows} tokens)", windows=_(", ").join(f"{w:,}" for w in windows)) if windows else "")
+    cache = _(", ").join(cache_kinds(size))
     params = _("{count:,} parameters", count=size.params_total) if size.params_total else _("parameters unknown")
     if size.params_active and size.params_total and size.params_active < size.params_total:
         params += _(", {active:.2f}B active per token", active=size.params_active / 1e9)
@@ -156,6 +154,23 @@ def plan_rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tupl
     return rows
 
 
+def cache_kinds(size: Sizing) -> list[str]:
+    """Each kind of cached layer with its count, and its own windows beside it: Llama 4's 8,192-token
+    chunk belongs to its 36 chunked layers, never to the 12 full ones that keep every token."""
+    counted = []
+    for kind in sorted({layer.kind for layer in size.cache}):
+        layers = [layer for layer in size.cache if layer.kind == kind]
+        windows = sorted({layer.window for layer in layers if layer.window})
+        shown = _(", ").join(f"{w:,}" for w in windows)
+        if windows and kind is CacheKind.CHUNKED:
+            counted.append(_("{count} {kind} (chunks of {windows} tokens)", count=len(layers), kind=kind.label, windows=shown))
+        elif windows:
+            counted.append(_("{count} {kind} (window {windows} tokens)", count=len(layers), kind=kind.label, windows=shown))
+        else:
+            counted.append(_("{count} {kind}", count=len(layers), kind=kind.label))
+    return counted
+
+
 def cache_name(plan: DeploymentPlan) -> str:
     """The --kv-dtype, and the engine's own type for it where it differs ("int8 as int8_per_token_head")."""
     storage = plan.storage
@@ -220,19 +235,21 @@ def plan_text(
             else:
                 cells.append(f"{'?':>10}")
         out.append(f"{length:>9,}  " + "  ".join(cells))
-    if not lines and cannot_start(plan, lines):
-        out.append("\n" + _("no command lines: not one sequence fits, so no engine would start"))
-        if nearest is not None:
-            out.append(
-                _(
-                    "the nearest plan that starts: {gpus} GPUs, at {context:,} tokens × {concurrency}",
-                    gpus=nearest[0].gpus,
-                    context=plan.context,
-                    concurrency=plan.concurrency,
-                )
+    if not lines and cannot_start(plan, lines) and nearest is not None and nearest[1]:
+        # the lines printed below are the nearest plan's: the text says so, with the figures its lines set
+        out.append(
+            "\n"
+            + ngettext(
+                "no command lines: not one sequence fits on {count} GPU, so no engine would start on it",
+                "no command lines: not one sequence fits on {count} GPUs, so no engine would start on them",
+                plan.gpus,
             )
-            lines = nearest[1]
-        elif plan.hardware.is_gpu:
+        )
+        out.append(nearest_text(nearest[0], nearest[1]))
+        lines = nearest[1]
+    elif not lines and cannot_start(plan, lines):
+        out.append("\n" + _("no command lines: not one sequence fits, so no engine would start"))
+        if plan.hardware.is_gpu:
             out.append(_("no plan of up to four nodes of these GPUs starts: see the knobs"))
     elif not lines:
         why = _("the weights are unknown") if size.weights_bytes is None else _("the device's memory is unknown")
@@ -250,6 +267,29 @@ def plan_text(
         out.append("\n" + heading + f"\n  {command.line}")
         out.extend("  " + _("note: {note}", note=localized(note)) for note in command.notes)
     return "\n".join(out) + "\n"
+
+
+def nearest_text(plan: DeploymentPlan, lines: list[serve.Command]) -> str:
+    """The nearest plan that starts, with the context and sequences its command lines set (one source:
+    the figures each line was built with), not the ones asked for that do not fit."""
+    served: dict[tuple[int, int], list[str]] = {}
+    for command in lines:
+        engines = served.setdefault((command.context, command.concurrency), [])
+        if command.engine not in engines:
+            engines.append(command.engine)
+    if len(served) == 1:
+        [(context, concurrency)] = served
+        return _(
+            "the nearest plan that starts: {gpus} GPUs, at {context:,} tokens × {sequences}; its command lines follow",
+            gpus=plan.gpus,
+            context=context,
+            sequences=sequences(concurrency),
+        )
+    each = [
+        _("{engines} at {context:,} tokens × {sequences}", engines=_(", ").join(engines), context=context, sequences=sequences(concurrency))
+        for (context, concurrency), engines in served.items()
+    ]
+    return _("the nearest plan that starts: {gpus} GPUs, {served}; its command lines follow", gpus=plan.gpus, served=_("; ").join(each))
 
 
 def cannot_start(plan: DeploymentPlan, lines: list[serve.Command]) -> bool:

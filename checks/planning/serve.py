@@ -37,6 +37,8 @@ class Command:
     env: tuple[tuple[str, str], ...] = ()
     node: int = 0  # this line's node rank, of `nodes`
     nodes: int = 1
+    context: int = 0  # the context each sequence is served with, and
+    concurrency: int = 0  # the sequences at once: what the line's own flags say, for the text that names them
 
     @property
     def line(self) -> str:
@@ -165,7 +167,7 @@ def vllm(plan: DeploymentPlan, model: str) -> list[Command]:
         argv += ["--kv-cache-dtype", storage.kv_cache]
     argv += extra
     if layout.pipeline == 1:
-        return [Command("vllm", VLLM_VERSION, tuple(argv), tuple(notes))]
+        return [Command("vllm", VLLM_VERSION, tuple(argv), tuple(notes), context=context, concurrency=concurrency)]
     argv += ["--pipeline-parallel-size", str(layout.pipeline), "--nnodes", str(layout.pipeline)]
     notes.append(
         said(
@@ -179,7 +181,18 @@ def vllm(plan: DeploymentPlan, model: str) -> list[Command]:
     lines = []
     for node in range(layout.pipeline):
         words = [*argv, "--node-rank", str(node), "--master-addr", HEAD_ADDRESS] + (["--headless"] if node else [])
-        lines.append(Command("vllm", VLLM_VERSION, tuple(words), tuple(notes) if node == 0 else (), node=node, nodes=layout.pipeline))
+        lines.append(
+            Command(
+                "vllm",
+                VLLM_VERSION,
+                tuple(words),
+                tuple(notes) if node == 0 else (),
+                node=node,
+                nodes=layout.pipeline,
+                context=context,
+                concurrency=concurrency,
+            )
+        )
     return lines
 
 
@@ -207,7 +220,7 @@ def llama_server(plan: DeploymentPlan, model: str, threads: int | None) -> Comma
     if threads and not plan.hardware.is_gpu:
         argv += ["-t", str(threads)]
     argv += ["--host", "127.0.0.1", "--port", "8080"]
-    return Command("llama-server", LLAMA_SERVER_VERSION, tuple(argv), tuple(notes))
+    return Command("llama-server", LLAMA_SERVER_VERSION, tuple(argv), tuple(notes), context=context, concurrency=concurrency)
 
 
 def commands(plan: DeploymentPlan, model: str, threads: int | None = None) -> list[Command]:

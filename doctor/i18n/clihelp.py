@@ -29,6 +29,7 @@ CLICK_MESSAGES = (
     N_("required"),  # an option's [required] marker in --help
     N_("Options"),
     N_("Commands"),
+    N_("Positional arguments"),
     N_("Show this message and exit."),
     N_("Show the version and exit."),
     N_("Error: {message}"),
@@ -38,30 +39,68 @@ CLICK_MESSAGES = (
     N_("Missing argument"),
     N_("Missing option"),
     N_("Missing parameter"),
+    N_("Missing {param_type}"),
+    N_("Missing parameter: {param_name}"),
     N_("Missing command."),
+    N_("Choose from:\n\t{choices}"),
     N_("Invalid value for {param_hint}: {message}"),
     N_("Invalid value: {message}"),
     N_("Option {name!r} does not take a value."),
+    N_("Argument {name!r} takes {nargs} values."),
     N_plural("Got unexpected extra argument ({args})", "Got unexpected extra arguments ({args})"),
     N_plural("{value!r} is not {choice}.", "{value!r} is not one of {choices}."),
     N_plural("Did you mean {possibility}?", "(Did you mean one of: {possibilities}?)"),
     N_plural("Option {name!r} requires an argument.", "Option {name!r} requires {nargs} arguments."),
+    N_plural("Takes {nargs} values but 1 was given.", "Takes {nargs} values but {len} were given."),
+    N_plural("{len_type} values are required, but {len_value} was given.", "{len_type} values are required, but {len_value} were given."),
     N_("{value!r} is not a valid {number_type}."),
     N_("{value} is not in the range {range}."),
+    N_("{value!r} is not a valid boolean. Recognized values: {states}"),
+    N_("{value!r} is not a valid UUID."),
+    N_plural("{value!r} does not match the format {format}.", "{value!r} does not match the formats {formats}."),
+    N_("Value must be an iterable."),
     N_("default: {default}"),
+    N_("env var: {var}"),
+    N_("(dynamic)"),
     N_("Aborted!"),
     N_("Do you want to continue?"),
     N_("Confirm the action without prompting."),
+    N_("Error: invalid input"),
+    N_("Error: The two entered values do not match."),
+    N_("Repeat for confirmation"),
     N_("{name} {filename!r} does not exist."),
     N_("{name} {filename!r} is a directory."),
     N_("{name} {filename!r} is a file."),
     N_("{name} {filename!r} is not readable."),
     N_("{name} {filename!r} is not writable."),
+    N_("{name} {filename!r} is not executable."),
+    N_("Could not open file {filename!r}: {message}"),
+    N_("unknown error"),
     N_("file"),
     N_("directory"),
     N_("path"),
     N_("%(prog)s, version %(version)s"),
+    N_("COMMAND [ARGS]..."),
 )
+# click's type names as its messages use them ("'x' is not a valid integer range."), said in Chinese
+TYPE_NAMES = {
+    "integer": N_("integer"),
+    "integer range": N_("integer range"),
+    "float": N_("float"),
+    "float range": N_("float range"),
+    "boolean": N_("boolean"),
+    "text": N_("text"),
+    "uuid": N_("UUID"),
+    "datetime": N_("datetime"),
+    "choice": N_("choice"),
+    "file": N_("file"),
+    "directory": N_("directory"),
+    "path": N_("path"),
+    "filename": N_("filename"),
+    "argument": N_("argument"),
+    "option": N_("option"),
+    "parameter": N_("parameter"),
+}
 CLICK_MODULES = ("core", "exceptions", "formatting", "parser", "types", "decorators", "termui")
 
 
@@ -127,6 +166,8 @@ class Formatter(click.HelpFormatter):
     def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
         if chinese() and prefix is None:
             prefix = catalog(current()).gettext("Usage:")
+        if chinese():  # a group's "[OPTIONS] COMMAND [ARGS]..." beside a command's [选项]
+            args = args.replace("[OPTIONS]", _("[OPTIONS]")).replace("COMMAND [ARGS]...", _("COMMAND [ARGS]..."))
         super().write_usage(prog, args, prefix)
 
     def write_text(self, text: str) -> None:
@@ -267,11 +308,155 @@ def format_help_text(command: click.Command, ctx: click.Context, formatter: clic
 
 
 def click_gettext(message: str) -> str:
-    return catalog(current()).gettext(message) if chinese() else message
+    if not chinese():
+        return message
+    text = catalog(current()).gettext(message)
+    return _ClickText(text, message) if text != message else text
 
 
 def click_ngettext(singular: str, plural: str, count: int) -> str:
-    return catalog(current()).ngettext(singular, plural, count) if chinese() else (singular if count == 1 else plural)
+    if not chinese():
+        return singular if count == 1 else plural
+    text = catalog(current()).ngettext(singular, plural, count)
+    return _ClickText(text, singular) if text not in (singular, plural) else text
+
+
+class _ClickText(str):
+    """One of click's messages in Chinese: its format() says click's values the Chinese way (a user's
+    value in ASCII double quotes, a flag bare, type names in Chinese, lists joined by 、, ≥ for >=); the
+    catalog's Chinese names each placeholder without !r, the quoting being done here."""
+
+    english: str
+
+    def __new__(cls, text: str, english: str) -> _ClickText:
+        self = super().__new__(cls, text)
+        self.english = english
+        return self
+
+    def format(self, *args: object, **values: object) -> str:
+        return str(self).format(*args, **{key: _click_value(self.english, key, value) for key, value in values.items()})
+
+
+FLAG_NAMES = ("No such option", "Option {name!r}", "Argument {name!r}")
+
+
+def _click_value(english: str, key: str, value: object) -> object:
+    """A value click puts in one of its messages, as the Chinese sentence shows it."""
+    if key in ("number_type", "param_type") or (key == "name" and english.startswith("{name} {filename!r}")):
+        return type_name(str(value))
+    if key == "name":
+        return str(value) if english.startswith(FLAG_NAMES) else quoted(value)
+    if key in ("value", "filename") and "{" + key + "!r}" in english:
+        return quoted(value)
+    if key == "param_hint":
+        return bare_hint(str(value))
+    if key in ("choice", "choices", "formats", "format"):
+        if english.startswith("Choose from"):
+            return str(value).replace(",\n\t", "\n\t")
+        return "、".join(quoted(item) for item in _reprs(str(value)))
+    if key in ("possibility", "possibilities"):
+        return "、".join(_reprs(str(value)))
+    if key == "args":  # click joined them with spaces
+        return "、".join(quoted(arg) for arg in str(value).split(" "))
+    if key == "states":
+        return str(value).replace(", ", "、")
+    if key == "range":
+        return str(value).replace(">=", "≥").replace("<=", "≤")
+    return value
+
+
+def type_name(name: str) -> str:
+    """A click type's name (integer, integer range, path…) in the current language."""
+    english = TYPE_NAMES.get(name.lower())
+    return catalog(current()).gettext(english) if english and chinese() else name
+
+
+def quoted(value: object) -> str:
+    """A user's value as the Chinese output quotes English: ASCII double quotes, escaped like repr."""
+    text = repr(str(value))
+    if text.startswith("'"):
+        return '"' + text[1:-1].replace("\\'", "'").replace('"', '\\"') + '"'
+    return text
+
+
+def bare_hint(hint: str) -> str:
+    """click's "'--model'" or "'--a' / '-a'": the flags bare, as decode-doctor's Chinese names them."""
+    return re.sub(r"'([^'\s]+)'", r"\1", hint)
+
+
+def _reprs(joined: str) -> list[str]:
+    """The items of click's ", ".join(map(repr, items))."""
+    import ast
+
+    try:
+        items = ast.literal_eval(f"[{joined}]")
+    except (ValueError, SyntaxError):
+        return [joined]
+    return [str(item) for item in items]
+
+
+def _missing_message(self: click.exceptions.MissingParameter) -> str:
+    """click's "Missing option '--model'." in Chinese: the flag bare, a Chinese full stop."""
+    if not chinese():
+        return _CLICK_FORMATS["MissingParameter"](self)
+    hint = _hint(self)
+    param_type = self.param_type or (self.param.param_type_name if self.param is not None else None)
+    known = {"argument": "Missing argument", "option": "Missing option", "parameter": "Missing parameter"}
+    if param_type in known:
+        missing = click_gettext(known[param_type])
+    else:
+        missing = click_gettext("Missing {param_type}").format(param_type=param_type)
+    said = f"{missing} {hint}。" if hint else f"{missing}。"
+    extra = self.param.type.get_missing_message(param=self.param, ctx=self.ctx) if self.param is not None else None
+    return said + "".join(part for part in (self.message, extra) if part)
+
+
+def _invalid_message(self: click.BadParameter) -> str:
+    """click's "Invalid value for '--x': …" in Chinese, naming the option even where the error was
+    raised without it (a command body's BadParameter): the one option whose value the message quotes."""
+    if not chinese():
+        return _CLICK_FORMATS["BadParameter"](self)
+    hint = _hint(self) or _option_quoted_in(self)
+    if hint:
+        return click_gettext("Invalid value for {param_hint}: {message}").format(param_hint=hint, message=self.message)
+    return click_gettext("Invalid value: {message}").format(message=self.message)
+
+
+def _hint(error: click.BadParameter) -> str | None:
+    hint = error.param_hint
+    if hint is None and error.param is not None:
+        hint = error.param.get_error_hint(error.ctx)
+    if hint is None:
+        return None
+    return bare_hint(hint if isinstance(hint, str) else " / ".join(repr(item) for item in hint))
+
+
+def _option_quoted_in(error: click.BadParameter) -> str | None:
+    """The option whose given value error's message quotes, when exactly one does (click's context
+    knows every option's value; a BadParameter raised in a command's body carries no param)."""
+    ctx = error.ctx
+    if ctx is None:
+        return None
+    message = str(error.message)
+    found = []
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        quotes = (repr(value), quoted(value), f"“{value}”") if isinstance(value, str) and value else ()
+        if isinstance(param, click.Option) and any(form in message for form in quotes):
+            found.append(param)
+    return bare_hint(found[0].get_error_hint(ctx)) if len(found) == 1 else None
+
+
+def _suggesting_message(self: click.exceptions.NoSuchOption | click.exceptions.NoSuchCommand) -> str:
+    """click's "No such option '--rot'. Did you mean …?" in Chinese: no space after the full stop."""
+    if not chinese() or not self.possibilities:
+        return _CLICK_FORMATS[type(self).__name__](self)
+    from click.exceptions import _format_possibilities
+
+    return f"{self.message}{_format_possibilities(self.possibilities)}"
+
+
+_CLICK_FORMATS: dict[str, Callable[..., str]] = {}
 
 
 def point_click_here() -> None:
@@ -281,8 +466,11 @@ def point_click_here() -> None:
 
 @functools.cache
 def _point_click_here() -> None:
-    """click's modules look their words up here from now on (in English: click's own words)."""
+    """click's modules look their words up here from now on (in English: click's own words), and its
+    usage errors are said the Chinese way while the language is Chinese."""
     import importlib
+
+    from click import exceptions
 
     click.Context.formatter_class = Formatter
     for name in CLICK_MODULES:
@@ -291,3 +479,11 @@ def _point_click_here() -> None:
             module._ = click_gettext  # type: ignore[attr-defined]
         if hasattr(module, "ngettext"):
             module.ngettext = click_ngettext  # type: ignore[attr-defined]
+    for cls, method in (
+        (exceptions.MissingParameter, _missing_message),
+        (exceptions.BadParameter, _invalid_message),
+        (exceptions.NoSuchOption, _suggesting_message),
+        (exceptions.NoSuchCommand, _suggesting_message),
+    ):
+        _CLICK_FORMATS[cls.__name__] = cls.__dict__["format_message"]
+        cls.format_message = method  # type: ignore[method-assign,assignment]
