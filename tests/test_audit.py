@@ -243,7 +243,7 @@ def test_the_readme_audit_table_is_this_files():
         README.write_text(text[:start] + audit_table() + text[end:])
         text = README.read_text()
         end = text.index(TABLE_END)
-    assert text[start:end] == audit_table(), "the README's audit table drifted: DD_UPDATE_README=1 pytest tests/test_audit.py"
+    assert text[start:end] == audit_table(), "the README's audit table drifted: python tests/support/regenerate.py rewrites it"
 
 
 def test_what_a_pulled_in_check_could_not_judge_is_not_the_selected_verdict(tmp_path):

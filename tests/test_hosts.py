@@ -52,7 +52,7 @@ def test_fixture_host_matches_its_golden_json(host, tmp_path):
     if os.environ.get("DD_UPDATE_GOLDEN") or not golden.exists():
         golden.parent.mkdir(exist_ok=True)
         golden.write_text(text)
-    assert text == golden.read_text(), f"{golden.name} differs; DD_UPDATE_GOLDEN=1 rewrites it"
+    assert text == golden.read_text(), f"{golden.name} differs; python tests/support/regenerate.py rewrites it (read the diff)"
 
 
 @pytest.fixture

@@ -195,7 +195,7 @@ def test_the_chinese_output_of_each_command_matches_its_golden_and_has_no_stray_
         golden.write_text(text)
     stray = english_words(re.sub(r"(?m)^(\$ |\[stderr\]|\[exit).*$", "", text), extra=choices(text))
     assert not stray, f"English a person reads in {command}'s Chinese output: {dict(stray)}"
-    assert text == golden.read_text(), f"{golden.name} differs; DD_UPDATE_GOLDEN=1 rewrites it (read the diff)"
+    assert text == golden.read_text(), f"{golden.name} differs; python tests/support/regenerate.py rewrites it (read the diff)"
 
 
 def test_a_whole_bench_run_in_chinese_has_no_stray_english(tmp_path):

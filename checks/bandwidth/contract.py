@@ -44,7 +44,7 @@ class BandwidthOptions(Options):
     )
     threads: int | None = option(
         "--threads",
-        "Threads the CPU bandwidth probe reads with [default: one per usable CPU].",
+        "CPU threads: the bandwidth probe reads with them, and a CPU engine is predicted with them [default: one per usable CPU].",
         parse=whole(1, 4096, N_("a number of threads")),
         metavar="N",
     )

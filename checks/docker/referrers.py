@@ -149,14 +149,14 @@ class Session:
             return Answer(None, "", b"", error=str(reason), url=url)
 
     def _token(self, challenge: str, scope_hint: str | None) -> str | None:
-        params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
-        if not challenge.lower().startswith("bearer") or "realm" not in params:
+        fields = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
+        if not challenge.lower().startswith("bearer") or "realm" not in fields:
             return None
-        query = {"service": params.get("service", "")}
-        scope = params.get("scope") or scope_hint
+        query = {"service": fields.get("service", "")}
+        scope = fields.get("scope") or scope_hint
         if scope:
             query["scope"] = scope
-        answer = self._fetch(params["realm"] + "?" + urllib.parse.urlencode(query), {"User-Agent": "decode-doctor"}, 1 << 20)
+        answer = self._fetch(fields["realm"] + "?" + urllib.parse.urlencode(query), {"User-Agent": "decode-doctor"}, 1 << 20)
         if answer.status != 200:
             return None
         try:

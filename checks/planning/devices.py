@@ -4,7 +4,7 @@ from the gpu check) through the application layer, or given."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from decode_doctor.checks.bandwidth.contract import BandwidthFacts, BandwidthOptions
 from decode_doctor.checks.gpu.contract import GpuFacts
@@ -15,6 +15,9 @@ from decode_doctor.models import hardware
 from decode_doctor.models.hardware import BandwidthSource, Hardware
 
 from .rules import EstimateError
+
+if TYPE_CHECKING:
+    from .commands import EstimateOptions
 
 F = TypeVar("F", bound=Facts)
 
@@ -142,15 +145,15 @@ def local_gpu(spec: str, bandwidth: float | None, memory: int | None) -> Hardwar
     return device
 
 
-def hardware_for(params: dict[str, Any]) -> Hardware:
-    gpu_name, device_spec = params["gpu_name"], params["device_spec"]
+def hardware_for(options: EstimateOptions) -> Hardware:
+    gpu_name, device_spec = options.gpu_name, options.device_spec
     if gpu_name:
         device = hardware.lookup(gpu_name)
-        if params["memory_bytes"]:
-            device.memory_bytes = params["memory_bytes"]
-        if params["bandwidth"]:
-            device.bandwidth_gbps, device.bandwidth_source = params["bandwidth"], BandwidthSource.GIVEN
+        if options.memory_bytes:
+            device.memory_bytes = options.memory_bytes
+        if options.bandwidth:
+            device.bandwidth_gbps, device.bandwidth_source = options.bandwidth, BandwidthSource.GIVEN
         return device
     if device_spec and device_spec != "cpu":
-        return local_gpu(device_spec, params["bandwidth"], params["memory_bytes"])
-    return this_cpu(params["threads"], params["bandwidth"], params["memory_bytes"], params["measure"], state_dir_of(params["state_dir"]))
+        return local_gpu(device_spec, options.bandwidth, options.memory_bytes)
+    return this_cpu(options.threads, options.bandwidth, options.memory_bytes, options.measure, state_dir_of(options.state_dir))

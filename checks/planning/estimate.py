@@ -28,6 +28,7 @@ from decode_doctor.models.sizing import Sizing, sizing
 from decode_doctor.models.storage import Storage, llama_storage, vllm_storage
 
 from . import serve
+from .commands import EstimateOptions
 from .devices import hardware_for
 from .predicted import prediction_for
 from .render import cannot_start, plan_text, sizing_dict
@@ -36,9 +37,9 @@ from .rules import EstimateError, check_parallel
 DEADLINE_S = 300.0  # reading a model's headers takes milliseconds; measuring a GPU host, under a minute
 
 
-def validate(params: dict[str, Any]) -> None:
+def validate(options: EstimateOptions) -> None:
     """What can be refused before any work starts: usage errors, one line each."""
-    gpu_name, device_spec = params["gpu_name"], params["device_spec"]
+    gpu_name, device_spec = options.gpu_name, options.device_spec
     if gpu_name and device_spec:
         raise click.UsageError(_("--gpu plans for a device from the table, --device for one of this host: give one"))
     if gpu_name:
@@ -46,7 +47,7 @@ def validate(params: dict[str, Any]) -> None:
             hardware.lookup(gpu_name)
         except ValueError as exc:
             raise click.UsageError(localized(reason(exc))) from None
-    elif params["gpus"] > 1 and (device_spec or "cpu") == "cpu":
+    elif options.gpus > 1 and (device_spec or "cpu") == "cpu":
         raise click.UsageError(_("--gpus is tensor parallelism across GPUs: give --gpu NAME or --device cuda:N"))
     if device_spec and device_spec != "cpu" and not (device_spec.startswith("cuda:") and device_spec[5:].isdecimal()):
         raise click.BadParameter(_("{device_spec}: use cpu or cuda:N", device_spec=repr(device_spec)), param_hint="--device")
@@ -67,50 +68,50 @@ class PlanDocument:
         return self.data
 
 
-def run(**params: Any) -> None:
+def run(options: EstimateOptions) -> None:
     from decode_doctor.app.guard import guarded
 
-    validate(params)
-    guarded(params.get("debug", False), lambda: _run(params))
+    validate(options)
+    guarded(options.debug, lambda: _run(options))
 
 
-def _run(params: dict[str, Any]) -> int:
+def _run(options: EstimateOptions) -> int:
     from decode_doctor.app.deadline import within
     from decode_doctor.app.output import OutputRequest, emit
 
     try:
-        document = within(params.get("timeout") or DEADLINE_S, "estimate", plan_document, params)
+        document = within(options.timeout or DEADLINE_S, "estimate", plan_document, options)
     except ModelFormatError as exc:
         click.echo(_("decode-doctor estimate: {exc}", exc=exc), err=True)
         return 2
     except EstimateError as exc:
         raise click.UsageError(localized(reason(exc))) from None
-    emit(document, OutputRequest(params["fmt"]))
+    emit(document, OutputRequest(options.fmt))
     return document.exit_code
 
 
-def plan_document(params: dict[str, Any]) -> PlanDocument:
+def plan_document(options: EstimateOptions) -> PlanDocument:
     """Reads the model, finds the device and plans; raises ModelFormatError for a model it cannot size."""
-    model = read_model(params["model_path"])
+    model = read_model(options.model_path)
     size = sizing(model)
     if not size.cache:
         unknown = next((note for note in size.notes if note.startswith("the cache is unknown")), None)
         missing = ", ".join(model.missing_hyperparameters()) or _("layers, KV heads and head dim")
         why = localized(unknown) if unknown else _("cannot size the KV cache: no {missing} in its config", missing=missing)
         raise ModelFormatError(_("{model}: {why}", model=model.name, why=why), model.path)
-    per_node = params.get("gpus_per_node") or GPUS_PER_NODE
-    check_parallel(size, params["gpus"], per_node, bool(params["gpu_name"] or (params["device_spec"] or "cpu") != "cpu"))
-    device = hardware_for(params)
-    context = params["context"] or min(4096, model.max_context or 4096)
-    kv_dtype = params["kv_dtype"]
+    per_node = options.gpus_per_node or GPUS_PER_NODE
+    check_parallel(size, options.gpus, per_node, bool(options.gpu_name or (options.device_spec or "cpu") != "cpu"))
+    device = hardware_for(options)
+    context = options.context or min(4096, model.max_context or 4096)
+    kv_dtype = options.kv_dtype
     storage = storage_for(size, device, kv_dtype)
-    plan = make_plan(size, device, context, params["concurrency"], kv_dtype, params["gpus"], per_node, storage)
-    target = params["target_tps"]
+    plan = make_plan(size, device, context, options.concurrency, kv_dtype, options.gpus, per_node, storage)
+    target = options.target_tps
     below = bool(target and plan.step.tps_per_sequence and plan.step.tps_per_sequence < target)
-    model_path = str(params["model_path"])
-    lines = serve.commands(plan, model_path, params["threads"])
-    nearest = _nearest(plan, model_path, params["threads"]) if cannot_start(plan, lines) else None
-    predicted = prediction_for(params, model, size, plan) if device.kind == "cpu" else None
+    model_path = str(options.model_path)
+    lines = serve.commands(plan, model_path, options.threads)
+    nearest = _nearest(plan, model_path, options.threads) if cannot_start(plan, lines) else None
+    predicted = prediction_for(options, model, size, plan) if device.kind == "cpu" else None
     data = {
         "model": model.to_dict(),
         "sizing": sizing_dict(size, kv_dtype, storage),
@@ -145,6 +146,9 @@ def _command_dict(command: serve.Command) -> dict[str, Any]:
         "notes": list(command.notes),
         "node": command.node,
         "nodes": command.nodes,
+        # what the line's own flags serve, which may be lower than the plan asked for (its notes say why)
+        "context": command.context,
+        "concurrency": command.concurrency,
     }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from decode_doctor.i18n import _, localized, reason, said
 from decode_doctor.models import calibration
@@ -15,6 +15,9 @@ from decode_doctor.models.plan import (
 from decode_doctor.models.sizing import Sizing
 
 from .devices import state_dir_of
+
+if TYPE_CHECKING:
+    from .commands import EstimateOptions
 
 
 @dataclass(frozen=True)
@@ -94,16 +97,16 @@ class Predicted:
         }
 
 
-def prediction_for(params: dict[str, Any], model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> Predicted:
+def prediction_for(options: EstimateOptions, model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> Predicted:
     from decode_doctor.app.output import say
     from decode_doctor.engine.workers import usable_cpus
 
     weight_type = (model.dominant_dtype or "").upper()
-    threads = params["threads"] or usable_cpus()
-    state_dir = state_dir_of(params["state_dir"])
+    threads = options.threads or usable_cpus()
+    state_dir = state_dir_of(options.state_dir)
     found, why = calibration.lookup(state_dir, weight_type, threads, in_estimate=True)
     unused = tuple(calibration.ignored(state_dir))
-    if params.get("calibrate") and calibration.engine_version() and weight_type in calibration.WEIGHT_TYPES:
+    if options.calibrate and calibration.engine_version() and weight_type in calibration.WEIGHT_TYPES:
         try:
             found = calibration.calibrate(threads, weight_type, state_dir, say, target_bytes=size.read_bytes(1))
         except (calibration.CalibrationError, OSError) as exc:

@@ -28,6 +28,7 @@ from decode_doctor.i18n import _, localized, reason, said
 from . import engines, prompts, reading
 from .check import Measured
 from .client import ClientError, Endpoint, stream
+from .commands import BenchOptions
 from .facts import BenchRun, Peaks, PromptSummary
 from .load import LevelRun, LoadPlan, run_level
 from .observe import Observer, ServerLoad
@@ -190,31 +191,31 @@ async def _watch(endpoint: Endpoint, watch: engines.Watch, stop: asyncio.Event) 
 
 
 async def measure(
-    endpoint: Endpoint, params: dict[str, Any], levels: tuple[int, ...], counts: tuple[int, ...], stop: asyncio.Event, bar: Bar
+    endpoint: Endpoint, options: BenchOptions, levels: tuple[int, ...], counts: tuple[int, ...], stop: asyncio.Event, bar: Bar
 ) -> Measurement:
     started = time.time()
     try:
         model_id, owner = await reading.models(endpoint, FETCH_TIMEOUT_S)
     except reading.Unreachable as exc:
         raise Unusable(localized(reason(exc))) from None
-    model = params["model"] or model_id
+    model = options.model or model_id
     if not model:
         raise click.ClickException(
             _("{endpoint} lists no model (GET {path}): give --model", endpoint=endpoint.label, path=endpoint.path("models"))
         )
     plan = LoadPlan(
-        api=params["api"],
+        api=options.api,
         model=model,
         levels=levels,
         requests=counts,
-        duration_s=params["duration"],
-        output_tokens=params["output_tokens"],
-        timeout_s=params["timeout"],
-        ignore_eos=params["ignore_eos"],
-        temperature=params["temperature"],
+        duration_s=options.duration,
+        output_tokens=options.output_tokens,
+        timeout_s=options.timeout,
+        ignore_eos=options.ignore_eos,
+        temperature=options.temperature,
     )
     before, metrics_note = (
-        (None, said("not read (--no-metrics)")) if params["no_metrics"] else await reading.metrics(endpoint, FETCH_TIMEOUT_S)
+        (None, said("not read (--no-metrics)")) if options.no_metrics else await reading.metrics(endpoint, FETCH_TIMEOUT_S)
     )
     engine = before.engine if before is not None and before.engine != "unknown" else owner
     metrics_note = reading.hinted(metrics_note, engine)
@@ -229,7 +230,7 @@ async def measure(
     tokenizer = await prompts.find_tokenizer(endpoint, model, FETCH_TIMEOUT_S)
     calibrate = await _calibrator(endpoint, plan) if tokenizer is None and warmup.error is None else None
     prompt_set = await prompts.build(
-        plan.total_requests, params["input_tokens"], params["seed"], counter=tokenizer, calibrate=calibrate, progress=bar.show
+        plan.total_requests, options.input_tokens, options.seed, counter=tokenizer, calibrate=calibrate, progress=bar.show
     )
 
     watch = engines.Watch()
@@ -282,14 +283,14 @@ def _prompt_summary(prompt_set: prompts.PromptSet) -> PromptSummary:
     )
 
 
-def bench_run(measurement: Measurement, params: dict[str, Any], slo: tuple[SloTerm, ...]) -> BenchRun:
-    levels = [summarise(r.concurrency, r.records, r.wall_s, params["output_tokens"], slo, r.stopped) for r in measurement.runs]
+def bench_run(measurement: Measurement, options: BenchOptions, slo: tuple[SloTerm, ...]) -> BenchRun:
+    levels = [summarise(r.concurrency, r.records, r.wall_s, options.output_tokens, slo, r.stopped) for r in measurement.runs]
     return BenchRun(
-        api=params["api"],
+        api=options.api,
         model=measurement.model,
-        input_tokens=params["input_tokens"],
-        output_tokens=params["output_tokens"],
-        ignore_eos=params["ignore_eos"],
+        input_tokens=options.input_tokens,
+        output_tokens=options.output_tokens,
+        ignore_eos=options.ignore_eos,
         prompts=_prompt_summary(measurement.prompts),
         levels=levels,
         knee=knee(levels),
@@ -303,54 +304,47 @@ def _counts(levels: tuple[int, ...], requests: int | None) -> tuple[int, ...]:
     return tuple(requests if requests else max(8, 4 * c) for c in levels)
 
 
-def validate(params: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[SloTerm, ...], float | None]:
-    levels = concurrency_levels(params["concurrency"])
-    counts = _counts(levels, params["requests"])
+def validate(options: BenchOptions) -> tuple[tuple[int, ...], tuple[int, ...], tuple[SloTerm, ...], float | None]:
+    levels = concurrency_levels(options.concurrency)
+    counts = _counts(levels, options.requests)
     if sum(counts) > MAX_TOTAL_REQUESTS:
         raise click.BadParameter(
             _("{counts:,} requests in all; at most {most:,}", counts=sum(counts), most=MAX_TOTAL_REQUESTS),
             param_hint="--requests",
         )
-    if sum(counts) * params["input_tokens"] > MAX_PROMPT_TOKENS:
+    if sum(counts) * options.input_tokens > MAX_PROMPT_TOKENS:
         raise click.BadParameter(
             _(
                 "{counts:,} prompts of {tokens:,} tokens: at most {most:,} prompt tokens in all",
                 counts=sum(counts),
-                params=params["input_tokens"],
+                params=options.input_tokens,
                 most=MAX_PROMPT_TOKENS,
             ),
             param_hint="--input-tokens",
         )
     slo: tuple[SloTerm, ...] = ()
-    if params["slo"]:
+    if options.slo:
         try:
-            slo = parse_slo(params["slo"])
+            slo = parse_slo(options.slo)
         except ValueError as exc:
             raise click.BadParameter(localized(reason(exc)), param_hint="--slo") from None
-    bandwidth = None
-    if params["bandwidth"]:
-        from decode_doctor.engine.units import parse_rate
-
-        try:
-            bandwidth = parse_rate(params["bandwidth"])
-        except ValueError as exc:
-            raise click.BadParameter(localized(reason(exc)), param_hint="--bandwidth") from None
-    if params["device"] and params["device"] != "cpu" and not params["device"].startswith("cuda:"):
-        raise click.BadParameter(_("{device}: write cpu or cuda:N", device=repr(params["device"])), param_hint="--device")
+    bandwidth = options.bandwidth or None  # parsed by --bandwidth's own declaration (BudgetOptions)
+    if options.device and options.device != "cpu" and not options.device.startswith("cuda:"):
+        raise click.BadParameter(_("{device}: write cpu or cuda:N", device=repr(options.device)), param_hint="--device")
     return levels, counts, slo, bandwidth
 
 
-def run(**params: Any) -> None:
+def run(options: BenchOptions) -> None:
     from decode_doctor.app.guard import guarded
 
-    guarded(params["debug"], lambda: _run(params))
+    guarded(options.debug, lambda: _run(options))
 
 
-def _run(params: dict[str, Any]) -> int:
-    levels, counts, slo, bandwidth = validate(params)
-    key = os.environ.get(params["api_key_env"]) or None
+def _run(options: BenchOptions) -> int:
+    levels, counts, slo, bandwidth = validate(options)
+    key = os.environ.get(options.api_key_env) or None
     try:
-        endpoint = Endpoint.parse(params["endpoint"], api_key=key)
+        endpoint = Endpoint.parse(options.endpoint, api_key=key)
     except ValueError as exc:
         raise click.BadParameter(localized(reason(exc)), param_hint="--endpoint") from None
     loop = asyncio.new_event_loop()
@@ -358,19 +352,19 @@ def _run(params: dict[str, Any]) -> int:
     loop.add_signal_handler(signal.SIGINT, stop)  # wakes the loop, unlike a plain signal handler
     bar = Bar(sys.stderr.isatty())
     try:
-        measurement = loop.run_until_complete(measure(endpoint, params, levels, counts, stop.event, bar))
+        measurement = loop.run_until_complete(measure(endpoint, options, levels, counts, stop.event, bar))
     except ClientError as exc:
         raise Unusable(localized(reason(exc))) from None
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         bar.clear()
         loop.close()
-    bench = bench_run(measurement, params, slo)
-    return report(endpoint, measurement, bench, params, bandwidth, key)
+    bench = bench_run(measurement, options, slo)
+    return report(endpoint, measurement, bench, options, bandwidth, key)
 
 
 def report(
-    endpoint: Endpoint, measurement: Measurement, bench: BenchRun, params: dict[str, Any], bandwidth: float | None, key: str | None
+    endpoint: Endpoint, measurement: Measurement, bench: BenchRun, options: BenchOptions, bandwidth: float | None, key: str | None
 ) -> int:
     """The serving check judges what was measured, through the application layer: given the served
     model's files, its decode budget (and this host's bandwidth, unless --bandwidth) is pulled in for
@@ -379,7 +373,7 @@ def report(
     from decode_doctor.app.output import OutputRequest, render_report
     from decode_doctor.app.requests import RunRequest, command_argv
 
-    files, ceiling_note = model_files(params["model_files"], measurement.model)
+    files, ceiling_note = model_files(options.model_files, measurement.model)
     local = _is_local(endpoint.host)
     if files is not None and not local and not bandwidth:
         ceiling_note = said("the server at {host} is not on this host: give --bandwidth (its device's) to judge", host=endpoint.host)
@@ -398,28 +392,28 @@ def report(
         peaks=peaks,
         metrics_note=measurement.metrics_note,
         ceiling_note=ceiling_note,
-        device=params["device"],
-        metrics_declined=bool(params["no_metrics"]),
+        device=options.device,
+        metrics_declined=bool(options.no_metrics),
         load=measurement.load,
-        threads=params.get("threads"),
+        threads=options.threads,
     )
-    options = (
+    checks = (
         ServingOptions(endpoint=endpoint.label),
         BudgetOptions(bandwidth=bandwidth),  # --bandwidth means the same to the decode budget: the figure to divide by
-        BandwidthOptions(threads=params.get("threads")),  # the bandwidth probe's threads, and so the prediction's
+        BandwidthOptions(threads=options.threads),  # the bandwidth probe's threads, and so the prediction's
     )
-    at = BudgetAt(context=params["input_tokens"] + params["output_tokens"] // 2, concurrency=1)  # the mean context while decoding
+    at = BudgetAt(context=options.input_tokens + options.output_tokens // 2, concurrency=1)  # the mean context while decoding
     request = RunRequest(
         models=(files,) if judged and files is not None else (),
         select=("serving",),
-        options=options,
+        options=checks,
         supplied=(measured, at),
-        fail_on=params["fail_on"],
-        incomplete_fails=params["incomplete"] == "fail",
+        fail_on=options.fail_on,
+        incomplete_fails=options.incomplete == "fail",
         argv=command_argv("bench"),
     )
     outcome = service.run(request)
-    out = OutputRequest(params["fmt"], params["output"], params["verbose"], params["debug"], secrets=(key,) if key else ())
+    out = OutputRequest(options.fmt, options.output, options.verbose, options.debug, secrets=(key,) if key else ())
     render_report(outcome.report, outcome.registry, out)
     if measurement.interrupted:
         return 130

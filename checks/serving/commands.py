@@ -6,53 +6,70 @@ choices at its top.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
-from decode_doctor.app.choices import FAIL_ON_LEVELS, FORMATS, INCOMPLETE_HELP, INCOMPLETE_POLICIES
+from decode_doctor.app.flags import REPORT_FORMATS, SharedOptions, click_options, same_as
+from decode_doctor.checks.bandwidth.contract import BandwidthOptions
+from decode_doctor.checks.budget.contract import BudgetOptions
+from decode_doctor.engine.options import Options, option
 
-BENCH_FORMATS = tuple(f for f in FORMATS if f != "prometheus")  # a bench run is a report to read, not a gauge to scrape
+from .options import ServingOptions
+
+BENCH_FORMATS = tuple(f for f in REPORT_FORMATS if f != "prometheus")  # a bench run is a report to read, not a gauge to scrape
+
+EXISTING = click.Path(exists=True, path_type=Path)
+A_FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+@dataclass(frozen=True)
+class BenchOptions(Options):
+    """bench's options, in --help's order; --bandwidth, --threads and --api-key-env are the checks' own."""
+
+    endpoint: str = option(
+        "--endpoint", "The server's OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.", required=True, default="", metavar="URL"
+    )
+    model: str | None = option("--model", "The model name to request [default: the first the server lists].")
+    model_files: Path | None = option(  # noqa: RUF009 (a field specifier, as dataclasses.field)
+        "--model-files",
+        "The served model's files (directory or .gguf), for this host's decode ceiling [default: the served id, if a local path].",
+        kind=EXISTING,
+    )
+    api: str = option("--api", "", choices=("chat", "completions"), default="chat", show_default=True)
+    concurrency: str = option("--concurrency", "Concurrency levels to sweep, comma-separated.", default="1,2,4,8", show_default=True)
+    input_tokens: int = option("--input-tokens", "Prompt length in tokens.", kind=click.IntRange(1, 131072), default=256, show_default=True)
+    output_tokens: int = option(
+        "--output-tokens", "max_tokens of each request.", kind=click.IntRange(2, 32768), default=128, show_default=True
+    )
+    requests: int | None = option(
+        "--requests", "Requests per level [default: 4 × concurrency, at least 8].", kind=click.IntRange(1, 100000)
+    )
+    duration: float = option("--duration", "Seconds per level at most.", kind=click.FloatRange(1, 3600), default=120, show_default=True)
+    timeout: float = option("--timeout", "Seconds one request may take.", kind=click.FloatRange(1, 3600), default=120, show_default=True)
+    slo: str | None = option("--slo", "Latency targets for goodput, e.g. ttft_p95=800ms,tpot_p95=60ms.", metavar="SLO")
+    seed: int = option("--seed", "Seed of the prompt set.", kind=click.IntRange(0), default=0, show_default=True)
+    ignore_eos: bool = option(
+        "--ignore-eos", "Ask the server to run every request to max_tokens (vLLM, SGLang, llama.cpp).", is_flag=True, default=False
+    )
+    temperature: float | None = option("--temperature", "Sampling temperature [default: the server's].", kind=click.FloatRange(0, 2))
+    bandwidth: float | None = same_as(BudgetOptions, "bandwidth")
+    device: str | None = option("--device", "The device the server decodes on, cpu or cuda:N [default: a GPU if there is one].")
+    threads: int | None = same_as(BandwidthOptions, "threads")
+    api_key_env: str = same_as(ServingOptions, "api_key_env")
+    no_metrics: bool = option("--no-metrics", "Do not read the server's /metrics and /slots.", is_flag=True, default=False)
+    fmt: str = option("--format", "", choices=BENCH_FORMATS, default="text", show_default=True)
+    output: Path | None = option("--output", "Write the report here.", short="-o", kind=A_FILE)  # noqa: RUF009
+    fail_on: str = same_as(SharedOptions, "fail_on")
+    incomplete: str = same_as(SharedOptions, "incomplete")
+    verbose: bool = option("--verbose", "Show every fact, and which check said what.", short="-v", is_flag=True, default=False)
+    debug: bool = same_as(SharedOptions, "debug")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--endpoint", required=True, metavar="URL", help="The server's OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.")
-@click.option("--model", default=None, help="The model name to request [default: the first the server lists].")
-@click.option(
-    "--model-files",
-    type=click.Path(exists=True, path_type=Path),
-    default=None,
-    help="The served model's files (directory or .gguf), for this host's decode ceiling [default: the served id, if a local path].",
-)
-@click.option("--api", type=click.Choice(("chat", "completions")), default="chat", show_default=True)
-@click.option("--concurrency", default="1,2,4,8", show_default=True, help="Concurrency levels to sweep, comma-separated.")
-@click.option("--input-tokens", type=click.IntRange(1, 131072), default=256, show_default=True, help="Prompt length in tokens.")
-@click.option("--output-tokens", type=click.IntRange(2, 32768), default=128, show_default=True, help="max_tokens of each request.")
-@click.option("--requests", type=click.IntRange(1, 100000), default=None, help="Requests per level [default: 4 × concurrency, at least 8].")
-@click.option("--duration", type=click.FloatRange(1, 3600), default=120, show_default=True, help="Seconds per level at most.")
-@click.option("--timeout", type=click.FloatRange(1, 3600), default=120, show_default=True, help="Seconds one request may take.")
-@click.option("--slo", default=None, metavar="SLO", help="Latency targets for goodput, e.g. ttft_p95=800ms,tpot_p95=60ms.")
-@click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="Seed of the prompt set.")
-@click.option("--ignore-eos", is_flag=True, help="Ask the server to run every request to max_tokens (vLLM, SGLang, llama.cpp).")
-@click.option("--temperature", type=click.FloatRange(0, 2), default=None, help="Sampling temperature [default: the server's].")
-@click.option("--bandwidth", default=None, help="Memory bandwidth for the ceiling: 3.35TB/s, 900GB/s [default: measured].")
-@click.option("--device", default=None, help="The device the server decodes on, cpu or cuda:N [default: a GPU if there is one].")
-@click.option(
-    "--threads",
-    type=click.IntRange(min=1),
-    default=None,
-    help="The server's CPU thread count (llama.cpp): the bandwidth is measured and the calibrated prediction taken at it "
-    "[default: one per usable CPU].",
-)
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="VAR", help="The variable holding the API key.")
-@click.option("--no-metrics", is_flag=True, help="Do not read the server's /metrics and /slots.")
-@click.option("--format", "fmt", type=click.Choice(BENCH_FORMATS), default="text", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the report here.")
-@click.option("--fail-on", type=click.Choice(FAIL_ON_LEVELS), default="error", show_default=True)
-@click.option("--incomplete", type=click.Choice(INCOMPLETE_POLICIES), default="fail", show_default=True, help=INCOMPLETE_HELP)
-@click.option("-v", "--verbose", is_flag=True, help="Show every fact, and which check said what.")
-@click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
+@click_options(BenchOptions)
 def bench(**params: Any) -> None:
     """Measure TTFT and TPOT percentiles of a running server across concurrency, and judge them.
 
@@ -66,7 +83,7 @@ def bench(**params: Any) -> None:
     """
     from .bench import run
 
-    run(**params)
+    run(BenchOptions.from_values(params))
 
 
 COMMANDS = (bench,)

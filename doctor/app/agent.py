@@ -28,10 +28,10 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from types import FrameType
 
+from ..engine.findings import Verdict
 from ..engine.workers import Child, kill_group, process_table
 from ..i18n import _, localized, os_reason, reason, said
 from ..reports.prometheus import FAILED_EXIT, Schedule
-from ..reports.text import state_word
 from . import service
 from .output import OutputRequest, render_report, textfile_success
 from .requests import RequestError, RunRequest
@@ -71,7 +71,7 @@ class AgentRequest:
 class RunSummary:
     started: float
     exit_code: int
-    verdict: str
+    verdict: Verdict
     findings: int
     not_judged: int
     duration_s: float
@@ -152,7 +152,7 @@ def run_once(
     summary = RunSummary(
         started=started,
         exit_code=report.exit_code,
-        verdict="incomplete" if not complete else ("findings" if report.findings else "ready"),
+        verdict=Verdict.of(complete, bool(report.findings)),
         findings=len(report.findings),
         not_judged=sum(len(r.not_judged) for r in report.results),
         duration_s=report.meta["duration_s"],
@@ -369,7 +369,7 @@ def _loop(request: AgentRequest, say: Callable[[str], None], stop: StopSignal) -
                 _(
                     "{time} {verdict}: {findings} finding(s), {unjudged} not judged, exit code {code}, {seconds:.1f} s → {path}",
                     time=dt.datetime.fromtimestamp(summary.started, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                    verdict=state_word(summary.verdict),
+                    verdict=summary.verdict.label,
                     findings=summary.findings,
                     unjudged=summary.not_judged,
                     code=summary.exit_code,

@@ -17,15 +17,15 @@ from ..engine.runner import Progress
 from ..engine.writes import replace_output
 from ..reports.bundle import LeakError, build_bundle, write_bundle
 from ..reports.environment import host_rows
-from ..reports.prometheus import render_prometheus
+from ..reports.formats import BUNDLE, Use, get
 from ..reports.redact import Redactor
+from ..reports.render import rendered
 from ..reports.textsafe import to_bytes
 from ..reports.view import judging_codes
 from . import service
 from .requests import RunRequest
 
 CPUINFO = "import json, cpuinfo; print(json.dumps(cpuinfo.get_cpu_info()))"
-SINGLE = {"json": "report.json", "markdown": "report.md", "html": "report.html"}
 
 __all__ = ["BundleRequest", "BundleResult", "LeakError", "write_report"]
 
@@ -35,7 +35,7 @@ class BundleRequest:
     run: RunRequest
     output: Path  # a directory (the bundle gets its own name there) or a file path
     state_dir: Path  # where the --redact-hosts mapping is kept
-    fmt: str = "bundle"
+    fmt: str = BUNDLE  # a name of reports.formats.choices(Use.SINGLE)
     redact: bool = True
     redact_hosts: bool = False
 
@@ -61,7 +61,9 @@ def _cpu_unnamed() -> bool:
 
 def write_report(request: BundleRequest, registry: Registry | None = None, progress: Progress | None = None) -> BundleResult:
     """Runs the checks and writes the bundle (or one file); raises LeakError, and writes nothing, when a
-    secret would remain after redaction."""
+    secret would remain after redaction; UnknownFormat, before any check runs, for a format `report`
+    does not write."""
+    fmt = get(request.fmt, Use.SINGLE)
     # this machine's CPU describes the judged host only on it (or --same-host): another host's files say theirs
     this_machine = request.run.same_host or request.run.root.resolve() == Path("/")
     # py-cpuinfo samples the clock for about a second: let it run in its own process beside the checks
@@ -80,14 +82,14 @@ def write_report(request: BundleRequest, registry: Registry | None = None, progr
     redactor = Redactor(enabled=request.redact, hosts=request.redact_hosts)
     codes = judging_codes(outcome.registry.codes(), outcome.report)
     bundle, view = build_bundle(outcome.report, outcome.ctx, host_rows(outcome.ctx, cpu), redactor, codes)
-    if request.fmt != "bundle":
-        if request.fmt == "prometheus":
-            bundle.files = {"metrics.prom": to_bytes(redactor.text(render_prometheus(view)))}
+    if fmt.name != BUNDLE:  # one file: the format's bundle member, or its report from the bundle's view, redacted alike
+        if fmt.member is not None:
+            bundle.files = {fmt.file_name: bundle.files[fmt.file_name]}
         else:
-            bundle.files = {SINGLE[request.fmt]: bundle.files[SINGLE[request.fmt]]}
-        bundle.name = f"{bundle.name}-{next(iter(bundle.files))}"
+            bundle.files = {fmt.file_name: to_bytes(redactor.text(rendered(view, fmt.name)))}
+        bundle.name = f"{bundle.name}-{fmt.file_name}"
     output = request.output
-    if request.fmt == "bundle":
+    if fmt.name == BUNDLE:
         written = write_bundle(bundle, redactor, output)
     else:
         problems = redactor.leaks(bundle.files)

@@ -3,7 +3,6 @@ reports read back with their size and shape checked."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,9 @@ from typing import Any
 from ..engine.registry import Registry, load
 from ..i18n import reason
 from ..reports.compare import ReportError, difference, load_report
-from ..reports.fleet import Fleet, FleetReader, render_fleet
+from ..reports.fleet import Fleet, FleetReader
+from ..reports.formats import Use, get
+from ..reports.render import render_diff, render_fleet_as
 from .requests import RequestError
 
 
@@ -23,10 +24,10 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def diff(before: Path, after: Path, fmt: str = "text", registry: Registry | None = None) -> str:
+    """The difference in a format of choices(Use.DIFF); UnknownFormat, before a report is read, for another."""
+    get(fmt, Use.DIFF)
     change = difference(_load(before), _load(after), (before, after), (registry or load()).checks)
-    if fmt == "json":
-        return json.dumps(change.to_json(), indent=2, ensure_ascii=False) + "\n"
-    return "\n".join(change.lines()) + "\n"
+    return render_diff(change, fmt)
 
 
 def merge(reports: tuple[Path, ...], fail_on: str = "error", max_age_s: float | None = None) -> Fleet:
@@ -47,4 +48,5 @@ def merge(reports: tuple[Path, ...], fail_on: str = "error", max_age_s: float | 
 
 
 def render(merged: Fleet, fmt: str) -> str:
-    return render_fleet(merged, fmt)
+    """The fleet in a format of choices(Use.FLEET); UnknownFormat for another."""
+    return render_fleet_as(merged, fmt)

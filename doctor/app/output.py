@@ -17,17 +17,18 @@ from typing import Any, Protocol, TextIO
 from ..engine.files import open_regular
 from ..engine.registry import Registry
 from ..engine.writes import replace_output
-from ..i18n import _
+from ..i18n import _, typography
+from ..reports.formats import Use, get
 from ..reports.prometheus import Schedule, previous_success
 from ..reports.redact import Redactor
-from ..reports.render import FORMATS, render
+from ..reports.render import FORMATS, UnknownFormat, render
 from ..reports.report import Report
 from ..reports.textsafe import ESCAPE, shown, terminal_safe
 from ..reports.view import build_view, judging_codes
 
 PREVIOUS_LIMIT = 4 << 20
 
-__all__ = ["FORMATS", "Document", "OutputRequest", "emit", "render_report", "say", "shown"]
+__all__ = ["FORMATS", "Document", "OutputRequest", "UnknownFormat", "emit", "render_report", "say", "shown"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,8 @@ class OutputRequest:
 
     @property
     def redacted(self) -> bool:
-        return self.fmt != "text"
+        """Whether its format is redacted (reports.formats; UnknownFormat for a name it does not hold)."""
+        return get(self.fmt).redacted
 
 
 class Document(Protocol):
@@ -55,7 +57,8 @@ class Document(Protocol):
 
 
 def _redactor(out: OutputRequest) -> Redactor:
-    redactor = Redactor(enabled=out.redacted, terminal=out.fmt in ("text", "markdown"))
+    fmt = get(out.fmt)
+    redactor = Redactor(enabled=fmt.redacted, terminal=fmt.terminal)
     redactor.secrets.update(s for s in out.secrets if s)
     return redactor
 
@@ -87,11 +90,13 @@ def _saved(out: OutputRequest, text: str) -> None:
 
 def say(text: str) -> None:
     """A line for the person on standard error (where the report went, what is being measured)."""
-    print(terminal_safe(shown(text)), file=sys.stderr, flush=True)
+    print(terminal_safe(shown(typography.normalize(text))), file=sys.stderr, flush=True)
 
 
 def render_report(report: Report, registry: Registry, out: OutputRequest) -> None:
-    """A report rendered in the asked format to -o FILE (saying so on stderr) or standard output."""
+    """A report rendered in the asked format to -o FILE (saying so on stderr) or standard output;
+    UnknownFormat, before anything is rendered, for a format that renders no report."""
+    get(out.fmt, Use.REPORT)
     codes = judging_codes(registry.codes(), report)
     view = build_view(report, redactor=_redactor(out), codes=codes, debug=out.debug)
     schedule = out.schedule
@@ -120,5 +125,9 @@ def textfile_success(path: Path) -> float | None:
 def emit(document: Document, out: OutputRequest) -> None:
     """A feature's document as text or JSON, redacted like a report in every format but text."""
     redactor = _redactor(out)
-    text = json.dumps(document.to_json(), indent=2, default=str, ensure_ascii=False) + "\n" if out.fmt == "json" else document.text()
+    text = (
+        json.dumps(document.to_json(), indent=2, default=str, ensure_ascii=False) + "\n"
+        if out.fmt == "json"
+        else typography.normalize(document.text())
+    )
     _saved(out, redactor.text(text))  # in text, only the secrets the command knows

@@ -68,11 +68,18 @@ class Selectors:
     unknown: tuple[str, ...]
 
 
+def _matching(registry: Registry, selector: str) -> list[str]:
+    """The checks a selector names, found in the registry's index and then imported: one whose module
+    does not import is not loaded, and matches nothing, as when every check is imported up front."""
+    named = [info.name for info in registry.catalog() if check_selected([selector], info.name, info.codes)]
+    return [name for name in named if name in registry.checks]
+
+
 def sort_selectors(registry: Registry, selectors: Iterable[str]) -> Selectors:
-    retired = {code: why for cls in registry.checks.values() for code, why in cls.retired.items()}
+    retired = {code: why for info in registry.catalog() for code, why in info.retired.items()}
     known, gone, unknown = [], {}, []
     for selector in selectors:
-        if any(check_selected([selector], cls.name, (c.code for c in cls.codes)) for cls in registry.checks.values()):
+        if _matching(registry, selector):
             known.append(selector)
         elif selector.upper() in retired:
             gone[selector] = retired[selector.upper()]
@@ -82,11 +89,21 @@ def sort_selectors(registry: Registry, selectors: Iterable[str]) -> Selectors:
 
 
 def select_checks(registry: Registry, selectors: Iterable[str]) -> list[type[Check]]:
+    """The checks the selectors name (only those are imported); every check without a selector."""
     chosen = list(selectors)
-    unknown = [s for s in chosen if not any(check_selected([s], cls.name, (c.code for c in cls.codes)) for cls in registry.checks.values())]
+    if not chosen:
+        return list(registry.checks.values())
+    matched = {selector: _matching(registry, selector) for selector in chosen}
+    unknown = [selector for selector, names in matched.items() if not names]
     if unknown:
         raise RequestError(said("{names} matches no check or code; see `decode-doctor list`", names=", ".join(unknown)))
-    return [cls for cls in registry.checks.values() if check_selected(chosen, cls.name, (c.code for c in cls.codes))]
+    wanted = {name for names in matched.values() for name in names}
+    return _in_order(registry, wanted)
+
+
+def _in_order(registry: Registry, wanted: set[str]) -> list[type[Check]]:
+    """The wanted checks (loaded) in the registry's order."""
+    return [registry.checks[name] for name in registry.names() if name in wanted and name in registry.checks]
 
 
 def with_requirements(registry: Registry, classes: list[type[Check]], request: RunRequest) -> list[type[Check]]:
@@ -103,7 +120,7 @@ def with_requirements(registry: Registry, classes: list[type[Check]], request: R
                 continue
             wanted.add(publisher.name)
             pending.append(publisher)
-    return [cls for name, cls in registry.checks.items() if name in wanted]
+    return _in_order(registry, wanted)
 
 
 def with_dependencies(registry: Registry, names: Iterable[str]) -> list[type[Check]]:
@@ -118,7 +135,7 @@ def with_dependencies(registry: Registry, names: Iterable[str]) -> list[type[Che
             if publisher is not None and publisher.name not in wanted:
                 wanted.add(publisher.name)
                 pending.append(publisher.name)
-    return [cls for name, cls in registry.checks.items() if name in wanted]
+    return _in_order(registry, wanted)
 
 
 def context_for(request: RunRequest) -> Context:
@@ -194,6 +211,7 @@ def run(request: RunRequest, registry: Registry | None = None, progress: Progres
     if not classes:
         raise RequestError(said("no check is selected; see `decode-doctor list`"))
     classes = with_requirements(registry, classes, request)
+    registry = registry.subset(classes)  # the checks of this run, and those whose facts they read: no other is imported
     started = time.time()
     ctx = context_for(request)
     results = run_checks(classes, ctx, timeout_s=request.timeout, progress=progress)
@@ -225,7 +243,7 @@ def recheck(outcome: Outcome, checks: Iterable[str], scope: Iterable[Path] = ())
             continue
         judged[before.check] = after.facts.summary() if after.facts is not None else [after.state.value]
         cls = outcome.registry.checks.get(before.check)
-        if paths and cls is not None and cls.scoped and after.state in (State.PASSED, State.FINDINGS):
+        if paths and cls is not None and cls.scoped and not after.state.ended:
             kept = [f for f in before.findings if f.path is None or Path(f.path) not in paths]
             rejudged = [f for f in after.findings if f.path is not None and Path(f.path) in paths]
             merged = kept + rejudged

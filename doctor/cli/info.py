@@ -7,15 +7,18 @@ from typing import Any
 
 import click
 
-from ..engine.findings import Applicability
-from ..i18n import N_, _, localized
+from ..app.flags import click_options
+from ..engine.findings import Applicability, Severity
+from ..i18n import _, localized
 from .common import CONTEXT
+from .options import ListOptions
 
 
 @click.command("list", context_settings=CONTEXT)
-@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
-def list_checks(fmt: str) -> None:
+@click_options(ListOptions)
+def list_checks(**params: Any) -> None:
     """List the checks, the codes each can emit, and which are fixable (markdown: the README's table)."""
+    fmt = ListOptions.from_values(params).fmt
     from ..engine.check import INPUTS
     from ..engine.options import OptionRef
     from ..engine.registry import load
@@ -60,7 +63,7 @@ def list_checks(fmt: str) -> None:
             label = ""
             if code["fix"]:
                 label = "  " + _("[{label}]", label=Applicability(code["fix"]).fixable)
-            severity = ljust(_(SEVERITY_WORDS.get(code["severity"], code["severity"])), 8)
+            severity = ljust(Severity(code["severity"]).label, 8)
             click.echo(f"    {code['code']:<9} {severity} {explanation(code['code'], 'title', code['title'])}{label}")
     for error in registry.errors:
         click.echo(_("could not load: {error}", error=localized(error)), err=True)
@@ -73,25 +76,21 @@ def explain(code: str) -> None:
     from ..engine.registry import load
 
     registry = load()
-    codes = registry.codes()
     wanted = code.upper()
-    entry = codes.get(wanted)
-    if entry is None:
-        for cls in registry.checks.values():
-            if wanted in cls.retired:
+    owner = registry.checks.get(registry.owner(wanted) or "")  # the registry's index names it: only that check is imported
+    if owner is None:
+        for info in registry.catalog():
+            if wanted in info.retired:
                 click.echo(
-                    _("{code} (check: {check}) is no longer a finding: {why}.", code=wanted, check=cls.name, why=cls.retired[wanted])
+                    _("{code} (check: {check}) is no longer a finding: {why}.", code=wanted, check=info.name, why=info.retired[wanted])
                 )
                 return
-        close = [c for c in codes if c.startswith(wanted[:3])]
+        close = [c for info in registry.catalog() for c in info.codes if c.startswith(wanted[:3])]
         hint = _(" Did you mean {codes}?", codes=", ".join(sorted(close))) if close else _(" `decode-doctor list` shows every code.")
         raise click.UsageError(_("unknown code {code!r}.", code=code) + hint)
-    spec, cls = entry
+    spec, cls = owner.code(wanted), owner
     for line in explanation_lines(spec, cls.name, registry.fixable(spec.code)):
         click.echo(line)
-
-
-SEVERITY_WORDS = {"error": N_("error"), "warning": N_("warning"), "info": N_("info")}
 
 
 def explanation_lines(spec: Any, check: str, fix: Any) -> list[str]:
@@ -110,7 +109,7 @@ def explanation_lines(spec: Any, check: str, fix: Any) -> list[str]:
             lines.extend(wrap(paragraph, 96, "  ") if paragraph else [""])
         return lines
 
-    severity = _(SEVERITY_WORDS.get(spec.severity.value, spec.severity.value))
+    severity = spec.severity.label
     lines = [_("{code} ({severity}, check: {check}): {title}", code=spec.code, severity=severity, check=check, title=text("title"))]
     if not all(translated(spec.code, name, english) for name, english in sections(spec)):
         lines.append(_("(This explanation has no translation yet: the sections without one are shown in English.)"))

@@ -7,15 +7,17 @@ from typing import Any
 import click
 
 from ..app.guard import guarded
-from .common import CONTEXT, RunCommand, run_options, run_request
+from .common import CONTEXT, RunCommand, check_options, run_options, run_request
+from .options import RunOptions
 
 
 @click.command(cls=RunCommand, context_settings=CONTEXT)
 @run_options
 def npd(**params: Any) -> None:
     """Run the checks as node-problem-detector's plugin: one line of at most 80 bytes, exit 0 ok, 1 problem, 2 unknown."""
-    request = run_request(params)  # a usage error exits 2, which NPD reads as unknown
-    guarded(params["debug"], lambda: _run(request))  # so does an internal error
+    run = RunOptions.from_values(params)
+    request = run_request(run, check_options(params))  # a usage error exits 2, which NPD reads as unknown
+    guarded(run.debug, lambda: _run(request))  # so does an internal error
 
 
 def _run(request: Any) -> int:

@@ -11,60 +11,36 @@ from typing import Any, TypeVar
 
 import click
 
-from ..app.choices import BUNDLE_FORMATS, FAIL_ON_LEVELS
+from ..app.flags import click_options
 from ..app.guard import guarded
 from ..i18n import _, localized, reason
-from .common import CONTEXT, Progress, RunCommand, run_options, run_request
+from .common import CONTEXT, Progress, RunCommand, check_options, run_options, run_request
+from .options import DiffOptions, MergeOptions, ReportOptions, RunOptions
 
 T = TypeVar("T")
 
 
 @click.command("report", cls=RunCommand, context_settings=CONTEXT)
 @run_options
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="A directory (the bundle gets its own name there) or a file path [default: the current directory].",
-)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(BUNDLE_FORMATS),
-    default="bundle",
-    show_default=True,
-    help="A whole bundle, or one redacted file.",
-)
-@click.option(
-    "--redact-hosts",
-    is_flag=True,
-    help="Also replace host names, IP addresses, user names and home paths with stable placeholders (the mapping stays on this machine).",
-)
-@click.option("--no-redact", is_flag=True, help="Write secrets as they are. Only for bundles that never leave this machine.")
-@click.option(
-    "--state-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where --redact-hosts keeps its mapping [default: $XDG_STATE_HOME/decode-doctor].",
-)
+@click_options(ReportOptions)
 def report(**params: Any) -> None:
     """Run the checks and write a ticket-ready bundle: report.md, report.html, report.json and raw/."""
     from ..app.bundle import BundleRequest
     from ..engine.paths import default_state_dir
 
-    if params["redact_hosts"] and params["no_redact"]:
+    run, options = RunOptions.from_values(params), ReportOptions.from_values(params)
+    if options.redact_hosts and options.no_redact:
         raise click.UsageError(_("--redact-hosts and --no-redact contradict each other"))
-    request = replace(run_request(params), verdict_exits=False)  # the bundle is the result: 0 once it is written
+    request = replace(run_request(run, check_options(params)), verdict_exits=False)  # the bundle is the result: 0 once it is written
     bundle = BundleRequest(
         run=request,
-        output=params["output"] or Path.cwd(),
-        state_dir=params["state_dir"] or default_state_dir(),
-        fmt=params["fmt"],
-        redact=not params["no_redact"],
-        redact_hosts=params["redact_hosts"],
+        output=options.output or Path.cwd(),
+        state_dir=options.state_dir or default_state_dir(),
+        fmt=options.fmt,
+        redact=not options.no_redact,
+        redact_hosts=options.redact_hosts,
     )
-    guarded(params["debug"], lambda: _report(bundle))
+    guarded(run.debug, lambda: _report(bundle))
 
 
 def _report(request: Any) -> int:
@@ -124,30 +100,19 @@ def _compared(action: Callable[[], T]) -> T:
 @click.command("diff", context_settings=CONTEXT)
 @click.argument("before", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("after", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
-def diff(before: Path, after: Path, fmt: str) -> None:
+@click_options(DiffOptions)
+def diff(before: Path, after: Path, **params: Any) -> None:
     """What differs between two reports (JSON or bundles): versions, findings, check states, measurements."""
     from ..app import compare
 
+    fmt = DiffOptions.from_values(params).fmt
     click.echo(_compared(lambda: compare.diff(before, after, fmt)), nl=False)
 
 
 @click.command("merge", context_settings=CONTEXT)
 @click.argument("reports", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(("text", "markdown", "html", "json")), default="text", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option(
-    "--fail-on",
-    type=click.Choice(FAIL_ON_LEVELS),
-    default="error",
-    show_default=True,
-    help="Exit 1 when a host has a finding at or above this severity (3: a host incomplete or stale wins).",
-)
-@click.option(
-    "--max-age", metavar="TIME", default=None, help="A report older than this (15m, 1h, 1d) is stale: its host counts as not judged."
-)
-@click.option("-q", "--quiet", is_flag=True, help="With -o: no line on stderr saying where the matrix went.")
-def merge(reports: tuple[Path, ...], fmt: str, output: Path | None, fail_on: str, max_age: str | None, quiet: bool) -> None:
+@click_options(MergeOptions)
+def merge(reports: tuple[Path, ...], **params: Any) -> None:
     """A host × check matrix for a fleet, from many reports (JSON or bundles): each host's newest report,
     its verdict, age and what went unjudged, and totals. Exits 3 when a host is incomplete or stale,
     1 when one has findings at or above --fail-on, else 0."""
@@ -155,6 +120,8 @@ def merge(reports: tuple[Path, ...], fmt: str, output: Path | None, fail_on: str
     from ..app.output import write_output
     from ..engine.units import duration
 
+    options = MergeOptions.from_values(params)
+    fmt, output, fail_on, max_age, quiet = options.fmt, options.output, options.fail_on, options.max_age, options.quiet
     try:
         max_age_s = duration(1.0, 3650 * 86400.0)(max_age) if max_age is not None else None
     except ValueError as exc:

@@ -3,31 +3,29 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
+from ..app.flags import click_options
 from ..app.guard import guarded
 from ..app.output import shown
 from ..i18n import _, localized, reason
 from .common import CONTEXT
+from .options import UndoOptions
 
 
 @click.command(context_settings=CONTEXT)
 @click.argument("run_id", required=False)
-@click.option(
-    "--state-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where fix journals live [default: $XDG_STATE_HOME/decode-doctor].",
-)
-@click.option("--list", "list_only", is_flag=True, help="List the fix runs instead of undoing one.")
-@click.option("--force", is_flag=True, help="Restore originals even over files changed after the fix.")
-def undo(run_id: str | None, state_dir: Path | None, list_only: bool, force: bool) -> None:
+@click_options(UndoOptions)
+def undo(run_id: str | None, **params: Any) -> None:
     """Roll back the last fix run (or RUN_ID) to byte-identical originals."""
     from ..engine.paths import default_state_dir
 
-    given = state_dir is not None
-    guarded(False, lambda: _undo(run_id, state_dir or default_state_dir(), given, list_only, force))
+    options = UndoOptions.from_values(params)
+    given = options.state_dir is not None
+    state_dir = options.state_dir or default_state_dir()
+    guarded(False, lambda: _undo(run_id, state_dir, given, options.list_only, options.force))
 
 
 def _undo(run_id: str | None, state_dir: Path, given: bool, list_only: bool, force: bool) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import enum
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -20,12 +19,13 @@ if TYPE_CHECKING:
 JSONValue: TypeAlias = "str | int | float | bool | Sequence[JSONValue] | Mapping[str, JSONValue] | None"
 
 
-class Severity(str, enum.Enum):
-    """The one severity order of the tool: error > warning > info."""
+class Severity(Labelled):
+    """The one severity order of the tool: error > warning > info. The value is what JSON and the
+    metrics' `severity` label hold; the label is the word a person reads."""
 
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
+    ERROR = "error", N_("error")
+    WARNING = "warning", N_("warning")
+    INFO = "info", N_("info")
 
     @property
     def rank(self) -> int:
@@ -41,34 +41,96 @@ def fails(severity: Severity, fail_on: str) -> bool:
     return fail_on != "never" and severity.rank >= _RANK[fail_on]
 
 
-class State(str, enum.Enum):
+class Outcome(Labelled):
+    """A check's result as a report states it: its state with the findings the report kept (after
+    --ignore and the selection) and what it could not judge. The value is label-safe: it is the
+    metrics' `state` label (decode_doctor_check_state) and the report's results[].outcome; the label
+    is the word every format shows. Each State has the Outcome of its name (State.outcome)."""
+
+    PASSED = "passed", N_("passed")  # judged everything it was given, no finding kept
+    FINDINGS = "findings", N_("with findings")  # at least one finding kept
+    NOT_JUDGED = "not_judged", N_("not judged")  # no finding kept, and something it was given could not be judged
+    ACCEPTED_GAP = "accepted_gap", N_("accepted by rule")  # no finding kept; what it could not judge fully its documented rule accepts
+    NOT_SELECTED = "not_selected", N_("not selected")  # ran only for facts a selected check reads; its own verdict is not the run's
+    SKIPPED = "skipped", N_("skipped")  # did not apply
+    TIMED_OUT = "timed_out", N_("timed out")
+    CRASHED = "crashed", N_("crashed")
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether a check with this outcome makes the run's verdict incomplete: it reached no verdict
+        (timed out, crashed) or could not judge something it was given. The one definition: the
+        reports, the metrics, merge, the dashboard's regex and the JSON schema's tests read it."""
+        return self in (Outcome.NOT_JUDGED, Outcome.TIMED_OUT, Outcome.CRASHED)
+
+    @property
+    def ended(self) -> bool:
+        """Whether the check ended before a verdict of its own (did not apply, ran out of time, crashed):
+        then its state is its outcome, whatever it found, and the text notes it with its reason."""
+        return self in (Outcome.SKIPPED, Outcome.TIMED_OUT, Outcome.CRASHED)
+
+
+class State(Labelled):
+    """How a check's run ended, as the report's results[].state holds it. The values are report schema
+    v2's ("timed out", with a space, stays); everything else — the word a person reads, whether it
+    makes the verdict incomplete, the metrics' label — is the Outcome of the same name's (State.outcome),
+    so a state's words and properties are written once, on Outcome."""
+
     PASSED = "passed"
     FINDINGS = "findings"
     SKIPPED = "skipped"
     TIMED_OUT = "timed out"
     CRASHED = "crashed"
 
+    @property
+    def outcome(self) -> Outcome:
+        """The Outcome of this state's name: a timed-out check's is timed_out (label-safe)."""
+        return Outcome[self.name]
 
-class Outcome(str, enum.Enum):
-    """A check's result as a report states it: its state with the findings the report kept (after
-    --ignore and the selection) and what it could not judge. Values are label-safe (metrics)."""
+    @property
+    def label(self) -> str:
+        return self.outcome.label
 
-    PASSED = "passed"  # judged everything it was given, no finding kept
-    FINDINGS = "findings"  # at least one finding kept
-    NOT_JUDGED = "not_judged"  # no finding kept, and something it was given could not be judged
-    ACCEPTED_GAP = "accepted_gap"  # no finding kept; what it could not judge fully is a gap its documented rule accepts
-    NOT_SELECTED = "not_selected"  # ran only for facts a selected check reads; its own verdict is not the run's
-    SKIPPED = "skipped"
-    TIMED_OUT = "timed_out"
-    CRASHED = "crashed"
+    @property
+    def english(self) -> str:
+        return self.outcome.english
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether ending in this state makes the run's verdict incomplete (Outcome.incomplete)."""
+        return self.outcome.incomplete
+
+    @property
+    def ended(self) -> bool:
+        """Whether the check ended before a verdict of its own (Outcome.ended)."""
+        return self.outcome.ended
 
 
-class Verdict(str, enum.Enum):
-    """The run's verdict: ready only when every check judged everything it was given and nothing was kept."""
+class Verdict(Labelled):
+    """The run's verdict: ready only when every check judged everything it was given and nothing was kept.
+    The value is the report's summary.outcome and the metrics' `verdict` label."""
 
-    READY = "ready"
-    FINDINGS = "findings"
-    INCOMPLETE = "incomplete"
+    READY = "ready", N_("ready")
+    FINDINGS = "findings", N_("with findings")
+    INCOMPLETE = "incomplete", N_("incomplete")
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether the verdict is incomplete: something went unjudged (the run is not known to be ready)."""
+        return self is Verdict.INCOMPLETE
+
+    @property
+    def exit_code(self) -> int:
+        """The exit code this verdict gives (under a --fail-on other than never; findings: those at or
+        above it): 0 ready, 1 findings, 3 incomplete."""
+        return {Verdict.READY: 0, Verdict.FINDINGS: 1, Verdict.INCOMPLETE: 3}[self]
+
+    @classmethod
+    def of(cls, complete: bool, findings: bool) -> Verdict:
+        """The verdict of a run: incomplete unless complete, else findings when any was kept, else ready."""
+        if not complete:
+            return cls.INCOMPLETE
+        return cls.FINDINGS if findings else cls.READY
 
 
 class Applicability(Labelled):
@@ -298,4 +360,4 @@ class CheckResult:
     @property
     def complete(self) -> bool:
         """Whether the check reached a verdict on everything it was given."""
-        return self.state not in (State.TIMED_OUT, State.CRASHED) and not self.not_judged
+        return not self.state.incomplete and not self.not_judged

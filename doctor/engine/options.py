@@ -15,6 +15,10 @@ contract module of the feature that owns their meaning. The registry holds them 
 loads (a flag, a field name, an options type: one owner each) and checks every option a check refers
 to by name (Reads.unless_option, Needs.inputs): a misspelled one is a load error, never a silent
 "not given".
+
+Commands declare their options the same way (app.flags: click_options, same_as): a command's callback
+turns click's parameters into its dataclasses at once and passes only those on, and a flag two
+commands take (--threads for check, estimate and bench) is one declaration.
 """
 
 from __future__ import annotations
@@ -41,6 +45,12 @@ class Flag:
     parse: Callable[[str], object] | None = None  # raising ValueError is a usage error on the command line
     choices: tuple[str, ...] = ()
     metavar: str | None = None  # what --help shows for the value
+    # what only a command's own options use (a check's options leave them at these defaults):
+    short: str | None = None  # "-o" beside "--output"
+    required: bool = False
+    show_default: bool = False
+    envvar: str | None = None
+    kind: object = None  # a click ParamType (a path, a range) the command line uses instead of parse
 
 
 @overload
@@ -54,6 +64,11 @@ def option(
     parse: Callable[[str], object] | None = None,
     choices: tuple[str, ...] = (),
     metavar: str | None = None,
+    short: str | None = None,
+    required: bool = False,
+    show_default: bool = False,
+    envvar: str | None = None,
+    kind: object = None,
 ) -> V: ...
 
 
@@ -67,6 +82,10 @@ def option(
     parse: Callable[[str], object] | None = None,
     choices: tuple[str, ...] = (),
     metavar: str | None = None,
+    short: str | None = None,
+    show_default: bool = False,
+    envvar: str | None = None,
+    kind: object = None,
 ) -> None: ...
 
 
@@ -80,10 +99,18 @@ def option(
     parse: Callable[[str], object] | None = None,
     choices: tuple[str, ...] = (),
     metavar: str | None = None,
+    short: str | None = None,
+    required: bool = False,
+    show_default: bool = False,
+    envvar: str | None = None,
+    kind: object = None,
 ) -> object:
     """A field of an Options dataclass that is also a command-line option (see the module's docstring):
-    typed as its default (a field without a default is None until given; a multiple one takes default=())."""
-    described = Flag(flag, help, multiple, is_flag, parse, choices, metavar)
+    typed as its default (a field without a default is None until given; a multiple one takes default=()).
+    A command's own options may also name a short flag, be required (its default then never used), show
+    their default, read an environment variable, or take a click type (kind: a path, a range) instead of
+    parse (app.flags makes them click options)."""
+    described = Flag(flag, help, multiple, is_flag, parse, choices, metavar, short, required, show_default, envvar, kind)
     if multiple:
         return field(default=tuple(cast("tuple[object, ...]", default or ())), metadata={FLAG: described})
     return field(default=default, metadata={FLAG: described})

@@ -19,12 +19,13 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import os
 import pkgutil
 import sys
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field, replace
-from importlib import metadata
 from types import ModuleType
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..i18n import joined, said
 from .check import INPUTS, Check
@@ -32,7 +33,10 @@ from .facts import Facts
 from .features import command_modules
 from .findings import Applicability, Code, Finding, FixableCode, FixParams
 from .fixer import Fixer
-from .options import OptionRef, Options
+from .options import Flag, OptionRef, Options
+
+if TYPE_CHECKING:
+    from .index import Lazy
 
 CHECK_GROUP = "decode_doctor.checks"
 FIXER_GROUP = "decode_doctor.fixers"
@@ -48,14 +52,26 @@ class Claim:
     applicability: Applicability
 
 
+@dataclass(frozen=True)
+class CheckInfo:
+    """What selection and the command line need of a check, known without importing it (engine.index)."""
+
+    name: str
+    codes: tuple[str, ...]
+    retired: Mapping[str, str]
+    flags: tuple[tuple[str, Flag, object], ...] = ()  # (field name, its flag, its default), as Options.flags() gives
+
+
 @dataclass
 class Registry:
-    checks: dict[str, type[Check]] = field(default_factory=dict)
-    fixers: dict[str, type[Fixer]] = field(default_factory=dict)
+    checks: MutableMapping[str, type[Check]] = field(default_factory=dict)
+    fixers: MutableMapping[str, type[Fixer]] = field(default_factory=dict)
     origins: dict[str, str] = field(default_factory=dict)  # "check:NAME" / "fixer:NAME" → builtin / plugin …
     errors: list[str] = field(default_factory=list)
     claims: dict[str, Claim] = field(default_factory=dict)  # code → the fixer that acts on it
-    publishers: dict[type[Facts], str] = field(default_factory=dict)  # facts type → the check that publishes it
+    publishers: MutableMapping[type[Facts], str] = field(default_factory=dict)  # facts type → the check that publishes it
+    # load()'s registry: checks and fixers imported on demand from the index (engine.index); None: all imported
+    lazy: Lazy | None = field(default=None, repr=False, compare=False)
 
     def codes(self) -> dict[str, tuple[Code, type[Check]]]:
         return {spec.code: (spec, cls) for cls in self.checks.values() for spec in cls.codes}
@@ -77,6 +93,60 @@ class Registry:
             return replace(finding, fix=None)
         return replace(finding, fix=replace(finding.fix, fixer=claim.fixer, applicability=claim.applicability))
 
+    def _indexed(self) -> Lazy | None:
+        return self.lazy if self.lazy is not None and self.lazy.full is None else None
+
+    def names(self) -> list[str]:
+        """The checks' names in the registry's order, importing none."""
+        lazy = self._indexed()
+        return list(lazy.entries) if lazy is not None else list(self.checks)
+
+    def catalog(self) -> list[CheckInfo]:
+        """Each check's name, codes, retired codes and flags, importing none (from the index)."""
+        lazy = self._indexed()
+        if lazy is not None:
+            return lazy.catalog()
+        return [
+            CheckInfo(cls.name, tuple(c.code for c in cls.codes), cls.retired, tuple(cls.options.flags()) if cls.options else ())
+            for cls in self.checks.values()
+        ]
+
+    def owner(self, code: str) -> str | None:
+        """The name of the check that declares the code, importing none."""
+        return next((info.name for info in self.catalog() if code in info.codes), None)
+
+    def option_values(self, values: Mapping[str, object]) -> tuple[Options, ...]:
+        """The checks' typed options given anything in values (a command line's parameters by field
+        name): one instance per options type, importing only the types that were given a value."""
+        found: list[Options] = []
+        lazy = self._indexed()
+        declared = [cls.options for cls in self.checks.values() if cls.options is not None] if lazy is None else []
+        for kind in lazy.options_given(values) if lazy is not None else declared:
+            value = kind.from_values({name: values.get(name) for name in kind.names() if name in values})
+            if value.given():
+                found.append(value)
+        return tuple(found)
+
+    def subset(self, classes: Iterable[type[Check]]) -> Registry:
+        """A run's registry: these checks and, transitively, those whose facts they read (a re-check
+        runs them), with every claim and the errors shared; itself when everything is imported."""
+        if self._indexed() is None:
+            return self
+        wanted: dict[str, type[Check]] = {}
+        pending = list(classes)
+        while pending:
+            cls = pending.pop()
+            if cls.name in wanted:
+                continue
+            wanted[cls.name] = cls
+            for reads in cls.needs.reads:
+                publisher = self.publisher(reads.facts)
+                if publisher is not None:
+                    pending.append(publisher)
+        checks = {name: wanted[name] for name in self.names() if name in wanted}
+        publishers = {cls.facts_type: name for name, cls in checks.items() if cls.facts_type is not None}
+        return Registry(checks, self.fixers, self.origins, self.errors, self.claims, publishers)
+
 
 def _defined_in(module: ModuleType, base: type[T]) -> list[type[T]]:
     """Subclasses of base defined in module or its submodules (a feature package), with a name."""
@@ -92,23 +162,32 @@ def _defined_in(module: ModuleType, base: type[T]) -> list[type[T]]:
     return sorted(found, key=lambda cls: cls.__module__ + "." + cls.__qualname__)
 
 
-def _discover(package: str, group: str, base: type[T], errors: list[str]) -> list[tuple[type[T], str]]:
+def _import_feature(name: str, errors: list[str]) -> ModuleType | None:
+    """A feature package (or fixer module) with every module in it but commands.py; None, and the
+    error named, when one does not import."""
+    try:
+        module = importlib.import_module(name)
+        for sub in pkgutil.iter_modules(getattr(module, "__path__", [])):
+            if not sub.name.startswith("_") and sub.name != "commands":
+                importlib.import_module(f"{name}.{sub.name}")
+    except Exception as exc:  # a broken module must not take the CLI down
+        errors.append(said("{module}: {kind}: {error}", module=name, kind=type(exc).__name__, error=str(exc)))
+        return None
+    return module
+
+
+def _discover(package: str, group: str, base: type[T], errors: list[str], plugins: bool = True) -> list[tuple[type[T], str]]:
+    from importlib import metadata
+
     found: list[tuple[type[T], str]] = []
     pkg = importlib.import_module(package)
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
         if info.name.startswith("_"):
             continue
-        name = f"{package}.{info.name}"
-        try:
-            module = importlib.import_module(name)
-            for sub in pkgutil.iter_modules(getattr(module, "__path__", [])):
-                if not sub.name.startswith("_") and sub.name != "commands":
-                    importlib.import_module(f"{name}.{sub.name}")
-        except Exception as exc:  # a broken module must not take the CLI down
-            errors.append(said("{module}: {kind}: {error}", module=name, kind=type(exc).__name__, error=str(exc)))
-            continue
-        found.extend((cls, "builtin") for cls in _defined_in(module, base))
-    for entry in metadata.entry_points(group=group):
+        module = _import_feature(f"{package}.{info.name}", errors)
+        if module is not None:
+            found.extend((cls, "builtin") for cls in _defined_in(module, base))
+    for entry in metadata.entry_points(group=group) if plugins else ():
         try:
             obj: object = entry.load()
         except Exception as exc:
@@ -294,20 +373,52 @@ def _add_fixers(registry: Registry, found: list[tuple[type[Fixer], str]]) -> Non
             registry.errors.append(said("check {check}: {code} declares a fix, but no fixer claims it", check=repr(check.name), code=code))
 
 
-def build() -> Registry:
+def build(plugins: bool = True) -> Registry:
+    """The registry with every check and fixer imported and every contract verified (plugins=False:
+    the built-in ones only, as the index holds them)."""
     registry = Registry()
-    _add_checks(registry, _discover(CHECKS_PACKAGE, CHECK_GROUP, Check, registry.errors))
-    _add_fixers(registry, _discover(FIXERS_PACKAGE, FIXER_GROUP, Fixer, registry.errors))
+    _add_checks(registry, _discover(CHECKS_PACKAGE, CHECK_GROUP, Check, registry.errors, plugins))
+    _add_fixers(registry, _discover(FIXERS_PACKAGE, FIXER_GROUP, Fixer, registry.errors, plugins))
     registry.errors.extend(command_modules().errors)
     return registry
+
+
+def plugins_declared(groups: tuple[str, ...]) -> bool:
+    """Whether an installed distribution may declare an entry point in these groups: the entry_points.txt
+    of every dist-info and egg-info directory on sys.path (what importlib.metadata reads, without its
+    import and its 15 ms). What cannot be read so plainly (a zip or an egg on the path) counts as one."""
+    headers = {f"[{group}]" for group in groups}
+    for entry in sys.path:
+        where = entry or "."
+        try:
+            names = os.listdir(where)
+        except OSError:
+            if os.path.exists(where):
+                return True  # a zip archive on the path: let importlib.metadata read it
+            continue
+        for name in names:
+            if name.endswith(".egg"):
+                return True
+            if not name.endswith((".dist-info", ".egg-info")):
+                continue
+            try:
+                with open(os.path.join(where, name, "entry_points.txt"), encoding="utf-8") as handle:
+                    if any(line.strip() in headers for line in handle):
+                        return True
+            except (OSError, ValueError):
+                continue
+    return False
 
 
 _loaded: Registry | None = None
 
 
 def load() -> Registry:
-    """The registry of this process, built once."""
+    """The registry of this process, built once: from the index (engine.index), its checks and fixers
+    imported as they are looked up, or built the full way when the index cannot stand for it."""
     global _loaded
     if _loaded is None:
-        _loaded = build()
+        from .index import indexed
+
+        _loaded = indexed() or build()
     return _loaded

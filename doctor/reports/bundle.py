@@ -1,5 +1,5 @@
-"""The support bundle: one tar.gz with report.md, report.html, report.json and raw/, redacted and
-leak-checked before a single byte is written."""
+"""The support bundle: one tar.gz with the member of each format that has one (reports.formats:
+report.md, report.html, report.json) and raw/, redacted and leak-checked before a single byte is written."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from typing import Any
 from ..engine.context import Context
 from ..engine.facts import EnvRow
 from ..engine.findings import Code
-from .html import render_html
-from .markdown import markdown
+from .formats import members
 from .redact import Redactor
+from .render import render_member
 from .report import Report
-from .textsafe import escaped_tree, shown, to_bytes
+from .textsafe import shown, to_bytes
 from .view import ReportView, build_view
 
 RAW_FILE_LIMIT = 1 << 20
@@ -106,9 +106,8 @@ def build_bundle(report: Report, ctx: Context, host: list[EnvRow], redactor: Red
     if redactor.notes:
         files["raw/redaction-notes.txt"] = "".join(f"{note}\n" for note in redactor.notes)
     view = build_view(report, redactor, codes, host)
-    files["report.json"] = json.dumps(escaped_tree(view.to_json()), indent=2, ensure_ascii=False)
-    files["report.md"] = markdown(view)
-    files["report.html"] = render_html(view)
+    for fmt in members():  # report.json, report.md, report.html: every format the registry makes a member
+        files[fmt.file_name] = render_member(view, fmt)
     # a second pass: values learned late (in raw files) are scrubbed from everything, names included
     encoded: dict[str, bytes] = {}
     for name, text in files.items():

@@ -18,10 +18,9 @@ from typing import Any
 from ..engine.check import Check
 from ..engine.facts import Facts
 from ..engine.files import open_regular
-from ..engine.findings import Severity
+from ..engine.findings import Severity, State
 from ..i18n import _, chinese, explanation
 from .report import SCHEMA_VERSION
-from .text import severity_word, state_word
 
 MAX_REPORT_BYTES = 64 << 20
 ABSENT = "absent"
@@ -127,7 +126,7 @@ class Difference:
         out += [f"+ {f['code']} {_finding_text(f)}" for f in self.appeared]
         out += [f"- {f['code']} {_finding_text(f)}" for f in self.disappeared]
         out += [
-            _("state    {check}: {before} → {after}", check=check, before=state_word(a), after=state_word(b))
+            _("state    {check}: {before} → {after}", check=check, before=_state_text(a), after=_state_text(b))
             for check, (a, b) in self.states.items()
         ]
         for name, (a, b, change) in self.measured.items():
@@ -138,12 +137,21 @@ class Difference:
         return out
 
 
+def _state_text(value: str) -> str:
+    """A result's state of a compared report in the user's language (State.label). The legacy mapping of
+    reading reports back: "absent" (the check is not in that report) and a state this version does not
+    know are shown as the report has them."""
+    found = State.parse(value)
+    return found.label if found is not None else value
+
+
 def _finding_text(finding: dict[str, Any]) -> str:
     """A finding of a compared report: its severity in the user's language, its message as the report
     has it. A message in the other language (a report made with --lang en read in Chinese) is quoted
     after the code's title in the user's language."""
     severity = str(finding.get("severity"))
-    word = severity_word(Severity(severity)) if severity in {s.value for s in Severity} else severity
+    found = Severity.parse(severity)
+    word = found.label if found is not None else severity  # a severity this version does not know, as the report has it
     message = str(finding.get("message") or "")
     if bool(re.search(r"[\u4e00-\u9fff]", message)) == chinese():
         return _("{severity} {check}: {message}", severity=word, check=finding.get("check"), message=message)

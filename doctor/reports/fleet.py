@@ -14,18 +14,35 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from ..engine.findings import Outcome, Severity, Verdict, fails
-from ..i18n import _, current, ngettext
+from ..engine.findings import Outcome, Severity, State, Verdict, fails
+from ..i18n import N_, _, current, ngettext
+from ..i18n.labels import Labelled
 from ..i18n.width import width as display_width
-from .text import severity_word, state_word
 
-STALE = "stale"
 FUTURE_SLACK_S = 300  # clocks disagree this much; a later stamp is not a time
-VERDICTS = {v.value for v in Verdict}
-OUTCOMES = {o.value for o in Outcome}
-LEGACY_STATES = {"passed": "passed", "findings": "findings", "skipped": "skipped", "timed out": "timed_out", "crashed": "crashed"}
+
+
+class Stale(Labelled):
+    """A host's status in place of its verdict when its report is older than --max-age (or of no known
+    time when an age is asked): the verdict no longer stands, so the fleet counts it as incomplete."""
+
+    STALE = "stale", N_("stale")
+
+    @property
+    def incomplete(self) -> bool:
+        return True
+
+
+STALE = Stale.STALE
+STATUSES: tuple[Verdict | Stale, ...] = (*Verdict, STALE)  # a host's status: its verdict, or stale
+L = TypeVar("L", bound=Labelled)
+
+
+def _read(kind: type[L], value: object) -> L | None:
+    """The member of kind a report holds as its value; None for anything else (a report is read, not trusted)."""
+    return next((member for member in kind if member.value == value), None)
 
 
 def started_at(report: dict[str, Any]) -> float | None:
@@ -40,29 +57,35 @@ def started_at(report: dict[str, Any]) -> float | None:
     return stamp if math.isfinite(stamp) else None
 
 
-def _outcome(result: dict[str, Any], kept: int) -> str:
-    """A result's outcome as the report states it (version 2 reports before outcomes: derived alike)."""
-    if result.get("outcome") in OUTCOMES:
-        return str(result["outcome"])
-    state = LEGACY_STATES.get(str(result.get("state")), "crashed")
-    if state in ("skipped", "timed_out", "crashed"):
-        return state
+def _outcome(result: dict[str, Any], kept: int) -> Outcome:
+    """A result's outcome as the report states it. The legacy mapping, for a version 2 report from
+    before outcomes (results[].state only): derived as view.outcome_of derives it, the state's own
+    outcome when it ended before a verdict (State.outcome: "timed out" is timed_out), and a state this
+    version does not know read as crashed (nothing it judged can be counted on)."""
+    stated = _read(Outcome, result.get("outcome"))
+    if stated is not None:
+        return stated
+    state = _read(State, result.get("state"))
+    if state is None:
+        return Outcome.CRASHED
+    if state.ended:
+        return state.outcome
     if kept:
-        return "findings"
-    return "not_judged" if result.get("not_judged") else "passed"
+        return Outcome.FINDINGS
+    return Outcome.NOT_JUDGED if result.get("not_judged") else Outcome.PASSED
 
 
-def _verdict(report: dict[str, Any], outcomes: dict[str, str]) -> str:
+def _verdict(report: dict[str, Any], outcomes: dict[str, Outcome]) -> Verdict:
     found = report.get("summary")
     summary: dict[str, Any] = found if isinstance(found, dict) else {}
     if _load_errors(report):
-        return Verdict.INCOMPLETE.value  # whatever an older version stated: a module that did not load judged nothing
-    stated = summary.get("outcome")
-    if stated in VERDICTS:
-        return str(stated)
-    if summary.get("verdict") == "incomplete" or any(o in ("not_judged", "timed_out", "crashed") for o in outcomes.values()):
-        return Verdict.INCOMPLETE.value
-    return Verdict.FINDINGS.value if report["findings"] else Verdict.READY.value
+        return Verdict.INCOMPLETE  # whatever an older version stated: a module that did not load judged nothing
+    stated = _read(Verdict, summary.get("outcome"))
+    if stated is not None:
+        return stated
+    # a report from before summary.outcome: its summary.verdict ("complete" or "incomplete"), or its outcomes
+    complete = summary.get("verdict") != "incomplete" and not any(o.incomplete for o in outcomes.values())
+    return Verdict.of(complete, bool(report["findings"]))
 
 
 def _load_errors(report: dict[str, Any]) -> int:
@@ -76,7 +99,7 @@ class HostRow:
     file: str
     started: str
     started_at: float | None
-    verdict: str  # ready, findings, incomplete
+    verdict: Verdict
     counts: dict[str, int]  # findings kept by severity
     not_judged: int
     cells: dict[str, str]  # check → "severity: CODE, CODE" or its outcome
@@ -94,7 +117,7 @@ def host_row(name: str, file: str, report: dict[str, Any]) -> HostRow:
     for finding in report["findings"]:
         by_check.setdefault(str(finding["check"]), []).append(finding)
     cells: dict[str, str] = {}
-    outcomes: dict[str, str] = {}
+    outcomes: dict[str, Outcome] = {}
     for result in report["results"]:
         check = str(result["check"])
         findings = by_check.get(check, [])
@@ -104,7 +127,7 @@ def host_row(name: str, file: str, report: dict[str, Any]) -> HostRow:
             codes = sorted({str(f["code"]) for f in findings if f["severity"] == worst.value})
             cells[check] = f"{worst.value}: {', '.join(codes)}"
         else:
-            cells[check] = outcomes[check]
+            cells[check] = outcomes[check].value
     counts = Counter(str(f["severity"]) for f in report["findings"])
     unjudged = sum(len(r.get("not_judged") or []) for r in report["results"] if isinstance(r.get("not_judged"), list))
     unjudged += _load_errors(report)  # each module that did not load: what it would judge
@@ -146,22 +169,23 @@ class Fleet:
         age = row.age_s(self.now)
         return age is None or age > self.max_age_s
 
-    def status(self, row: HostRow) -> str:
+    def status(self, row: HostRow) -> Verdict | Stale:
         return STALE if self.stale(row) else row.verdict
 
     @property
     def exit_code(self) -> int:
-        """3 when a host is incomplete or stale, else 1 when one has findings at or above --fail-on, else 0."""
-        if self.unreadable or any(self.status(row) in (Verdict.INCOMPLETE.value, STALE) for row in self.hosts):
-            return 3
-        return 1 if any(row.fails(self.fail_on) for row in self.hosts) else 0
+        """The exit code of an incomplete verdict (3) when a host is incomplete or stale or a file is
+        unreadable, else a verdict with findings' (1) when one has findings at or above --fail-on, else 0."""
+        if self.unreadable or any(self.status(row).incomplete for row in self.hosts):
+            return Verdict.INCOMPLETE.exit_code
+        return (Verdict.FINDINGS if any(row.fails(self.fail_on) for row in self.hosts) else Verdict.READY).exit_code
 
     def totals(self) -> dict[str, Any]:
         statuses = Counter(self.status(row) for row in self.hosts)
         by_code = Counter(code for row in self.hosts for code in row.codes)
         return {
             "hosts": len(self.hosts),
-            **{v: statuses.get(v, 0) for v in (*(v.value for v in Verdict), STALE)},
+            **{status.value: statuses.get(status, 0) for status in STATUSES},
             **{f"{s.value}s" if s is not Severity.INFO else "infos": sum(r.counts[s.value] for r in self.hosts) for s in Severity},
             "not_judged": sum(row.not_judged for row in self.hosts),
             "unreadable": len(self.unreadable),
@@ -181,7 +205,7 @@ class Fleet:
                     "file": row.file,
                     "started": row.started,
                     "age_s": round(age, 1) if (age := row.age_s(self.now)) is not None else None,
-                    "verdict": row.verdict,
+                    "verdict": row.verdict.value,
                     "stale": self.stale(row),
                     "findings": row.counts,
                     "not_judged": row.not_judged,
@@ -243,11 +267,13 @@ def fleet(
 
 
 def _cell_text(cell: str) -> str:
-    """A matrix cell (kept in English: the HTML classes are its severity) as the user reads it."""
+    """A matrix cell (kept in English: the HTML classes are its severity or outcome) as the user reads it:
+    "severity: CODE, CODE" or an outcome's value (host_row writes nothing else: another is an error)."""
     severity, _colon, codes = cell.partition(": ")
-    if codes and severity in {s.value for s in Severity}:
-        return _("{severity}: {codes}", severity=severity_word(Severity(severity)), codes=_(", ").join(codes.split(", ")))
-    return state_word(cell)
+    found = _read(Severity, severity)
+    if codes and found is not None:
+        return _("{severity}: {codes}", severity=found.label, codes=_(", ").join(codes.split(", ")))
+    return Outcome(cell).label
 
 
 def age_text(seconds: float | None) -> str:
@@ -266,7 +292,7 @@ def _columns(f: Fleet) -> tuple[list[str], list[list[str]]]:
     """The table's heading and rows as the user reads them: host, verdict, age, not judged, then each check."""
     checks = f.checks
     head = [_("host"), _("verdict"), _("age"), _("not judged"), *checks]
-    states: dict[str, str] = {}  # each distinct status and cell said once per render, not once per host
+    statuses = {status: status.label for status in STATUSES}  # each status and distinct cell said once per render, not once per host
     cells: dict[str, str] = {}
 
     def say(cell: str, word: Callable[[str], str], said: dict[str, str]) -> str:
@@ -278,7 +304,7 @@ def _columns(f: Fleet) -> tuple[list[str], list[list[str]]]:
     rows = [
         [
             row.host,
-            say(f.status(row), state_word, states),
+            statuses[f.status(row)],
             age_text(row.age_s(f.now)),
             str(row.not_judged),
             *(say(row.cells[c], _cell_text, cells) if c in row.cells else "—" for c in checks),
@@ -298,7 +324,7 @@ def totals_line(f: Fleet) -> str:
         ready=t["ready"],
         findings=t["findings"],
         incomplete=t["incomplete"],
-        stale=t[STALE],
+        stale=t[STALE.value],
         errors=t["errors"],
         warnings=t["warnings"],
         not_judged=t["not_judged"],
@@ -344,7 +370,7 @@ def _html(f: Fleet) -> str:
     head, rows = _columns(f)
     checks = f.checks
     classes = [
-        ["", f.status(row), "", "", *(row.cells.get(c, "").split(":")[0] for c in checks)] for row in f.hosts
+        ["", f.status(row).value, "", "", *(row.cells.get(c, "").split(":")[0] for c in checks)] for row in f.hosts
     ]  # the first four columns are the host's, the rest its checks' cells
     heading = "".join(f"<th>{html.escape(c)}</th>" for c in head)
     written: dict[tuple[str, str], str] = {}  # each distinct cell of a class escaped once per render, not once per host

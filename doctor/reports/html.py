@@ -8,9 +8,9 @@ import math
 from typing import Any
 
 from ..engine.facts import Chart, HtmlBlock
-from ..engine.findings import Finding
-from ..i18n import _, current, explanation, localized
-from .text import all_clear, severity_word, state_word
+from ..engine.findings import Finding, Severity
+from ..i18n import _, current, explanation, localized, typography
+from .text import all_clear
 from .view import ReportView
 
 STYLE = """
@@ -171,7 +171,7 @@ def render_html(view: ReportView) -> str:
         + f" <code>{_e(meta.get('root'))}</code> · "
         f"{_e(meta.get('started'))} · decode-doctor {_e(meta.get('version'))}</p>",
     ]
-    counts = {s: sum(1 for f in view.findings if f.severity.value == s) for s in ("error", "warning", "info")}
+    counts = {s.value: view.count(s) for s in Severity}
     clear = all_clear(view)
     exit_code = view.command_exit_code()
     out.append(
@@ -200,7 +200,7 @@ def render_html(view: ReportView) -> str:
             f = group.first
             fix = _e(f.fix.summary) if f.fix else _e(view.explanations.get(f.code, ""))
             out.append(
-                f'<tr><td><code>{_e(f.code)}</code></td><td class="{f.severity.value}">{_e(severity_word(f.severity))}</td>'
+                f'<tr><td><code>{_e(f.code)}</code></td><td class="{f.severity.value}">{_e(f.severity.label)}</td>'
                 f"<td>{_e(f.check)}</td><td>{_finding_cell(group.findings)}</td><td>{fix}</td></tr>"
             )
         out.append("</tbody></table>")
@@ -231,7 +231,7 @@ def render_html(view: ReportView) -> str:
     heads = "".join(f"<th>{_e(h)}</th>" for h in (_("Check"), _("State"), _("Duration"), _("Note")))
     out.append("<h2>" + _e(_("Checks")) + f"</h2><table><thead><tr>{heads}</tr></thead><tbody>")
     for r in view.results:
-        state = _e(state_word(r.state.value))
+        state = _e(r.state.label)
         out.append(f"<tr><td>{_e(r.check)}</td><td>{state}</td><td>{r.duration_s:.2f} s</td><td>{_e(r.reason or '')}</td></tr>")
     out.append("</tbody></table></body></html>")
-    return "\n".join(out) + "\n"
+    return typography.normalize_html("\n".join(out) + "\n")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..i18n import _, explanation, localized
-from .text import all_clear, severity_word, shown_check, state_word, summary_line
+from ..i18n import _, explanation, localized, typography
+from .text import all_clear, shown_check, summary_line
 from .view import ReportView
 
 FOLDED_LIMIT = 500
@@ -49,7 +49,7 @@ def markdown(view: ReportView) -> str:
                 if len(group.findings) == 1
                 else _("{count:,} findings: {title}", count=len(group.findings), title=_cell(title))
             )
-            out.append(f"| {f.code} | {severity_word(f.severity)} | {f.check} | {text} | {fix} |")
+            out.append(f"| {f.code} | {f.severity.label} | {f.check} | {text} | {fix} |")
         out.append("")
         for group in groups:
             f = group.first
@@ -102,7 +102,7 @@ def markdown(view: ReportView) -> str:
         out.append("")
     out += ["## " + _("Checks"), "", "| " + " | ".join((_("Check"), _("State"), _("Duration"), _("Note"))) + " |", "|---|---|---|---|"]
     for r in view.results:
-        out.append(f"| {r.check} | {state_word(r.state.value)} | {r.duration_s:.2f} s | {_cell(r.reason or '')} |")
+        out.append(f"| {r.check} | {r.state.label} | {r.duration_s:.2f} s | {_cell(r.reason or '')} |")
     if view.ignored:
         out += ["", "## " + _("Ignored"), ""]
         out += [
@@ -115,4 +115,4 @@ def markdown(view: ReportView) -> str:
             + (f": {i.reason}" if i.reason else "")
             for i in view.ignored
         ]
-    return "\n".join(out) + "\n"
+    return typography.normalize("\n".join(out) + "\n")

@@ -6,31 +6,14 @@ from __future__ import annotations
 import shlex
 from typing import TextIO
 
-from ..engine.findings import Finding, Severity, State
-from ..i18n import N_, _, chinese, localized, ngettext
+from ..engine.findings import Finding, Outcome, Severity, State, Verdict
+from ..i18n import _, chinese, localized, ngettext, typography
 from ..i18n.width import ljust
 from .view import ReportView
 
-NOTE_STATES = (State.SKIPPED, State.TIMED_OUT, State.CRASHED)
 SHOWN_NOT_JUDGED = 10
-
-
-STATE_WORDS = {
-    State.PASSED.value: N_("passed"),
-    State.FINDINGS.value: N_("with findings"),
-    State.SKIPPED.value: N_("skipped"),
-    State.TIMED_OUT.value: N_("timed out"),
-    State.CRASHED.value: N_("crashed"),
-    # the outcomes a report and a fleet state (engine.findings.Outcome, Verdict)
-    "not_judged": N_("not judged"),
-    "accepted_gap": N_("accepted by rule"),
-    "not_selected": N_("not selected"),
-    "timed_out": N_("timed out"),
-    "ready": N_("ready"),
-    "incomplete": N_("incomplete"),
-    "stale": N_("stale"),
-}
-SEVERITY_WORDS = {"error": N_("error"), "warning": N_("warning"), "info": N_("info")}
+# how a terminal shows each severity (a style, not a word: the word is Severity.label); tests/test_states.py: each has one
+SEVERITY_STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
 def shown_check(name: str) -> str:
@@ -42,12 +25,15 @@ def shown_check(name: str) -> str:
     return name
 
 
-def severity_word(severity: Severity) -> str:
-    return _(SEVERITY_WORDS[severity.value])
-
-
-def state_word(state: str) -> str:
-    return _(STATE_WORDS[state]) if state in STATE_WORDS else state
+def state_word(value: str) -> str:
+    """The word of a state, outcome or verdict held as its stored value (the agent's summary): the
+    member's own label (State, Outcome and Verdict of one value share it). An unknown value is an
+    error, never shown raw; code that holds the member reads its .label."""
+    for kind in (State, Outcome, Verdict):
+        member = kind.parse(value)
+        if member is not None:
+            return member.label
+    raise ValueError(f"not a state, an outcome or a verdict: {value!r}")  # untranslated: a programming error
 
 
 def summary_line(view: ReportView) -> str:
@@ -58,9 +44,9 @@ def summary_line(view: ReportView) -> str:
     ]
     if view.ignored:
         parts.append(_("{count} ignored", count=len(view.ignored)))
-    checks = _(", ").join(_("{count} {state}", count=n, state=state_word(state)) for state, n in view.states().items() if n)
+    checks = _(", ").join(_("{count} {state}", count=n, state=State(state).label) for state, n in view.states().items() if n)
     line = _("{counts} — checks: {checks}", counts=_("; ").join(parts), checks=checks)
-    unjudged = sum(1 for r in view.results if r.state in (State.TIMED_OUT, State.CRASHED))
+    unjudged = sum(1 for r in view.results if r.state.incomplete)
     if unjudged:
         line += ngettext(
             " — the verdict is incomplete: {count:,} check reached none",
@@ -116,7 +102,7 @@ def rerun_hint(argv: list[str], *flags: str) -> str:
 def all_clear(view: ReportView) -> str | None:
     """The one line a healthy run prints, or None when there is something to report. "Ready" only when
     every check judged everything it was given; otherwise what was not judged is named."""
-    if view.findings or any(r.state in (State.TIMED_OUT, State.CRASHED) for r in view.results):
+    if view.findings or any(r.state.incomplete for r in view.results):
         return None
     skipped = sum(1 for r in view.results if r.state is State.SKIPPED)
     ran = len(view.results) - skipped
@@ -143,12 +129,12 @@ def result_notes(view: ReportView, verbose: bool) -> list[str]:
     apply, with --verbose."""
     lines = []
     for result in view.results:
-        if result.state in NOTE_STATES and (verbose or result.state is not State.SKIPPED):
+        if result.state.ended and (verbose or result.state is not State.SKIPPED):
             lines.append(
                 _(
                     "{check}: {state} — {reason}",
                     check=shown_check(result.check),
-                    state=state_word(result.state.value),
+                    state=result.state.label,
                     reason=result.reason,
                 )
             )
@@ -193,7 +179,7 @@ def fix_label(finding: Finding) -> str:
 def _finding_line(f: Finding) -> str:
     label = fix_label(f)
     message = _("{message} [{label}]", message=f.message, label=label) if label else f.message
-    return f"{f.code:<9} {ljust(severity_word(f.severity), 8)} {ljust(shown_check(f.check), 14)} {message}"
+    return f"{f.code:<9} {ljust(f.severity.label, 8)} {ljust(shown_check(f.check), 14)} {message}"
 
 
 def _ignored_lines(view: ReportView) -> list[str]:
@@ -216,21 +202,21 @@ def plain_text(view: ReportView, verbose: bool = False) -> str:
     clear = all_clear(view)
     lines.append(clear or summary_line(view))
     lines.extend(footer(view))
-    return "\n".join(lines) + "\n"
+    return typography.normalize("\n".join(lines) + "\n")
 
 
 def rich_text(view: ReportView, stream: TextIO, verbose: bool = False) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=stream, highlight=False)
-    styles = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+    console = Console(file=typography.stream(stream), highlight=False)
+    styles = SEVERITY_STYLES
     if view.findings:
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
         for column in (_("Code"), _("Severity"), _("Check"), _("Finding"), _("Fix")):
             table.add_column(column, overflow="fold")
         for f in view.findings:
-            table.add_row(f.code, f"[{styles[f.severity.value]}]{severity_word(f.severity)}[/]", f.check, f.message, fix_label(f))
+            table.add_row(f.code, f"[{styles[f.severity]}]{f.severity.label}[/]", f.check, f.message, fix_label(f))
         console.print(table)
     for line in fact_lines(view, verbose):
         console.print(line, markup=False)

@@ -61,7 +61,8 @@ class ResultView:
 
     @property
     def complete(self) -> bool:
-        return self.state not in (State.TIMED_OUT, State.CRASHED) and not self.not_judged
+        """As CheckResult.complete: its state is not incomplete (State.incomplete) and it judged all it was given."""
+        return not self.state.incomplete and not self.not_judged
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -171,9 +172,7 @@ class ReportView:
 
     @property
     def verdict(self) -> Verdict:
-        if not self.complete:
-            return Verdict.INCOMPLETE
-        return Verdict.FINDINGS if self.findings else Verdict.READY
+        return Verdict.of(self.complete, bool(self.findings))
 
     def outcomes(self) -> dict[str, int]:
         counts = {outcome.value: 0 for outcome in Outcome}
@@ -226,7 +225,7 @@ class ReportView:
 def judging_codes(registry_codes: Mapping[str, tuple[Code, Any]], report: Report) -> dict[str, Code]:
     """The codes of the checks that ran to a verdict in this report: only they can call an environment
     row "ok" (a row whose judging check was not selected is shown, not judged)."""
-    ran = {r.check for r in report.results if r.state in (State.PASSED, State.FINDINGS)}
+    ran = {r.check for r in report.results if not r.state.ended}
     return {code: spec for code, (spec, cls) in registry_codes.items() if getattr(cls, "name", None) in ran}
 
 
@@ -295,9 +294,8 @@ def build_view(
 def outcome_of(state: State, kept: int, unjudged: bool, pulled_in: bool, accepted: bool = False) -> Outcome:
     """What a report says of a check: the state it ended in, then whether it was selected, then the
     findings kept, then what it could not judge."""
-    ended = {State.SKIPPED: Outcome.SKIPPED, State.TIMED_OUT: Outcome.TIMED_OUT, State.CRASHED: Outcome.CRASHED}
-    if state in ended:
-        return ended[state]
+    if state.ended:
+        return state.outcome
     if pulled_in:
         return Outcome.NOT_SELECTED
     if kept:
