@@ -8,6 +8,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -280,3 +281,15 @@ def _english_after_each_test():
     from decode_doctor import i18n
 
     i18n.use(i18n.ENGLISH)
+
+
+@pytest.fixture
+def busy_loops() -> Iterator[None]:
+    """Two processes spinning beside the test: the load a bound must hold under, or a node whose CPUs serve."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()

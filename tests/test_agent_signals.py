@@ -15,13 +15,10 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-
-import pytest
 
 from .conftest import FIXTURES, REPO, run_dd
 from .support.services import node_exporter, prometheus, prometheus_api, wait_until
@@ -150,18 +147,6 @@ def _trial(trial: Trial, top: Path, *extra: str) -> Outcome:
     kept = (".decode_doctor.lock",) if "--remove-on-stop" in extra else (".decode_doctor.lock", "decode_doctor.prom")
     left = sorted(p.name for p in textfile.iterdir() if p.name not in kept)
     return Outcome(trial, code, stop_s, caught, in_run, survivors, left, stderr)
-
-
-@pytest.fixture
-def busy_loops() -> Iterator[None]:
-    """Two processes spinning beside the agents: the load the bound must hold under."""
-    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
-    try:
-        yield
-    finally:
-        for loop in loops:
-            loop.kill()
-            loop.wait()
 
 
 def test_sigterm_at_random_moments_under_load_always_stops_the_agent_within_2_s(busy_loops):

@@ -16,7 +16,6 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -298,18 +297,6 @@ def _has_group(name: str) -> bool:
     except KeyError:
         return False
     return True
-
-
-@pytest.fixture
-def busy_loops() -> Iterator[None]:
-    """Two processes spinning beside the agent: a node whose CPUs serve (the probe is contended)."""
-    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
-    try:
-        yield
-    finally:
-        for loop in loops:
-            loop.kill()
-            loop.wait()
 
 
 def test_a_node_serving_from_its_first_run_reaches_a_steady_verdict_named_in_its_metrics(nvml_double, tmp_path, busy_loops):

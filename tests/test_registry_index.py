@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from decode_doctor.engine import index, registry
+from decode_doctor.engine import index, plugins, registry
 
 REPO = Path(__file__).resolve().parent.parent
 HOST = REPO / "fixtures" / "hosts" / "healthy-server"
@@ -180,10 +180,10 @@ def test_an_installed_plugin_loads_the_full_way(monkeypatch, tmp_path):
     dist.mkdir()
     (dist / "entry_points.txt").write_text("[console_scripts]\nprobe = dd_probe:main\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert not registry.plugins_declared((registry.CHECK_GROUP, registry.FIXER_GROUP))
+    assert not plugins.plugins_declared((registry.CHECK_GROUP, registry.FIXER_GROUP))
     assert index.indexed() is not None
     (dist / "entry_points.txt").write_text("[decode_doctor.fixers]\nprobe = dd_probe\n")
-    assert registry.plugins_declared((registry.CHECK_GROUP, registry.FIXER_GROUP))
+    assert plugins.plugins_declared((registry.CHECK_GROUP, registry.FIXER_GROUP))
     assert index.indexed() is None
 
 

@@ -34,7 +34,8 @@ from .facts import Facts
 from .findings import Applicability
 from .fixer import Fixer
 from .options import Flag, Options
-from .registry import CHECK_GROUP, FIXER_GROUP, CheckInfo, Claim, Registry, T, build, plugins_declared
+from .plugins import plugins_declared
+from .registry import CHECK_GROUP, FIXER_GROUP, CheckInfo, Claim, Registry, T, build
 from .registry import _defined_in as defined_in
 from .registry import _import_feature as registry_import_feature
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
-import os
 import pkgutil
 import sys
 from collections.abc import Iterable, Mapping, MutableMapping
@@ -381,33 +380,6 @@ def build(plugins: bool = True) -> Registry:
     _add_fixers(registry, _discover(FIXERS_PACKAGE, FIXER_GROUP, Fixer, registry.errors, plugins))
     registry.errors.extend(command_modules().errors)
     return registry
-
-
-def plugins_declared(groups: tuple[str, ...]) -> bool:
-    """Whether an installed distribution may declare an entry point in these groups: the entry_points.txt
-    of every dist-info and egg-info directory on sys.path (what importlib.metadata reads, without its
-    import and its 15 ms). What cannot be read so plainly (a zip or an egg on the path) counts as one."""
-    headers = {f"[{group}]" for group in groups}
-    for entry in sys.path:
-        where = entry or "."
-        try:
-            names = os.listdir(where)
-        except OSError:
-            if os.path.exists(where):
-                return True  # a zip archive on the path: let importlib.metadata read it
-            continue
-        for name in names:
-            if name.endswith(".egg"):
-                return True
-            if not name.endswith((".dist-info", ".egg-info")):
-                continue
-            try:
-                with open(os.path.join(where, name, "entry_points.txt"), encoding="utf-8") as handle:
-                    if any(line.strip() in headers for line in handle):
-                        return True
-            except (OSError, ValueError):
-                continue
-    return False
 
 
 _loaded: Registry | None = None

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import enum
 import importlib
-import os
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engine.plugins import plugins_declared
 from ..i18n import _
 
 
@@ -177,33 +176,6 @@ def _derive() -> None:
         _OFFERED[use] = tuple(f.name for f in sorted(offered, key=lambda f: f.offers[use].rank))
 
 
-def _declared(group: str) -> bool:
-    """Whether an installed distribution may declare an entry point in the group: the entry_points.txt
-    of each dist-info and egg-info directory on sys.path, read plainly (importlib.metadata costs --help
-    15 ms). What cannot be read so (a zip or an egg on the path) counts as one."""
-    header = f"[{group}]"
-    for entry in sys.path:
-        where = entry or "."
-        try:
-            names = os.listdir(where)
-        except OSError:
-            if os.path.exists(where):
-                return True
-            continue
-        for name in names:
-            if name.endswith(".egg"):
-                return True
-            if not name.endswith((".dist-info", ".egg-info")):
-                continue
-            try:
-                with open(os.path.join(where, name, "entry_points.txt"), encoding="utf-8") as handle:
-                    if header in handle.read():
-                        return True
-            except (OSError, ValueError):
-                continue
-    return False
-
-
 def _read_plugins() -> None:
     """The formats installed plugins declare, registered once, after the built-in ones. A plugin that
     does not load, or names something that is not a Format, is left out: it must not take the CLI down."""
@@ -211,7 +183,7 @@ def _read_plugins() -> None:
     if _plugins_read:
         return
     _plugins_read = True
-    if not _declared(PLUGIN_GROUP):
+    if not plugins_declared((PLUGIN_GROUP,)):
         return
     from importlib import metadata
 
