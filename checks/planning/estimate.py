@@ -77,12 +77,12 @@ def run(options: EstimateOptions) -> None:
 
 def _run(options: EstimateOptions) -> int:
     from decode_doctor.app.deadline import within
-    from decode_doctor.app.output import OutputRequest, emit
+    from decode_doctor.app.output import OutputRequest, emit, say
 
     try:
         document = within(options.timeout or DEADLINE_S, "estimate", plan_document, options)
     except ModelFormatError as exc:
-        click.echo(_("decode-doctor estimate: {exc}", exc=exc), err=True)
+        say(_("decode-doctor estimate: {exc}", exc=exc))  # say(): a name's control and bidirectional characters escaped
         return 2
     except EstimateError as exc:
         raise click.UsageError(localized(reason(exc))) from None

@@ -16,6 +16,7 @@ from ..engine.findings import CheckResult, State
 from ..engine.registry import Registry, load
 from ..i18n import _
 from ..reports.report import Report
+from ..reports.textsafe import shown, terminal_safe
 from .deadline import within
 from .requests import RequestError
 from .service import run_meta
@@ -60,7 +61,9 @@ def decoded(data: bytes) -> str:
 
 
 def _source(name: str) -> str:
-    return "stdin" if name == "-" else Path(name).name
+    """The file's name as every output shows it (the check's "serving (NAME)", the run's command): a
+    control or bidirectional character in it is written \\x1b, \\u200f, never sent raw."""
+    return "stdin" if name == "-" else terminal_safe(shown(Path(name).name))
 
 
 def _judge(texts: list[tuple[str, str]]) -> list[tuple[str, CheckResult]]:

@@ -12,7 +12,13 @@ from collections.abc import Callable
 import click
 
 from ..i18n import _, localized, os_reason, reason
+from ..reports.textsafe import shown, terminal_safe
 from .deadline import DeadlineExceeded, WorkFailed
+
+
+def _echo(text: str, err: bool = True) -> None:
+    """A line on stderr with a name's control and bidirectional characters written \\x1b, never raw."""
+    click.echo(terminal_safe(shown(text)), err=err)
 
 
 def guarded(debug: bool, action: Callable[[], int]) -> None:
@@ -26,27 +32,27 @@ def guarded(debug: bool, action: Callable[[], int]) -> None:
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(141)
     except KeyboardInterrupt:
-        click.echo(_("decode-doctor: interrupted"), err=True)
+        _echo(_("decode-doctor: interrupted"), err=True)
         sys.exit(130)
     except (DeadlineExceeded, WorkFailed) as exc:
-        click.echo("decode-doctor: " + localized(reason(exc)), err=True)
+        _echo("decode-doctor: " + localized(reason(exc)), err=True)
         sys.exit(2)
     except OSError as exc:
         if debug:
             traceback.print_exc()
         if exc.filename is None:
-            click.echo(
+            _echo(
                 _("decode-doctor: internal error: {name}: {exc} (rerun with --debug for the traceback)", name=type(exc).__name__, exc=exc),
                 err=True,
             )
         else:  # a path the user gave or owns: unwritable, missing, read-only, full
             target = exc.filename if exc.filename2 is None else f"{exc.filename} → {exc.filename2}"
-            click.echo(_("decode-doctor: {value}: {target}", value=localized(os_reason(exc)), target=target), err=True)
+            _echo(_("decode-doctor: {value}: {target}", value=localized(os_reason(exc)), target=target), err=True)
         sys.exit(2)
     except Exception as exc:
         if debug:
             traceback.print_exc()
-        click.echo(
+        _echo(
             _("decode-doctor: internal error: {name}: {exc} (rerun with --debug for the traceback)", name=type(exc).__name__, exc=exc),
             err=True,
         )

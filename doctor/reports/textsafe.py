@@ -43,10 +43,11 @@ def escaped_tree(value: object) -> object:
     return value
 
 
-# C0 controls but newline and tab, DEL, C1 controls, and the bidirectional overrides and isolates
-# (U+202A-U+202E, U+2066-U+2069): what can clear, retitle or reorder a terminal when a name holds it
+# C0 controls but newline and tab, DEL, C1 controls, and the bidirectional marks, overrides and isolates
+# (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069): what can clear, retitle or reorder a terminal
+# when a name holds it
 _TERMINAL_UNSAFE = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)}
-_TERMINAL_UNSAFE.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))})
+_TERMINAL_UNSAFE.update({c: f"\\u{c:04x}" for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))})
 
 
 def terminal_safe(text: str) -> str:
