@@ -69,6 +69,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # English unless a test asks for Chinese, whatever this machine's locale; the catalogs compiled
     # from the .po as committed (an editable install compiled them once, maybe before an edit)
     os.environ["DECODE_DOCTOR_LANG"] = "en"
+    # a program value (None, True, a state's machine word) given to a sentence fails the test that
+    # reached it, in this process and in every decode-doctor it starts (doctor/i18n: raw_value)
+    os.environ["DECODE_DOCTOR_STRICT_SENTENCES"] = "1"
     from decode_doctor.i18n.compile import compile_catalogs
 
     compile_catalogs()

@@ -122,7 +122,7 @@ def test_vllm_collect_env_names_the_vllm_version():
         ("torch-error-driver-too-old-runtimeerror-found-10010.txt", ["GPU021"], "CUDA ≤ 10.1"),
         ("torch-error-driver-too-old-assertion-found-10000.txt", ["GPU021"], "CUDA ≤ 10.0"),
         ("amd-rx6700xt-rocm-host-torch2.5.1-cuda-wheels-spanish-lscpu.txt", ["GPU026"], "no NVIDIA driver"),
-        ("a100-sxm4-40gb-torch1.12.1-cu113-driver-470.129.06-complete.txt", ["GPU023"], "PyTorch 1.12.1+cu113 < 2.0"),
+        ("a100-sxm4-40gb-torch1.12.1-cu113-driver-470.129.06-complete.txt", ["GPU023"], "PyTorch 1.12.1+cu113 is below 2.0"),
         ("rocm-device66a1-torch1.7.0a0.partial.txt", ["GPU023"], "1.7.0a0"),
     ],
 )

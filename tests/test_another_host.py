@@ -258,4 +258,4 @@ def test_the_support_bundle_of_another_host_carries_nothing_of_this_machine(tmp_
     report = json.loads(files["report.json"])
     assert_nothing_of_this_machine(report, this_machine)
     (cpu,) = [row["value"] for row in report["environment"] if row["name"] == "CPU"]
-    assert cpu == "Host CPU (3 logical CPUs, unknown)" and platform.machine() not in cpu
+    assert cpu == "Host CPU (3 logical CPUs, not read)" and platform.machine() not in cpu

@@ -87,7 +87,7 @@ def test_fit_headroom_and_knobs():
     assert over.fit == "does not fit"
     assert any(k.startswith("cap the context at") for k in over.knobs)
     tiny = compute_budget(m, Device("cuda:0", "GPU", int(8e9), 300.0, "measured"), 4096, 1)
-    assert any("weights alone take all the usable memory" in k for k in tiny.knobs)
+    assert any("weights with their runtime overhead take all the usable memory" in k for k in tiny.knobs)
     assert any("4-bit weights" in k for k in tiny.knobs)
 
 

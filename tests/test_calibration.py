@@ -198,7 +198,7 @@ def test_estimate_says_why_it_cannot_calibrate_a_weight_type(tmp_path):
         pytest.skip("llama-cpp-python is not installed: the weight type is never asked")
     model = write(tmp_path / "q.gguf", TINY_LARGE, "Q4_0")
     out = cli("estimate", "--model", str(model), "--bandwidth", "40", "--state-dir", str(tmp_path / "s"), "--threads", "3").stdout
-    assert "predicted          none: no calibration of llama.cpp" in out and "at 3 thread(s) for Q4_0 weights" in out
+    assert "predicted          not predicted: no calibration of llama.cpp" in out and "at 3 thread(s) for Q4_0 weights" in out
 
 
 @pytest.mark.skipif(available() is not None, reason=str(available()))

@@ -35,16 +35,16 @@ def tiny_config(directory: Path) -> Path:
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (("--context", "-5"), "'--context': -5 is out of range"),
-        (("--concurrency", "0"), "'--concurrency': 0 is out of range"),
-        (("--target-tps", "nan"), "'--target-tps': nan is out of range"),
-        (("--jobs", "0"), "'--jobs': 0 is out of range"),
-        (("--jobs", "-3"), "'--jobs': -3 is out of range"),
-        (("--image-timeout", "0"), "'--image-timeout': 0 is out of range"),
+        (("--context", "-5"), "'--context': \"-5\" is out of range"),
+        (("--concurrency", "0"), "'--concurrency': \"0\" is out of range"),
+        (("--target-tps", "nan"), "'--target-tps': \"nan\" is out of range"),
+        (("--jobs", "0"), "'--jobs': \"0\" is out of range"),
+        (("--jobs", "-3"), "'--jobs': \"-3\" is out of range"),
+        (("--image-timeout", "0"), "'--image-timeout': \"0\" is out of range"),
         (("--max-pixels", "-1"), "'--max-pixels': -1 is not a number of pixels"),
         (("--max-pixels", "0"), "'--max-pixels': 0 is not a number of pixels"),
-        (("--threads", "0"), "'--threads': 0 is out of range"),
-        (("--nvidia-smi-timeout", "-1"), "'--nvidia-smi-timeout': -1 is out of range"),
+        (("--threads", "0"), "'--threads': \"0\" is out of range"),
+        (("--nvidia-smi-timeout", "-1"), "'--nvidia-smi-timeout': \"-1\" is out of range"),
         (("--from-encoding", "klingon"), "unknown encoding 'klingon'"),
     ],
 )
@@ -82,7 +82,7 @@ def test_an_unwritable_output_is_one_line_not_an_internal_error(tmp_path):
 def test_undo_refuses_a_missing_state_dir_and_never_creates_it(tmp_path):
     missing = tmp_path / "no-such-state"
     result = cli("undo", "--state-dir", str(missing))
-    assert result.exit_code == 2 and "No such file or directory" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert result.exit_code == 2 and "--state-dir" in result.stderr and "does not exist" in result.stderr, result.stderr
     assert not missing.exists()
 
 

@@ -208,6 +208,24 @@ def test_each_window_is_named_beside_the_layers_that_keep_it(tmp_path, name):
     assert not stated.get("full", (0, set()))[1] and not stated.get("mla", (0, set()))[1]
 
 
+HYBRIDS = [name for name in MODELS if name.startswith(("Nemotron-H", "Qwen3-Next"))]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+@pytest.mark.parametrize("name", HYBRIDS)
+def test_a_hybrid_models_layer_note_adds_up_to_its_layers_in_both_languages(tmp_path, name, lang):
+    """Nemotron-H's note once said "of 118 layers 10 are attention; the other 54 are Mamba-2" (10 + 54 ≠
+    118: the MLP layers were left out, and the Chinese invented "the rest"). Every count the note gives
+    adds up to the layers it names, and to the architecture's own count."""
+    size = sizing(config_only(name))
+    proc = cli("estimate", "--model", str(model_dir(tmp_path, name)), "--gpu", "H100-SXM", "--gpus", "8", "--lang", lang)
+    note = next(line for line in proc.stdout.splitlines() if "Mamba" in line or "DeltaNet" in line)
+    counts = [int(n) for n in re.findall(r"\d+", note.replace("Mamba-2", "Mamba"))]
+    assert size.layers in counts, (lang, note)
+    counts.remove(size.layers)
+    assert sum(counts) == size.layers, (lang, note)
+
+
 def test_llama_4_chunks_its_rope_layers_and_its_nope_layers_keep_the_whole_context(tmp_path):
     """Llama 4 Scout's public config.json: attention_chunk_size 8,192 on the layers whose no_rope_layers
     entry is 1 (RoPE, chunked attention), every fourth layer (0: NoPE) attending to the whole context."""

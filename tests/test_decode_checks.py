@@ -69,7 +69,7 @@ def test_budget_reads_the_bandwidth_facts(tmp_path):
     cpu = entry.budgets[-1]
     assert cpu.device == "cpu" and cpu.bandwidth_source == "measured" and cpu.bandwidth_gbps == 21.5
     assert run.codes()["DEC002"].severity.value == "error"  # the 15 GB model does not fit the 8 GB host
-    assert "weights alone take all the usable memory" in run.codes()["DEC002"].message
+    assert "weights with their runtime overhead take all the usable memory" in run.codes()["DEC002"].message
     assert run.facts.summary()[0].startswith("Qwen2-7B (safetensors, 15.2 GB of weights")
 
 

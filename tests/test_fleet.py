@@ -331,7 +331,7 @@ def test_a_node_serving_from_its_first_run_reaches_a_steady_verdict_named_in_its
     assert len(stored) == 1 and not (state / "decode-doctor/bandwidth-quiet.json").exists()  # never taken for a quiet figure
     text = run_dd("check", "--root", str(root), "--same-host", "--select", "bandwidth", "--reuse-bandwidth", "1d", env=env).stdout
     assert "bandwidth: accepted — the memory bandwidth (no quiet moment since it was first judged (GPU 1 (87%) busy)" in text
-    assert "Ready: no problems found (1 check ran, 0 did not apply). Accepted by rule: bandwidth: the memory bandwidth" in text
+    assert "Ready: no problems found (1 check ran). Accepted by rule: bandwidth: the memory bandwidth" in text
     # the first quiet moment (seeded here: this machine is busy on purpose) ends the gap
     quiet_figure(state, root, age_s=3 * 86400)  # older than a day: reused only because the node is serving
     proc = run_dd(*daemonset_args(root, textfile, state), "--once", env=env)
@@ -577,7 +577,9 @@ def test_a_run_that_cannot_write_is_said_counted_and_retried():
         textfile.mkdir()
         args = ("agent", "--root", str(FIXTURES / "hosts/healthy-server"), "--select", "swappiness", "--textfile-directory", str(textfile))
         once = run_dd(*args, "--once", "--json-report", f"{top}/missing/report.json")
-        assert once.returncode == 2 and "decode-doctor agent: the run failed: FileNotFoundError" in once.stderr
+        assert (
+            once.returncode == 2 and "decode-doctor agent: the run failed: " in once.stderr and "No such file or directory" in once.stderr
+        )
         assert len(once.stderr.strip().splitlines()) == 1
         assert (textfile / "decode_doctor.prom").exists()  # the textfile comes first and was written
         argv = [sys.executable, "-m", "decode_doctor", *args, "--interval", "1s", "--json-report", f"{top}/missing/report.json"]

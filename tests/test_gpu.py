@@ -280,7 +280,7 @@ def test_cpu_only_torch_and_old_stack_on_a_gpu_host(tmp_path):
         tmp_path / "old", printing(NV / "nvidia-smi-q-x/rtx3090-driver-525.147.05-v12.xml"), torch=("1.12.1+cu113", "11.3", "8.3.2")
     )
     below = old.codes()["GPU023"].message
-    assert "PyTorch 1.12.1+cu113 < 2.0" in below and "cuDNN 8.3.2 < 8.6" in below and "CUDA 11.3 < 11.8" in below
+    assert "PyTorch 1.12.1+cu113 is below 2.0" in below and "cuDNN 8.3.2 is below 8.6" in below and "CUDA 11.3 < 11.8" in below
 
 
 def test_no_gpu_is_skipped_once(tmp_path):

@@ -253,7 +253,7 @@ def test_check_on_a_fixture_host_prints_findings_hints_and_summary_in_chinese(tm
     if os.environ.get("DD_UPDATE_GOLDEN") or not golden.exists():
         golden.write_text(text)
     assert text == golden.read_text(), f"{golden.name} differs; python tests/support/regenerate.py rewrites it (read the diff)"
-    assert "vm.swappiness 为 60（> 10）" in text and "1 个警告" in text and "用 `decode-doctor check" in text
+    assert "vm.swappiness 为 60（高于 10）" in text and "1 个警告" in text and "用 `decode-doctor check" in text
     # the plain table pads by display width: the check's column starts where it does in English (9 + 1 + 8 + 1)
     first = text.splitlines()[0]
     assert width.width(first[: first.index("swappiness")]) == 19
@@ -361,7 +361,7 @@ def test_estimate_prints_its_plan_and_sweep_in_chinese_with_aligned_columns(tmp_
     english = cli(*args).stdout
     rows = out.split("\n\n", 1)[0].splitlines()
     labels = [row.split("  ", 1)[0] for row in rows]
-    assert labels[:7] == ["模型", "架构", "权重", "设备", "KV Cache", "每设备内存", "规则"], labels
+    assert labels[:7] == ["模型", "架构", "权重", "设备", "KV Cache", "单设备内存", "规则"], labels
     starts = {width.width(row) - width.width(row.lstrip(" ")[len(label) :].lstrip(" ")) for row, label in zip(rows, labels, strict=True)}
     assert len(starts) == 1  # every value starts in one display column, whatever its label's width
     assert "需要 " in out and "放得下" in out and "合计解码 tok/s" in out
@@ -385,7 +385,7 @@ def test_bench_lines_and_the_prediction_read_in_chinese():
     i18n.use("en")
     text = "\n".join(lines)
     assert "bench http://127.0.0.1:8080/v1（llama-cpp-python，模型 m）：" in text
-    assert "  并发   1：12 个请求；TTFT p50" in text and "TPOT p50 20.0 ms" in text
+    assert "  并发   1：成功 12 个请求；TTFT p50" in text and "TPOT p50 20.0 ms" in text
     assert "预测 TPOT 2.00 ms（1.90 ms–2.10 ms；llama.cpp 0.3.36，由实测 bench 学习 2 线程、Q4_0 权重" in text
     assert "  差距原因：the host was busy" in text
 
@@ -496,7 +496,7 @@ def test_estimate_from_a_config_alone_reads_in_chinese_and_its_json_stays_englis
     (model / "config.json").write_text((FIXTURES / "models" / "configs" / "gpt-oss-20b.json").read_text())
     args = ("estimate", "--model", str(model), "--bandwidth", "50", "--memory", "17GiB", "--state-dir", str(tmp_path / "state"))
     text = cli(*args, "--lang", "zh-CN").stdout
-    assert "仅凭配置" in text and "调整项" in text and "llama-server 只能加载 GGUF" in text
+    assert "仅凭配置" in text and "可选调整" in text and "llama-server 只能加载 GGUF" in text
     assert _english_runs(text.split("llama-server -m")[0]) == []
     english = cli(*args, "--format", "json", "--lang", "en").stdout
     assert cli(*args, "--format", "json", "--lang", "zh-CN").stdout == english

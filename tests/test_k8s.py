@@ -145,7 +145,7 @@ def test_gpus_needing_a_reset_or_an_rma_are_named_within_80_bytes_in_both_langua
     assert said.startswith("GPU 1 needs an RMA; GPU 2,3 needs a reset; errors: GPH020"), said
     chinese = run_plugin(root, tmp_path, {**extra, "DECODE_DOCTOR_LANG": "zh-CN"})
     said = message(chinese)  # three bytes a character: cut on one, and marked
-    assert chinese.returncode == 1 and said.startswith("GPU 1 需要 RMA；GPU 2,3 需要复位；错误：GPH020"), said
+    assert chinese.returncode == 1 and said.startswith("GPU 1 需要 RMA；GPU 2,3 需要复位；错误级问题项：GPH020"), said
 
 
 def test_the_npd_line_is_cut_on_a_character_boundary_and_marked():

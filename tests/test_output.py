@@ -67,9 +67,9 @@ def test_exit_code_follows_fail_on(fail_on, code):
 def test_usage_errors_exit_2():
     assert cli("check", *SWAP_ONLY, "--root", "/no/such/dir").exit_code == 2
     proc = cli("check", "--root", SWAP_HOST, "--select", "NOPE")
-    assert proc.exit_code == 2 and "--select NOPE matches no check or code" in proc.stderr
+    assert proc.exit_code == 2 and '--select "NOPE" matches no check or code' in proc.stderr
     proc = cli("check", "--root", SWAP_HOST, "--select", "swappiness", "--ignore", "SWP001")
-    assert proc.exit_code == 2 and "--ignore SWP001 matches no check or code" in proc.stderr
+    assert proc.exit_code == 2 and '--ignore "SWP001" matches no check or code' in proc.stderr
     assert cli("check", "--dry-run").exit_code == 2
 
 

@@ -149,7 +149,7 @@ def test_a_config_with_infinity_is_read_as_transformers_reads_it(tmp_path):
         text=json.dumps({**published("Meta-Llama-3-8B-Instruct"), "num_hidden_layers": 1})[:-1] + ', "num_hidden_layers": NaN}',
     )
     refused = cli("estimate", "--model", str(nan), "--gpu", "L4")
-    assert refused.exit_code == 2 and "num_hidden_layers is NaN, not a whole number" in refused.stderr
+    assert refused.exit_code == 2 and "num_hidden_layers is `NaN`, not a whole number" in refused.stderr
 
 
 SPEED = re.compile(r"\d[\d,.]* tok/s")

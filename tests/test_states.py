@@ -222,7 +222,7 @@ def test_the_readmes_metric_rows_list_the_enums():
 def _view_of_every_state():
     results = [CheckResult(f"check-{state.name.lower()}", state, 0.5, reason=f"why {state.name}") for state in State]
     finding = Finding("TST001", "check-findings", Severity.WARNING, "title", "message")
-    findings = [finding, *(Finding(f"TST{i:03}", "check-passed", s, "title", "message") for i, s in enumerate(Severity, 2))]
+    findings = [finding, *(Finding(f"TST{i:03}", "check-findings", s, "title", "message") for i, s in enumerate(Severity, 2))]
     return build_view(Report(results, findings, [], {"host": "h", "started": "2026-01-01T00:00:00+00:00"}))
 
 
@@ -309,10 +309,11 @@ def test_merges_html_styles_only_known_classes_and_every_incomplete_one():
 
 
 @pytest.mark.parametrize("language", [i18n.ENGLISH, i18n.CHINESE])
-def test_diff_says_every_state_in_its_word_and_an_absent_check_as_absent(language: str):
+def test_diff_says_every_state_in_its_word_and_an_absent_check_as_not_recorded(language: str):
     i18n.use(language)
-    run = {"file": "a", "host": "h", "started": "?"}
+    run = {"file": "a", "host": "h", "started": "2026-01-01T00:00:00+00:00"}
     states = {state.value: (state.value, "absent") for state in State}
     lines = Difference(run, run, {}, {}, [], [], states).lines()
     for state in State:
-        assert i18n._("state    {check}: {before} → {after}", check=state.value, before=state.label, after="absent") in lines
+        assert i18n._("state    {check}: {before} → {after}", check=state.value, before=state.label, after=i18n._("not recorded")) in lines
+        assert "absent" not in "\n".join(lines)

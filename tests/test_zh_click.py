@@ -16,11 +16,11 @@ CASES = [
     (("estimate", "--model", ".", "--gpus", "1.5"), '--gpus 的值无效："1.5" 不是有效的整数。'),
     (("check", "--format", "foo"), '--format 的值无效："foo" 不在可选值之列（"text"、"json"、'),
     (("check", "--root", "/nonexistent-dd"), '--root 的值无效：目录 "/nonexistent-dd" 不存在。'),
-    (("check", "--rot", "x"), "没有 --rot 这个选项。是不是想用 --format、--output、--root？"),
+    (("check", "--rot", "x"), "没有 --rot 这个选项。您是否想用 --format、--output 或 --root？"),
     (("check", "extra", "more"), '多余的参数："extra"、"more"'),
     (("check", "--root"), "选项 --root 需要 1 个值。"),
     (("analyze",), "缺少参数 FILE…。"),
-    (("merge",), "缺少参数 FILE。"),
+    (("merge",), "缺少参数 REPORT…。"),
     (("chek",), '没有 "chek" 这个命令。'),
     (("agent", "--interval", "5x"), "--interval 的值无效："),  # raised in the command's body, without its param
 ]

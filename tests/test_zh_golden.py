@@ -168,8 +168,48 @@ def _merge_and_diff(tmp: Path) -> str:
 
 
 def _help(tmp: Path) -> str:
-    commands = ("check", "estimate", "bench", "analyze")
-    return "".join(f"$ {command} --help\n" + _zh(tmp, command, "--help", env={"COLUMNS": "80"}) for command in commands)
+    commands = ("", "check", "list", "explain", "report", "diff", "merge", "agent", "undo", "analyze", "npd", "estimate", "bench")
+    return "".join(
+        f"$ {command} --help\n" + _zh(tmp, *([command] if command else []), "--help", env={"COLUMNS": "80"}) for command in commands
+    )
+
+
+def _plans(tmp: Path) -> str:
+    """A plan of every fixture architecture on an 8-GPU node, and one that does not fit a small CPU host."""
+    out = ""
+    for config in sorted(CONFIGS.glob("*.json")):
+        extra = ("--gpu", "H100-SXM", "--gpus", "8", "--context", "131072", "--concurrency", "32")
+        out += f"$ estimate {config.stem} {' '.join(extra)}\n" + _zh(tmp, "estimate", "--model", str(_model(tmp, config.stem)), *extra)
+    small = ("--bandwidth", "40", "--memory", "16", "--threads", "2")
+    return (
+        out
+        + "$ estimate gpt-oss-20b --bandwidth 40 --memory 16\n"
+        + _zh(tmp, "estimate", "--model", str(_model(tmp, "gpt-oss-20b")), *small)
+    )
+
+
+def _node_agent(tmp: Path) -> str:
+    """The agent's one run and node-problem-detector's line, on a node whose GPU fell off the bus."""
+    node = ("--root", "fixtures/hosts/gpu-node-xid", "--select", "gpu,gpu-health,swappiness")
+    (tmp / "textfile").mkdir()
+    agent = _zh(tmp, "agent", *node, "--once", "--textfile-directory", str(tmp / "textfile"))
+    return "$ agent --once\n" + agent + "$ npd\n" + _zh(tmp, "npd", *node)
+
+
+def _errors(tmp: Path) -> str:
+    """What a user meets when a command is given something wrong."""
+    runs = (
+        ("agent", "--interval", "5x"),
+        ("estimate", "--model", str(tmp / "nowhere")),
+        ("estimate", "--model", "fixtures", "--gpus", "x"),
+        ("check", "--select", "nosuch"),
+        ("check", "--textfile-dir", "x"),
+        ("diff", "README.md", "README.md"),
+        ("undo", "--state-dir", str(tmp / "no-state")),
+        ("explain", "NOPE001"),
+        ("bench", "--endpoint", "ftp://x"),
+    )
+    return "".join(f"$ {' '.join(args)}\n" + _zh(tmp, *args) for args in runs)
 
 
 COMMANDS: dict[str, Callable[[Path], str]] = {
@@ -183,6 +223,9 @@ COMMANDS: dict[str, Callable[[Path], str]] = {
     "report": _report,
     "fix-undo": _fix_and_undo,
     "merge-diff": _merge_and_diff,
+    "plans": _plans,
+    "agent-npd": _node_agent,
+    "errors": _errors,
 }
 
 

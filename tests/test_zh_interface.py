@@ -164,7 +164,7 @@ def _analyze_zh(name: str) -> str:
 def test_the_word_order_examples_of_the_issue_read_correctly():
     at_limit = _analyze_zh("vllm-v1-at-max-num-seqs.derived.log")
     assert (
-        "同时运行的序列为 32 个（上限 32，来源：日志中的 --max-num-seqs），KV Cache 已用 30.0%：是序列数上限" in at_limit
+        "同时运行的序列为 32 个（上限 32，来源：日志中的 --max-num-seqs），KV Cache 已用 30.0%：瓶颈在序列数上限" in at_limit
         and "个中的" not in at_limit
     )
     default_limit = _analyze_zh("vllm-v0-issue3094.log")
@@ -179,7 +179,7 @@ def test_the_word_order_examples_of_the_issue_read_correctly():
     assert "驱动版本低于 CUDA Toolkit 的要求" in toolkit and "需要更新的驱动" not in toolkit
     collect_env = FIXTURES / "nvidia" / "collect-env" / "a100-sxm4-40gb-torch1.12.1-cu113-driver-470.129.06-complete.txt"
     torch_line = run_dd("--lang", "zh-CN", "analyze", str(collect_env)).stdout
-    assert "PyTorch 1.12.1+cu113（CUDA 11.3，cuDNN ?），Python：3.10.6" in torch_line and "位于 3.10" not in torch_line
+    assert "PyTorch 1.12.1+cu113（CUDA 11.3，cuDNN 未报告），Python：3.10.6" in torch_line and "位于 3.10" not in torch_line
 
 
 def test_values_the_code_joins_take_chinese_punctuation_and_words(tmp_path):
@@ -188,11 +188,11 @@ def test_values_the_code_joins_take_chinese_punctuation_and_words(tmp_path):
     (model / "config.json").write_text((FIXTURES / "models" / "configs" / "gpt-oss-120b.json").read_text())
     out = run_dd("--lang", "zh-CN", "estimate", "--model", str(model), "--gpu", "H200").stdout
     assert "（仅配置，mxfp4）" in out and "18 个全注意力层，18 个滑动窗口层" in out
-    assert "（各层均按完整上下文计，fp16：全注意力层 36 KiB，滑动窗口层 36 KiB）" in out
+    assert "（未计窗口，即按每层都缓存完整上下文计，fp16：全注意力层 36 KiB，滑动窗口层 36 KiB）" in out
     assert "full 36 KiB" not in out and "sliding" not in out
     assert "H200-SXM（规格表）：150.8 GB，4800 GB/s\n" in out and "权重的 5%" in out and " 5 %" not in out
     listed = run_dd("--lang", "zh-CN", "list").stdout
-    assert "【可修复：仅显示命令】" in listed and "display-only" not in listed and "unsafe" not in listed
+    assert "【可修复：仅显示命令】" in listed and "display-only" not in listed and "unsafe" not in listed.replace("--unsafe-fixes", "")
 
 
 def test_a_link_out_of_the_model_tree_is_said_in_chinese(tmp_path):

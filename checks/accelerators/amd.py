@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from decode_doctor.i18n import said
+from decode_doctor.i18n import _, said
 
 MAX_TEXT = 4 << 20
 MAX_GPUS = 64
@@ -29,15 +29,17 @@ class AmdGpu:
     vram_type: str | None = None
 
     @property
-    def bandwidth_class(self) -> str:
+    def bandwidth_class(self) -> str | None:
+        """What its memory type says of its bandwidth, in the reader's language; None when the capture
+        names no memory type and the architecture does not tell."""
         kind = (self.vram_type or "").upper()
         if kind.startswith("HBM") or self.gfx in HBM:
-            return "HBM (TB/s class)"
+            return _("HBM memory, bandwidth in TB/s")
         if self.gfx in UNIFIED or kind.startswith(("DDR", "LPDDR")):
-            return "system memory shared with the CPU (tens to a few hundred GB/s)"
+            return _("system memory shared with the CPU, bandwidth from tens to a few hundred GB/s")
         if kind.startswith("GDDR") or (self.gfx or "").startswith("gfx1"):
-            return "GDDR (hundreds of GB/s)"
-        return "unknown"
+            return _("GDDR memory, bandwidth in the hundreds of GB/s")
+        return None
 
 
 def _value(raw: Any) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from decode_doctor.engine import Analysis, Check, Context, EnvRow, Facts, Finding, Needs, Severity, SkipCheck
+from decode_doctor.engine import Analysis, Check, Context, EnvRow, Facts, Finding, Needs, Severity, SkipCheck, device_with_memory
 from decode_doctor.i18n import N_, _
 
 from .amd import AmdGpu
@@ -36,24 +36,24 @@ class AcceleratorFacts(Facts):
                     "AMD GPU {index}: {name} ({details})",
                     index=gpu.index,
                     name=gpu.name,
-                    details=_(", ").join([memory, gpu.bandwidth_class, *([details] if details else [])]),
+                    details=_(", ").join([memory, gpu.bandwidth_class or _("memory type not reported"), *([details] if details else [])]),
                 )
             )
         if self.rocm:
             lines.append(f"ROCm {self.rocm}")
         if self.jetson:
             emc = f", EMC {self.jetson.emc.current // 1_000_000}/{self.jetson.emc.maximum // 1_000_000} MHz" if self.jetson.emc else ""
-            lines.append(_("Jetson power mode {mode}{emc}", mode=self.jetson.mode or "?", emc=emc))
+            lines.append(_("Jetson power mode {mode}{emc}", mode=self.jetson.mode or _("not reported"), emc=emc))
         if self.rknpu:
             lines.append(_("Rockchip NPU driver {version}", version=self.rknpu) + (_(" on {soc}", soc=self.soc) if self.soc else ""))
         return lines
 
     def environment(self) -> list[EnvRow]:
-        rows = [EnvRow(f"AMD GPU {g.index}", f"{g.name} ({g.memory_mib or '?'} MiB)", (ACC001,)) for g in self.amd]
+        rows = [EnvRow(f"AMD GPU {g.index}", device_with_memory(g.name, g.memory_mib), (ACC001,)) for g in self.amd]
         if self.rocm:
             rows.append(EnvRow("ROCm", self.rocm, (ACC001,)))
         if self.jetson:
-            rows.append(EnvRow(_("Jetson power mode"), self.jetson.mode or _("unknown"), (ACC010, ACC011)))
+            rows.append(EnvRow(_("Jetson power mode"), self.jetson.mode or _("not read"), (ACC010, ACC011), known=bool(self.jetson.mode)))
         if self.rknpu:
             rows.append(EnvRow(_("RKNPU driver"), self.rknpu, (ACC020,)))
         return rows

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decode_doctor.i18n import _
+from decode_doctor.i18n import _, localized, reason
 from decode_doctor.models.files import EMBEDDING, OUTPUT_HEAD
 from decode_doctor.models.tokens import Generation, Tokenizer, looks_like_chat, read_generation, read_tokenizer
 
@@ -25,12 +25,12 @@ class TokensReview(ReviewBase):
         tokenizer, broken = (Tokenizer(), []) if self.place.layout == "file" else read_tokenizer(root)
         for path, error in broken:
             if error.kind != "encoding":
-                self.add(MDL034 if path.name == "tokenizer.json" else MDL003, str(error), path)
+                self.add(MDL034 if path.name == "tokenizer.json" else MDL003, localized(reason(error)), path)
             else:  # the encodings check's to judge; what it holds is unknown here until it is UTF-8
                 held = _("its chat template and special tokens") if path.name == "tokenizer_config.json" else _("what it holds")
                 self.ctx.not_judged(
                     _("{model}: {what}", model=self.place.given.name, what=held),
-                    _("{error}; the encodings check judges its encoding", error=error),
+                    _("{error}; the encodings check judges its encoding", error=localized(reason(error))),
                 )
         generation = read_generation(root, self.config) if self.place.layout != "file" else Generation([], [], None)
         name = self.place.given.name

@@ -13,7 +13,8 @@ DEC002 = Code(
     "context or the batch far below what was planned; on CPU the host swaps or the OOM killer acts.",
     fix_by_hand="Apply one of the knobs named in the finding: a smaller KV dtype (fp8), a lower "
     "context cap, fewer concurrent sequences, 4-bit weights, or more devices (tensor parallel).",
-    example="Llama-3.1-70B in bf16 on 2 × 80 GB at 32,768 tokens × 16 sequences needs 221 GB, has 160 GB.",
+    example="Llama-3.1-70B in bf16 on 2 × 80 GB at 32,768 tokens × 16 sequences needs about 321 GB (141 GB of weights, "
+    "172 GB of KV cache, 8 GB of runtime overhead) where 144 GB are usable (90 % of 160 GB).",
 )
 
 DEC003 = Code(

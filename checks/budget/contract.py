@@ -171,7 +171,7 @@ class ModelBudget:
         head = _(
             "{model} ({format}, {weights}, {per_step}): KV {per_token}/token ({dtype}), {total} at {context:,} tokens × {concurrency}",
             model=model.name,
-            format=_(model.format),
+            format=ModelFormat(model.format).label,
             weights=weights,
             per_step=per_step,
             per_token=human_binary(first.kv_bytes_per_token),

@@ -128,7 +128,8 @@ CTK002 = FixableCode[CommandsParams](
     "stale after driver upgrades.",
     fix_by_hand=GENERATE_CDI,
     params=CommandsParams,
-    fix_safety=DISPLAY_ONLY,
+    fix_safety="Display-only: decode-doctor prints the command (it writes /etc/cdi, which decode-doctor never does for you); "
+    "run it yourself.",
     example="/etc/cdi and /var/run/cdi hold no spec that names nvidia.com/gpu: docker run --device nvidia.com/gpu=all fails to resolve "
     "the device.",
 )

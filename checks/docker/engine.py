@@ -54,7 +54,7 @@ class DockerFacts(Facts):
                 "mirrors: {mirrors}, runtimes: {runtimes}",
                 version=self.version,
                 api=self.api_version,
-                platform=self.platform,
+                platform=self.platform or _("platform not reported"),
                 endpoint_from=self.endpoint_from,
                 storage=self.storage_driver,
                 store=self.image_store,

@@ -327,9 +327,12 @@ class Encodings(Check):
             evidence["from_encoding"] = stated
         if item.is_link:
             evidence["link_target"] = str(item.target)
-        where = (
-            _(" at byte {offset} (line {line})", offset=verdict.bad_offset, line=verdict.bad_line) if verdict.bad_offset is not None else ""
-        )
+        if verdict.bad_offset is None:
+            where = ""
+        elif verdict.bad_line is None:  # a UTF-16 text: its lines are not counted in bytes
+            where = _(" at byte {offset}", offset=verdict.bad_offset)
+        else:
+            where = _(" at byte {offset} (line {line})", offset=verdict.bad_offset, line=verdict.bad_line)
         sha = hashlib.sha256(data).hexdigest()
         if verdict.status.is_utf8:
             return self._utf8_findings(item, verdict, evidence, sha)

@@ -130,7 +130,7 @@ def collect_env_findings(check: Check, text: str, source: str) -> tuple[GpuFacts
     """Facts from torch's or vLLM's collect_env, judged like the live check judges the host."""
     env = parse_collect_env(text)
     cuda_build = env.cuda_build if env.cuda_build and env.cuda_build[:1].isdecimal() else None
-    torch = TorchBuild(env.torch, cuda_build, env.rocm_build, env.cudnn, env.python or "?", "") if env.torch else None
+    torch = TorchBuild(env.torch, cuda_build, env.rocm_build, env.cudnn, env.python or _("not reported"), "") if env.torch else None
     toolkits = []
     if env.cuda_runtime and env.cuda_runtime[:1].isdecimal():  # nvcc's release on PATH
         toolkits.append(Toolkit(env.cuda_runtime, ".".join(env.cuda_runtime.split(".")[:2]), "nvcc (collect_env)"))
@@ -174,18 +174,21 @@ def torch_error_findings(check: Check, lines: list[str], source: str, cuda_build
             needs = min_driver(cuda_build) if cuda_build else None
             torch_name = _("PyTorch built for CUDA {cuda}", cuda=cuda_build) if cuda_build else "PyTorch"
             advice = _("upgrade the driver to ≥ {driver}", driver=needs[1]) if needs else _("upgrade the driver")
-            driver_cuda = error.driver_cuda or "?"
             if error.driver_cuda:
-                instead = _("or install a PyTorch built for CUDA ≤ {cuda}", cuda=error.driver_cuda)
+                message = _(
+                    "{torch} says the NVIDIA driver is too old: the driver supports CUDA ≤ {driver_cuda}; {advice}, {instead}.",
+                    torch=torch_name,
+                    driver_cuda=error.driver_cuda,
+                    advice=advice,
+                    instead=_("or install a PyTorch built for CUDA ≤ {cuda}", cuda=error.driver_cuda),
+                )
             else:
-                instead = _("or install a PyTorch built for the CUDA the driver supports")
-            message = _(
-                "{torch} says the NVIDIA driver is too old: the driver supports CUDA ≤ {driver_cuda}; {advice}, {instead}.",
-                torch=torch_name,
-                driver_cuda=driver_cuda,
-                advice=advice,
-                instead=instead,
-            )
+                message = _(
+                    "{torch} says the NVIDIA driver is too old for it; {advice}, or install a PyTorch built for the CUDA the driver "
+                    "supports.",
+                    torch=torch_name,
+                    advice=advice,
+                )
             message += cited_at(source, error.line)
             findings.append(check.finding(GPU021, message, evidence={**cite, "driver_cuda": error.driver_cuda}))
         elif error.kind == "arch-missing":

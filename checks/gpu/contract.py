@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from decode_doctor.engine import EnvRow, Facts, Metric, Sample
+from decode_doctor.engine import EnvRow, Facts, Metric, Sample, device_with_memory
 from decode_doctor.i18n import _
 
 from .codes import GPU020, GPU021, GPU022, GPU023, GPU030
@@ -76,10 +76,12 @@ class GpuFacts(Facts):
         lines = []
         if self.driver or self.devices:
             parts = [_device_text(d) for d in self.devices] or [_("no GPU listed")]
-            if self.cuda:
-                head = _("Driver {driver} (CUDA ≤ {cuda}, via {source})", driver=self.driver or "?", cuda=self.cuda, source=self.source)
+            if not self.driver:
+                head = _("Driver of a version not reported (via {source})", source=self.source)
+            elif self.cuda:
+                head = _("Driver {driver} (CUDA ≤ {cuda}, via {source})", driver=self.driver, cuda=self.cuda, source=self.source)
             else:
-                head = _("Driver {driver} (via {source})", driver=self.driver or "?", source=self.source)
+                head = _("Driver {driver} (via {source})", driver=self.driver, source=self.source)
             notes = _(" ({notes})", notes="; ".join(self.notes)) if self.notes else ""
             lines.append(_("{driver}: {devices}{notes}", driver=head, devices=_("; ").join(parts), notes=notes))
         if self.board:
@@ -92,7 +94,7 @@ class GpuFacts(Facts):
                     "PyTorch {version} ({build}, cuDNN {cudnn}), Python: {python}",
                     version=self.torch.version,
                     build=build,
-                    cudnn=self.torch.cudnn or "?",
+                    cudnn=self.torch.cudnn or _("not reported"),
                     python=self.torch.python,
                 )
             )
@@ -101,11 +103,11 @@ class GpuFacts(Facts):
     def environment(self) -> list[EnvRow]:
         rows = []
         if self.driver or self.devices:
-            rows.append(EnvRow(_("NVIDIA driver"), self.driver or _("unknown"), ("GPU01", GPU020, GPU021)))
-            rows.append(EnvRow(_("CUDA (driver)"), self.cuda or _("unknown"), ("GPU02",)))
+            rows.append(EnvRow(_("NVIDIA driver"), self.driver or _("not reported"), ("GPU01", GPU020, GPU021), known=bool(self.driver)))
+            rows.append(EnvRow(_("CUDA (driver)"), self.cuda or _("not reported"), ("GPU02",), known=bool(self.cuda)))
         if self.board:
             rows.append(EnvRow(_("board"), self.board, (GPU030,)))
-        rows += [EnvRow(f"GPU {d.index}", f"{d.name} ({d.memory_mib} MiB)") for d in self.devices]
+        rows += [EnvRow(f"GPU {d.index}", device_with_memory(d.name, d.memory_mib)) for d in self.devices]
         if self.toolkits:
             rows.append(EnvRow("CUDA Toolkit", ", ".join(f"{t.version} ({t.source})" for t in self.toolkits), (GPU020, GPU023)))
         if self.torch:

@@ -34,10 +34,10 @@ def judge_software(check: Check, facts: GpuFacts, gpu_host: bool) -> list[Findin
         label = f"PyTorch {torch.version}"
         if torch.version and vkey(torch.version) < vkey(baseline["torch"]):
             behind.append(f"{label} < {baseline['torch']}")
-            said.append(f"{label} < {baseline['torch']}")
+            said.append(_("{what} is below {baseline}", what=label, baseline=baseline["torch"]))
         if torch.cudnn and vkey(torch.cudnn) < vkey(baseline["cudnn"]):
             behind.append(f"cuDNN {torch.cudnn} < {baseline['cudnn']}")
-            said.append(f"cuDNN {torch.cudnn} < {baseline['cudnn']}")
+            said.append(_("{what} is below {baseline}", what=f"cuDNN {torch.cudnn}", baseline=baseline["cudnn"]))
         if torch.cuda and vkey(torch.cuda) < vkey(baseline["cuda"]):
             behind.append(f"{label} built for CUDA {torch.cuda} < {baseline['cuda']}")
             said.append(_("{torch} built for CUDA {cuda} < {baseline}", torch=label, cuda=torch.cuda, baseline=baseline["cuda"]))

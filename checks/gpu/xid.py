@@ -281,7 +281,7 @@ def summary(item: XidGroup, causes: list[int] | None = None) -> str:
     if entry is None:
         meaning = _(" (not in NVIDIA's catalog as decode-doctor carries it)")
     else:
-        meaning = _(" (unused in NVIDIA's catalog)") if entry.unused else _(" ({meaning})", meaning=entry.meaning.split(" -- ")[0])
+        meaning = _(" (unused in NVIDIA's catalog)") if entry.unused else _(' ("{meaning}")', meaning=entry.meaning.split(" -- ")[0])
     if causes:
         meaning += _(", caused by Xid {numbers}", numbers=", ".join(map(str, causes)))
     times = ""

@@ -72,7 +72,7 @@ class EstimateOptions(Options):
     state_dir: Path | None = option(  # noqa: RUF009 (a field specifier, as dataclasses.field)
         "--state-dir", "Where bandwidth measurements are kept [default: $XDG_STATE_HOME/decode-doctor].", kind=A_DIRECTORY
     )
-    fmt: str = option("--format", "", choices=("text", "json"), default="text", show_default=True)
+    fmt: str = option("--format", "The output format.", choices=("text", "json"), default="text", show_default=True)
     timeout: float = option(
         "--timeout", "Seconds the plan (and any measurement) may take.", kind=click.FloatRange(min=1), default=300, show_default=True
     )

@@ -82,7 +82,7 @@ def _run(options: EstimateOptions) -> int:
     try:
         document = within(options.timeout or DEADLINE_S, "estimate", plan_document, options)
     except ModelFormatError as exc:
-        say(_("decode-doctor estimate: {exc}", exc=exc))  # say(): a name's control and bidirectional characters escaped
+        say(_("decode-doctor estimate: {exc}", exc=localized(reason(exc))))  # say(): a name's control and bidirectional characters escaped
         return 2
     except EstimateError as exc:
         raise click.UsageError(localized(reason(exc))) from None

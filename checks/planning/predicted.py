@@ -36,7 +36,7 @@ class Predicted:
     def rows(self) -> list[tuple[str, str]]:
         unused = [("note", localized(why)) for why in self.ignored]
         if self.calibration is None or self.at_start is None or self.at_context is None:
-            return [("predicted", _("none: {why}", why=localized(self.why_not))), *unused]
+            return [("predicted", _("not predicted: {why}", why=localized(self.why_not))), *unused]
         start, end, cal = self.at_start, self.at_context, self.calibration
 
         def at(p: Prediction) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from decode_doctor.engine.units import human_binary, human_bytes
+from decode_doctor.engine.units import human_binary, human_bytes, large_count
 from decode_doctor.i18n import N_, _, localized, ngettext, width
 from decode_doctor.models.architecture import CacheKind
 from decode_doctor.models.hardware import BandwidthSource
@@ -14,6 +14,7 @@ from decode_doctor.models.plan import (
     HEADROOM_RULE_TEMPLATE,
     TIGHT_SHARE,
     UTILIZATION,
+    Binding,
     DeploymentPlan,
     Fit,
     expected_cpu_range,
@@ -58,7 +59,7 @@ def plan_rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tupl
     cache = _(", ").join(cache_kinds(size))
     params = _("{count:,} parameters", count=size.params_total) if size.params_total else _("parameters unknown")
     if size.params_active and size.params_total and size.params_active < size.params_total:
-        params += _(", {active:.2f}B active per token", active=size.params_active / 1e9)
+        params += _(", {active} active per token", active=large_count(size.params_active))
     bandwidth = (
         _("bandwidth unknown")
         if not device.bandwidth_gbps
@@ -91,7 +92,7 @@ def plan_rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tupl
     )  # fmt: skip
     architecture = _(
         "{architecture}: {layers} layers; KV cache in {cache}; {params}",
-        architecture=model.architecture or "?", layers=model.layers, cache=cache or _("none"), params=params,
+        architecture=model.architecture or _("an architecture not named"), layers=model.layers, cache=cache or _("none"), params=params,
     )  # fmt: skip
     rows = [
         (
@@ -118,7 +119,9 @@ def plan_rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tupl
         ("memory per device", memory),
         ("rule", _(HEADROOM_RULE_TEMPLATE, utilization=UTILIZATION, tight=TIGHT_SHARE)),
     ]
-    if plan.max_concurrency is not None:
+    if plan.max_concurrency == 0 and not plan.max_context:  # "at most 0 sequences, at most 0 tokens" says it backwards
+        rows.append(("limits", _("not one sequence fits at {context:,} tokens, nor at any shorter context", context=plan.context)))
+    elif plan.max_concurrency is not None:
         limits = _(
             "at {context:,} tokens, at most {sequences}; at {concurrency} at once, at most {max_context:,} tokens of context",
             context=plan.context, sequences=sequences(plan.max_concurrency), concurrency=plan.concurrency,
@@ -131,13 +134,16 @@ def plan_rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tupl
         if step.memory_s:
             roofs.append(_("bandwidth {ms:.2f} ms ({read} read)", ms=step.memory_s * 1e3, read=human_bytes(step.read_bytes)))
         if step.compute_s:
-            roofs.append(_("compute {ms:.2f} ms ({tflop:.2f} TFLOP)", ms=step.compute_s * 1e3, tflop=step.flops / 1e12))
+            tflop = f"{step.flops / 1e12:.2f}" if step.flops >= 0.005e12 else "< 0.01"  # "0.00 TFLOP" reads as a missing value
+            roofs.append(_("compute {ms:.2f} ms ({tflop} TFLOP)", ms=step.compute_s * 1e3, tflop=tflop))
         if step.allreduce_s:
             roofs.append(_("all-reduce {ms:.2f} ms", ms=step.allreduce_s * 1e3))
         ceiling = _(
             "{per_sequence:.1f} tok/s per sequence, {total:.1f} tok/s in all; {binding} binds ({roofs})",
             per_sequence=step.tps_per_sequence, total=step.tps_total, binding=step.binding.label, roofs=_("; ").join(roofs),
         )  # fmt: skip
+        if plan.fit is Fit.DOES_NOT_FIT:  # the figure of a plan that cannot start is a what-if, said so
+            ceiling = _("if it fitted at {concurrency} at once: {ceiling}", concurrency=plan.concurrency, ceiling=ceiling)
         rows.append(("decode ceiling", ceiling))
         if device.kind == "cpu" and step.tps_per_sequence:
             low, high, what = expected_cpu_range(model.dominant_dtype)
@@ -221,7 +227,11 @@ def plan_text(
         out.append(f"{width.ljust(label, columns)}  {value}")
     concurrencies = sorted({row.concurrency for row in plan.sweep})
     out.append(
-        "\n" + _("decode tok/s in all, by context (rows) and sequences at once (columns); B: bandwidth binds, C: compute, -: does not fit")
+        "\n"
+        + _(
+            "decode tok/s in all, by context (rows) and sequences at once (columns); bandwidth binds unless marked *: compute binds; "
+            "-: does not fit; ?: not known"
+        )
     )
     out.append(width.rjust(_("context"), 9) + "  " + "  ".join(f"{n:>10,}" for n in concurrencies))
     for length in sorted({row.context for row in plan.sweep}):
@@ -231,10 +241,11 @@ def plan_text(
             if row.fit is Fit.DOES_NOT_FIT:
                 cells.append(f"{'-':>10}")
             elif row.tps_total:
-                cells.append(f"{row.tps_total:>9.1f}{row.binding.value[0].upper()}")
+                # a bare suffix "B" read as billions beside "13.42B active": the rarer roof is the one marked
+                cells.append(f"{row.tps_total:>9.1f}{'*' if row.binding is Binding.COMPUTE else ' '}")
             else:
                 cells.append(f"{'?':>10}")
-        out.append(f"{length:>9,}  " + "  ".join(cells))
+        out.append((f"{length:>9,}  " + "  ".join(cells)).rstrip())
     if not lines and cannot_start(plan, lines) and nearest is not None and nearest[1]:
         # the lines printed below are the nearest plan's: the text says so, with the figures its lines set
         out.append(

@@ -134,7 +134,7 @@ def _context_for_vllm(plan: DeploymentPlan, size: Sizing) -> tuple[int, list[str
                     "--max-model-len {served:,}, not {context:,}: the YaRN scaling reaches no further", served=served, context=plan.context
                 )
             )
-        return served, ["--hf-overrides", override], [str(n) for n in notes]
+        return served, ["--hf-overrides", override], list(notes)
     note = said(
         "--max-model-len {derived:,}, not {context:,}: vLLM derives a maximum of {derived:,} from config.json "
         "({engine_max_source}) and refuses to start above it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; past the trained "
@@ -143,7 +143,7 @@ def _context_for_vllm(plan: DeploymentPlan, size: Sizing) -> tuple[int, list[str
         context=plan.context,
         engine_max_source=size.engine_max_source,
     )
-    return derived, [], [str(note)]
+    return derived, [], [note]
 
 
 def vllm(plan: DeploymentPlan, model: str) -> list[Command]:

@@ -38,10 +38,10 @@ class ClientError(Exception):
 class TokenSource(Labelled):
     """Where a response's output tokens were counted from."""
 
-    USAGE = "usage", N_("usage")  # the server's usage block
-    CHUNKS = "chunks", N_("chunks")  # one per content chunk: a server without usage in its stream
-    MIXED = "mixed", N_("mixed")  # some of each, across a level's requests
-    NONE = "none", N_("none")  # no response to count
+    USAGE = "usage", N_("the server's usage block")
+    CHUNKS = "chunks", N_("one per stream chunk")  # a server without usage in its stream
+    MIXED = "mixed", N_("the usage block for some requests, stream chunks for others")
+    NONE = "none", N_("no response to count them from")
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Endpoint:
     def parse(cls, url: str, api_key: str | None = None) -> Endpoint:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(said("{url} is not an http(s):// URL", url=repr(url)))
+            raise ValueError(said('"{url}" is not an http(s):// URL', url=url))
         port = parts.port or (443 if parts.scheme == "https" else 80)
         path = parts.path.rstrip("/") or "/v1"
         return cls(parts.scheme, parts.hostname, port, path, api_key)

@@ -129,7 +129,7 @@ LIV010 = Code(
     fix_by_hand="Act on the cause named: start the server with the calibrated thread count (llama-server --threads N, "
     "llama-cpp-python --n_threads N), move other work off the host, or stream with fewer, larger chunks; if the host "
     "changed, calibrate again (estimate --calibrate).",
-    example="TPOT p50 0.61 ms against 0.07 ms predicted at 2 threads: the server used 1.0 core while decoding.",
+    example="TPOT p50 61 ms against 33 ms predicted at 2 threads: the server used about 1.1 cores while decoding.",
 )
 
 LIV011 = Code(

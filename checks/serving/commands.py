@@ -38,7 +38,13 @@ class BenchOptions(Options):
         "The served model's files (directory or .gguf), for this host's decode ceiling [default: the served id, if a local path].",
         kind=EXISTING,
     )
-    api: str = option("--api", "", choices=("chat", "completions"), default="chat", show_default=True)
+    api: str = option(
+        "--api",
+        "The API to send requests to: chat (/v1/chat/completions) or completions (/v1/completions).",
+        choices=("chat", "completions"),
+        default="chat",
+        show_default=True,
+    )
     concurrency: str = option("--concurrency", "Concurrency levels to sweep, comma-separated.", default="1,2,4,8", show_default=True)
     input_tokens: int = option("--input-tokens", "Prompt length in tokens.", kind=click.IntRange(1, 131072), default=256, show_default=True)
     output_tokens: int = option(
@@ -60,7 +66,7 @@ class BenchOptions(Options):
     threads: int | None = same_as(BandwidthOptions, "threads")
     api_key_env: str = same_as(ServingOptions, "api_key_env")
     no_metrics: bool = option("--no-metrics", "Do not read the server's /metrics and /slots.", is_flag=True, default=False)
-    fmt: str = option("--format", "", choices=BENCH_FORMATS, default="text", show_default=True)
+    fmt: str = option("--format", "The output format.", choices=BENCH_FORMATS, default="text", show_default=True)
     output: Path | None = option("--output", "Write the report here.", short="-o", kind=A_FILE)  # noqa: RUF009
     fail_on: str = same_as(SharedOptions, "fail_on")
     incomplete: str = same_as(SharedOptions, "incomplete")

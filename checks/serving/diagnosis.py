@@ -239,7 +239,7 @@ def _queue_cause(
             "cache bind, so a higher limit alone would not help.",
             running=n, limit=limit, source=source, kv=full,
         )  # fmt: skip
-        more = _("more replicas, or more KV room first ({flags})", flags=_(KV_FLAGS.get(engine, "")))
+        more = _("more KV room first: {flags}", flags=_(KV_FLAGS.get(engine, "")))  # the flags end in "or more replicas"
         return why, ({engine: more} if engine in KV_FLAGS else {})
     if at_limit:
         values = {"running": n, "limit": limit, "source": source, "kv": full}

@@ -230,8 +230,15 @@ class ServingFacts(Facts):
         where = where or f"{self.endpoint} ({engine})"
         bench = self.bench
         reading = self._reading_line()
+        if bench is None and self.origin:
+            # a pasted text: analyze names its file before every line, so the lines say what it is and what it held
+            lines.append(
+                _("; ").join([self.origin, *self.pasted]) + (_(": {note}", note=localized(self.metrics_note)) if self.metrics_note else "")
+            )
+            lines.extend([reading] if reading else [])
+            return lines
         if bench is None:
-            head = _("{origin} {source}", origin=self.origin, source=self.endpoint) if self.origin else _("server {where}", where=where)
+            head = _("server {where}", where=where)
             lines.append(head + (_(": {note}", note=localized(self.metrics_note)) if self.metrics_note else ""))
             lines.extend([f"  {reading}"] if reading else [])
             lines.extend(f"  {note}" for note in self.pasted)
@@ -251,7 +258,7 @@ class ServingFacts(Facts):
             goodput = _(", goodput {rate:.2f} req/s", rate=lv.goodput_per_s) if lv.goodput_per_s is not None else ""
             level = _(
                 "concurrency {concurrency:>3}: {ok} requests{errors}; TTFT p50 {ttft50} p95 {ttft95} p99 {ttft99}; TPOT p50 {tpot50} "
-                "p95 {tpot95} p99 {tpot99}; {rps:.2f} req/s, {tps:,.1f} output tok/s{goodput} (tokens from {source})",
+                "p95 {tpot95} p99 {tpot99}; {rps:.2f} req/s, {tps:,.1f} output tok/s{goodput} (output tokens counted from: {source})",
                 concurrency=lv.concurrency, ok=lv.ok, errors=errors, ttft50=ms(ttft.p50 if ttft else None),
                 ttft95=ms(ttft.p95 if ttft else None), ttft99=ms(ttft.p99 if ttft else None), tpot50=ms(tpot.p50 if tpot else None),
                 tpot95=ms(tpot.p95 if tpot else None), tpot99=ms(tpot.p99 if tpot else None), rps=lv.requests_per_s,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from decode_doctor.i18n import N_, _, localized
+from decode_doctor.i18n import N_, _, localized, pgettext
 
 from .client import TokenSource
 from .codes import LIV001, LIV002, LIV003, LIV004, LIV005, LIV006, LIV007, LIV008, LIV009
@@ -105,6 +105,25 @@ def _tails(levels: Sequence[LevelStats]) -> list[Verdict]:
     return [Verdict(LIV003, message, evidence)]
 
 
+# a failed request's kind (ClientError.kind, a machine word in the evidence) in words
+FAILURE_KINDS = {
+    "connect": N_("could not connect"),
+    "dropped": N_("connection dropped"),
+    "timeout": N_("timed out"),
+    "stall": N_("stalled"),
+    "malformed": N_("malformed response"),
+    "no-done": N_("stream ended without [DONE]"),
+    "cut-off": N_("cut off"),
+    "server-error": N_("server error"),
+    "http-429": N_("HTTP 429 (rate limited)"),
+    "http-5xx": N_("HTTP 5xx"),
+    "http-4xx": N_("HTTP 4xx"),
+    "inet": N_("network error"),
+    "cancelled": N_("cancelled"),
+    "error": N_("failed"),
+}
+
+
 def _failures(levels: Sequence[LevelStats], engine: str | None) -> list[Verdict]:
     attempted = sum(lv.attempted for lv in levels)
     failed = sum(lv.attempted - lv.ok for lv in levels)
@@ -117,7 +136,10 @@ def _failures(levels: Sequence[LevelStats], engine: str | None) -> list[Verdict]
             kinds[kind] = kinds.get(kind, 0) + count
         for kind, text in lv.error_examples.items():
             examples.setdefault(kind, text)
-    by_kind = ", ".join(f"{count} × {kind}" for kind, count in sorted(kinds.items(), key=lambda item: -item[1]))
+    by_kind = _(", ").join(
+        pgettext("requests that failed in one way", "{count} {kind}", count=count, kind=_(FAILURE_KINDS.get(kind, kind)))
+        for kind, count in sorted(kinds.items(), key=lambda item: -item[1])
+    )
     first_kind = max(kinds, key=lambda k: kinds[k])
     message = _(
         "{failed} of {attempted} requests failed ({kinds}); for example: {example}",

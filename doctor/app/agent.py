@@ -98,7 +98,9 @@ def directory_lock(directory: Path) -> Iterator[None]:
             if exc.errno in (errno.EAGAIN, errno.EACCES):
                 holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
                 raise AgentError(
-                    _("another decode-doctor agent (pid {pid}) writes to {directory}", pid=holder or "?", directory=directory)
+                    _("another decode-doctor agent (pid {pid}) writes to {directory}", pid=holder, directory=directory)
+                    if holder
+                    else _("another decode-doctor agent writes to {directory}", directory=directory)
                 ) from None
             raise
         try:
@@ -168,8 +170,16 @@ class RunDone:
 
 @dataclass(frozen=True)
 class RunFailed:
-    name: str
-    error: str
+    reason: str  # what failed, in the reader's language: a full disk is a sentence, never "OSError: [Errno 28] …"
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Why a run failed, as a reader reads it: a system error as its words and the file it names; any
+    other exception is an internal error, named as one."""
+    if isinstance(exc, OSError):
+        words = localized(os_reason(exc))
+        return _("{path}: {error}", path=exc.filename, error=words) if exc.filename else words
+    return _("an internal error ({name}): {error}", name=type(exc).__name__, error=localized(reason(exc)))
 
 
 @dataclass(frozen=True)
@@ -227,7 +237,7 @@ def _run_child(conn: Connection[RunMessage, object], request: AgentRequest, last
     except RequestError as exc:
         conn.send(RunRefused(localized(reason(exc))))
     except Exception as exc:
-        conn.send(RunFailed(type(exc).__name__, str(exc)))
+        conn.send(RunFailed(failure_reason(exc)))
     else:
         conn.send(RunDone(summary, success))
     conn.close()
@@ -272,14 +282,14 @@ def _run(request: AgentRequest, last_success: float | None, failed_runs: int, st
                     message = child.conn.recv()
                 except (EOFError, OSError):
                     ended = child.reap()
-                    return RunFailed("ChildProcessError", _("the run's process ended without a result: {how}", how=ended))
+                    return RunFailed(_("the run's process ended without a result: {how}", how=ended))
                 if isinstance(message, Writing):
                     writing = True
                     continue
                 ended = child.reap()
                 if isinstance(message, RunDone | RunFailed | RunRefused):
                     return message
-                return RunFailed("ChildProcessError", _("the run's process ended without a result: {how}", how=ended))
+                return RunFailed(_("the run's process ended without a result: {how}", how=ended))
             if stop.name is not None:
                 if writing:  # let the rename land: a killed writer would leave its temporary file
                     wait([child.conn], timeout=WRITE_GRACE_S)
@@ -316,7 +326,7 @@ def run(request: AgentRequest, say: Callable[[str], None]) -> int:
     except Stopped as stopped:
         if request.remove_on_stop:
             _remove_outputs(request)
-        say(_("decode-doctor agent: stopped ({signal})", signal=stopped))
+        say(_("decode-doctor agent: stopped ({signal})", signal=stopped.args[0] if stopped.args else "SIGTERM"))
         return 0
     finally:
         for signum, handler in previous.items():
@@ -348,7 +358,7 @@ def _loop(request: AgentRequest, say: Callable[[str], None], stop: StopSignal) -
             raise AgentError(message.message)
         if isinstance(message, RunFailed):  # a full disk, an unwritable report: said, counted, tried again
             failed_runs += 1
-            say(_("decode-doctor agent: the run failed: {name}: {error}", name=message.name, error=message.error))
+            say(_("decode-doctor agent: the run failed: {reason}", reason=message.reason))
             if request.once:
                 return FAILED_EXIT
             stop.sleep(request.interval_s - (time.monotonic() - began))

@@ -31,7 +31,7 @@ def _child(conn: Connection, work: Callable[..., Any], args: tuple[Any, ...]) ->
     try:
         conn.send(payload)
     except Exception as exc:  # unpicklable
-        conn.send(("raised", (WorkFailed(_("the result could not be sent back: {exc}", exc=exc)), "")))
+        conn.send(("raised", (WorkFailed(_("the result could not be sent back: {exc}", exc=str(exc))), "")))
     conn.close()
 
 

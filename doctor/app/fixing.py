@@ -98,7 +98,7 @@ def fix(outcome: Outcome, request: FixRequest, dialogue: Dialogue) -> Outcome:
     try:
         result = apply_plans(plans.to_apply, request.state_dir, meta, on_step=request.on_step)
     except LockBusy as exc:
-        dialogue.say(_("Not applying: {why}. Try again when it has finished.", why=exc))
+        dialogue.say(_("Not applying: {why}. Try again when it has finished.", why=localized(reason(exc))))
         return outcome
     for item in result.outcomes:
         dialogue.say(_("{code}: {target}: {status}", code=item.code, target=item.shown, status=localized(item.said)))

@@ -101,7 +101,9 @@ class Parsed(click.ParamType):
 class SharedOptions(Options):
     """The declarations analyze and bench share with each other (and check with them: --incomplete)."""
 
-    fail_on: str = option("--fail-on", "", choices=FAIL_ON_LEVELS, default="error", show_default=True)
+    fail_on: str = option(
+        "--fail-on", "Exit 1 when a finding is at or above this severity.", choices=FAIL_ON_LEVELS, default="error", show_default=True
+    )
     incomplete: str = option("--incomplete", INCOMPLETE_HELP, choices=INCOMPLETE_POLICIES, default="fail", show_default=True)
     debug: bool = option("--debug", "Show tracebacks of internal errors.", is_flag=True, default=False)
 

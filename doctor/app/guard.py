@@ -16,9 +16,14 @@ from ..reports.textsafe import shown, terminal_safe
 from .deadline import DeadlineExceeded, WorkFailed
 
 
+def echo(text: str, err: bool = False, nl: bool = True) -> None:
+    """The one writer of a command's own lines (not its report, which the renderer escapes): a name's
+    control and bidirectional characters written \\x1b, \\u202e, never raw; a name that is not UTF-8 as \\xNN."""
+    click.echo(terminal_safe(shown(text)), err=err, nl=nl)
+
+
 def _echo(text: str, err: bool = True) -> None:
-    """A line on stderr with a name's control and bidirectional characters written \\x1b, never raw."""
-    click.echo(terminal_safe(shown(text)), err=err)
+    echo(text, err=err)
 
 
 def guarded(debug: bool, action: Callable[[], int]) -> None:
@@ -42,7 +47,11 @@ def guarded(debug: bool, action: Callable[[], int]) -> None:
             traceback.print_exc()
         if exc.filename is None:
             _echo(
-                _("decode-doctor: internal error: {name}: {exc} (rerun with --debug for the traceback)", name=type(exc).__name__, exc=exc),
+                _(
+                    "decode-doctor: internal error: {name}: {exc} (rerun with --debug for the traceback)",
+                    name=type(exc).__name__,
+                    exc=str(exc),
+                ),
                 err=True,
             )
         else:  # a path the user gave or owns: unwritable, missing, read-only, full
@@ -53,7 +62,7 @@ def guarded(debug: bool, action: Callable[[], int]) -> None:
         if debug:
             traceback.print_exc()
         _echo(
-            _("decode-doctor: internal error: {name}: {exc} (rerun with --debug for the traceback)", name=type(exc).__name__, exc=exc),
+            _("decode-doctor: internal error: {name}: {exc} (rerun with --debug for the traceback)", name=type(exc).__name__, exc=str(exc)),
             err=True,
         )
         sys.exit(2)

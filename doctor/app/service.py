@@ -96,7 +96,9 @@ def select_checks(registry: Registry, selectors: Iterable[str]) -> list[type[Che
     matched = {selector: _matching(registry, selector) for selector in chosen}
     unknown = [selector for selector, names in matched.items() if not names]
     if unknown:
-        raise RequestError(said("{names} matches no check or code; see `decode-doctor list`", names=", ".join(unknown)))
+        raise RequestError(
+            said("{names} matches no check or code; see `decode-doctor list`", names=", ".join(f'"{name}"' for name in unknown))
+        )
     wanted = {name for names in matched.values() for name in names}
     return _in_order(registry, wanted)
 

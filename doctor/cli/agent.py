@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from ..app.flags import click_options
-from ..app.guard import guarded
+from ..app.guard import echo, guarded
 from ..engine.units import duration
 from ..i18n import _, localized, reason
 from .common import CONTEXT, RunCommand, check_options, run_options, run_request
@@ -21,7 +21,7 @@ def _duration(text: str) -> float:
     try:
         return duration(1.0, 7 * 86400.0)(text)
     except ValueError as exc:
-        raise click.BadParameter(localized(reason(exc))) from None
+        raise click.BadParameter(localized(reason(exc)), param_hint="--interval") from None
 
 
 @click.command(cls=RunCommand, context_settings=CONTEXT)
@@ -53,7 +53,7 @@ def agent(**params: Any) -> None:
         try:
             return app_agent.run(request, say)
         except app_agent.AgentError as exc:
-            click.echo(_("decode-doctor: {error}", error=exc), err=True)
+            echo(_("decode-doctor: {error}", error=localized(reason(exc))), err=True)
             return 2
 
     guarded(run.debug, body)

@@ -133,7 +133,11 @@ def _selectors(values: list[str], where: str, retired_note: list[str]) -> list[s
     sorted_out = sort_selectors(load(), values)
     if sorted_out.unknown:
         raise click.UsageError(
-            _("{where} {unknown} matches no check or code; see `decode-doctor list`", where=where, unknown=", ".join(sorted_out.unknown))
+            _(
+                "{where} {unknown} matches no check or code; see `decode-doctor list`",
+                where=where,
+                unknown=", ".join(f'"{name}"' for name in sorted_out.unknown),
+            )
         )
     for code, why in sorted_out.retired.items():
         retired_note.append(_("{where} {code}: a retired code, left out: {why}", where=where, code=code, why=why))

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ..app.flags import click_options
+from ..app.guard import echo
 from ..engine.findings import Applicability, Severity
 from ..i18n import _, localized
 from .common import CONTEXT
@@ -25,7 +26,7 @@ def list_checks(**params: Any) -> None:
 
     registry = load()
     if fmt == "markdown":
-        click.echo(checks_table(registry), nl=False)
+        echo(checks_table(registry), nl=False)
         return
     rows: list[dict[str, Any]] = []
     for name, cls in registry.checks.items():
@@ -48,7 +49,7 @@ def list_checks(**params: Any) -> None:
             }
         )
     if fmt == "json":
-        click.echo(json.dumps({"checks": rows, "load_errors": registry.errors}, indent=2))
+        echo(json.dumps({"checks": rows, "load_errors": registry.errors}, indent=2))
         return
     from ..i18n import explanation
     from ..i18n.width import ljust
@@ -58,15 +59,15 @@ def list_checks(**params: Any) -> None:
         extra = _(", ").join(shown_needs + ([_("runs alone")] if row["exclusive"] else []))
         origin = "" if row["origin"] == "builtin" else f" [{row['origin']}]"
         described = _("{check}: {description}", check=row["check"], description=_(row["description"]))
-        click.echo(described + (_(" ({needs})", needs=extra) if extra else "") + origin)
+        echo(described + (_(" ({needs})", needs=extra) if extra else "") + origin)
         for code in row["codes"]:
             label = ""
             if code["fix"]:
                 label = "  " + _("[{label}]", label=Applicability(code["fix"]).fixable)
             severity = ljust(Severity(code["severity"]).label, 8)
-            click.echo(f"    {code['code']:<9} {severity} {explanation(code['code'], 'title', code['title'])}{label}")
+            echo(f"    {code['code']:<9} {severity} {explanation(code['code'], 'title', code['title'])}{label}")
     for error in registry.errors:
-        click.echo(_("could not load: {error}", error=localized(error)), err=True)
+        echo(_("could not load: {error}", error=localized(error)), err=True)
 
 
 @click.command(context_settings=CONTEXT)
@@ -81,16 +82,14 @@ def explain(code: str) -> None:
     if owner is None:
         for info in registry.catalog():
             if wanted in info.retired:
-                click.echo(
-                    _("{code} (check: {check}) is no longer a finding: {why}.", code=wanted, check=info.name, why=info.retired[wanted])
-                )
+                echo(_("{code} (check: {check}) is no longer a finding: {why}.", code=wanted, check=info.name, why=info.retired[wanted]))
                 return
         close = [c for info in registry.catalog() for c in info.codes if c.startswith(wanted[:3])]
         hint = _(" Did you mean {codes}?", codes=", ".join(sorted(close))) if close else _(" `decode-doctor list` shows every code.")
-        raise click.UsageError(_("unknown code {code!r}.", code=code) + hint)
+        raise click.UsageError(_('unknown code "{code}".', code=code) + hint)
     spec, cls = owner.code(wanted), owner
     for line in explanation_lines(spec, cls.name, registry.fixable(spec.code)):
-        click.echo(line)
+        echo(line)
 
 
 def explanation_lines(spec: Any, check: str, fix: Any) -> list[str]:

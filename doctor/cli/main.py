@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from .. import __version__, i18n
+from ..app.guard import echo
 from ..engine.features import command_modules
 from ..i18n import _, clihelp, localized
 
@@ -74,7 +75,7 @@ def _terminal_safe_error(exc: click.ClickException) -> click.ClickException:
 def _say_version(ctx: click.Context, value: bool) -> None:
     """--version, in the language of the command (click's own version line is English only)."""
     if value and not ctx.resilient_parsing:
-        click.echo(_("{prog}, version {version}", prog="decode-doctor", version=__version__))
+        echo(_("{prog}, version {version}", prog="decode-doctor", version=__version__))
         ctx.exit()
 
 
@@ -107,10 +108,10 @@ class LazyGroup(click.Group):
                 pass  # the --lang option's own check refuses it, in the usage error's words
         note = i18n.environment_note(os.environ)
         if note is not None and given is None:  # a --lang on the line makes the variable moot
-            click.echo(note, err=True)
+            echo(note, err=True)
         if i18n.chinese() and not i18n.compiled():
             # a source checkout never built: say so once rather than fall back to English unannounced
-            click.echo(  # untranslated: no catalog to say it with
+            echo(  # untranslated: no catalog to say it with
                 "decode-doctor: the zh-CN catalog is not compiled (python -m decode_doctor.i18n.compile); printing in English",
                 err=True,
             )
@@ -186,9 +187,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort as exc:
         interrupted = isinstance(exc.__context__, KeyboardInterrupt)
-        click.echo(_("decode-doctor: interrupted") if interrupted else _("decode-doctor: aborted"), err=True)
+        echo(_("decode-doctor: interrupted") if interrupted else _("decode-doctor: aborted"), err=True)
         sys.exit(130 if interrupted else 1)
     except KeyboardInterrupt:
-        click.echo(_("decode-doctor: interrupted"), err=True)
+        echo(_("decode-doctor: interrupted"), err=True)
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)

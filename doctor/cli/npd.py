@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..app.guard import guarded
+from ..app.guard import echo, guarded
 from .common import CONTEXT, RunCommand, check_options, run_options, run_request
 from .options import RunOptions
 
@@ -25,5 +25,5 @@ def _run(request: Any) -> int:
     from ..app.npd import plugin_result
 
     result = plugin_result(service.run(request))
-    click.echo(result.message)
+    echo(result.message)
     return int(result.status)

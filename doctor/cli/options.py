@@ -162,7 +162,7 @@ class ReportOptions(Options):
 class AnalyzeOptions(Options):
     """`analyze`'s options (after its FILE… argument)."""
 
-    fmt: str = option("--format", "", choices=REPORT_FORMATS, default="text", show_default=True)
+    fmt: str = option("--format", "The output format.", choices=REPORT_FORMATS, default="text", show_default=True)
     output: Path | None = option("--output", "Write the report to this file.", short="-o", kind=A_FILE)  # noqa: RUF009
     fail_on: str = same_as(SharedOptions, "fail_on")
     incomplete: str = same_as(SharedOptions, "incomplete")
@@ -174,15 +174,15 @@ class AnalyzeOptions(Options):
 class DiffOptions(Options):
     """`diff`'s options (after its BEFORE and AFTER arguments)."""
 
-    fmt: str = option("--format", "", choices=DIFF_FORMATS, default="text", show_default=True)
+    fmt: str = option("--format", "The output format.", choices=DIFF_FORMATS, default="text", show_default=True)
 
 
 @dataclass(frozen=True)
 class MergeOptions(Options):
     """`merge`'s options (after its REPORTS… argument)."""
 
-    fmt: str = option("--format", "", choices=FLEET_FORMATS, default="text", show_default=True)
-    output: Path | None = option("--output", "", short="-o", kind=A_FILE)  # noqa: RUF009
+    fmt: str = option("--format", "The output format.", choices=FLEET_FORMATS, default="text", show_default=True)
+    output: Path | None = option("--output", "Write the matrix to this file instead of standard output.", short="-o", kind=A_FILE)  # noqa: RUF009
     fail_on: str = option(
         "--fail-on",
         "Exit 1 when a host has a finding at or above this severity (3: a host incomplete or stale wins).",
@@ -211,4 +211,6 @@ class UndoOptions(Options):
 class ListOptions(Options):
     """`list`'s options."""
 
-    fmt: str = option("--format", "", choices=INFO_FORMATS, default="text", show_default=True)
+    fmt: str = option(
+        "--format", "The output format (markdown: the README's table).", choices=INFO_FORMATS, default="text", show_default=True
+    )

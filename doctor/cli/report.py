@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from ..app.flags import click_options
-from ..app.guard import guarded
+from ..app.guard import echo, guarded
 from ..i18n import _, localized, reason
 from .common import CONTEXT, Progress, RunCommand, check_options, run_options, run_request
 from .options import DiffOptions, MergeOptions, ReportOptions, RunOptions
@@ -47,7 +47,7 @@ def _report(request: Any) -> int:
     from ..app.bundle import LeakError, write_report
 
     if not request.redact:
-        click.secho(
+        click.secho(  # no name in it: a fixed warning, in red
             _(
                 "WARNING: --no-redact: the bundle holds tokens, passwords, keys and host names exactly as found. "
                 "Do not attach it to a ticket or send it anywhere."
@@ -60,18 +60,18 @@ def _report(request: Any) -> int:
     try:
         result = write_report(request, progress=progress)
     except LeakError as exc:
-        click.echo(_("decode-doctor report: the bundle was NOT written: secrets would remain in it after redaction:"), err=True)
+        echo(_("decode-doctor report: the bundle was NOT written: secrets would remain in it after redaction:"), err=True)
         for problem in exc.problems[:20]:
-            click.echo(f"    {problem}", err=True)
-        click.echo(_("Report this as a bug, or remove the secret from its source; --no-redact writes it anyway (locally only)."), err=True)
+            echo(f"    {problem}", err=True)
+        echo(_("Report this as a bug, or remove the secret from its source; --no-redact writes it anyway (locally only)."), err=True)
         return 2
     finally:
         progress.clear()
     if result.mapping is not None:
-        click.echo(_("placeholder mapping kept on this machine only: {mapping}", mapping=result.mapping), err=True)
+        echo(_("placeholder mapping kept on this machine only: {mapping}", mapping=result.mapping), err=True)
     kind = _("bundle") if request.fmt == "bundle" else _("report")
     no_verdict = _(", {unjudged} check(s) reached no verdict", unjudged=result.unjudged) if result.unjudged else ""
-    click.echo(
+    echo(
         _(
             "{kind} written to {written} ({files} file(s)); {findings} finding(s){no_verdict}",
             kind=kind,
@@ -88,29 +88,30 @@ def _report(request: Any) -> int:
 # --- reading reports back ------------------------------------------------------------------------
 
 
-def _compared(action: Callable[[], T]) -> T:
+def _compared(action: Callable[[], T], argument: str) -> T:
+    """action's result; a file that is not a report is a usage error naming the argument it was given as."""
     from ..app.requests import RequestError
 
     try:
         return action()
     except RequestError as exc:
-        raise click.BadParameter(localized(reason(exc))) from None
+        raise click.BadParameter(localized(reason(exc)), param_hint=argument) from None
 
 
 @click.command("diff", context_settings=CONTEXT)
-@click.argument("before", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.argument("after", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("before", metavar="BEFORE", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("after", metavar="AFTER", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click_options(DiffOptions)
 def diff(before: Path, after: Path, **params: Any) -> None:
     """What differs between two reports (JSON or bundles): versions, findings, check states, measurements."""
     from ..app import compare
 
     fmt = DiffOptions.from_values(params).fmt
-    click.echo(_compared(lambda: compare.diff(before, after, fmt)), nl=False)
+    echo(_compared(lambda: compare.diff(before, after, fmt), "BEFORE/AFTER"), nl=False)
 
 
 @click.command("merge", context_settings=CONTEXT)
-@click.argument("reports", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("reports", metavar="REPORT…", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click_options(MergeOptions)
 def merge(reports: tuple[Path, ...], **params: Any) -> None:
     """A host × check matrix for a fleet, from many reports (JSON or bundles): each host's newest report,
@@ -126,16 +127,16 @@ def merge(reports: tuple[Path, ...], **params: Any) -> None:
         max_age_s = duration(1.0, 3650 * 86400.0)(max_age) if max_age is not None else None
     except ValueError as exc:
         raise click.BadParameter(localized(reason(exc)), param_hint="--max-age") from None
-    merged = _compared(lambda: compare.merge(reports, fail_on, max_age_s))
+    merged = _compared(lambda: compare.merge(reports, fail_on, max_age_s), "REPORT…")
 
     def body() -> int:
         text = compare.render(merged, fmt)
         if output:
             write_output(output, text)
             if not quiet:
-                click.echo(_("fleet matrix written to {output}", output=output), err=True)
+                echo(_("fleet matrix written to {output}", output=output), err=True)
         else:
-            click.echo(text, nl=False)
+            echo(text, nl=False)
         return merged.exit_code
 
     guarded(False, body)

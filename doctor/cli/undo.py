@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..app.flags import click_options
-from ..app.guard import guarded
+from ..app.guard import echo, guarded
 from ..app.output import shown
 from ..i18n import _, localized, reason
 from .common import CONTEXT
@@ -32,6 +32,11 @@ def _undo(run_id: str | None, state_dir: Path, given: bool, list_only: bool, for
     from ..app import undo as app_undo
 
     if given:
+        if not state_dir.exists() and not state_dir.is_symlink() and state_dir.parent.is_dir():
+            raise click.BadParameter(
+                _("{path} does not exist: no fix run was journaled there, so there is nothing to undo", path=state_dir),
+                param_hint="--state-dir",
+            )
         state_dir.stat()  # unreachable (EACCES): one line from guarded, not a claim that it is missing
         if not state_dir.is_dir():
             raise click.BadParameter(
@@ -40,22 +45,22 @@ def _undo(run_id: str | None, state_dir: Path, given: bool, list_only: bool, for
     if list_only:
         runs = app_undo.runs(state_dir)
         if not runs:
-            click.echo(_("No fix runs in {path}.", path=state_dir))
+            echo(_("No fix runs in {path}.", path=state_dir))
         for run in runs:
             actions = _("{count} action(s)", count=run.actions)
             status = localized(run.status)
-            click.echo(shown(f"{run.run_id}  {run.started}  {actions}  {status}  {' '.join(run.argv)}"))
+            echo(shown(f"{run.run_id}  {run.started}  {actions}  {status}  {' '.join(run.argv)}"))
         return 0
     try:
         result = app_undo.undo(app_undo.UndoRequest(state_dir, run_id, force))
     except (app_undo.UndoError, app_undo.LockBusy) as exc:
-        click.echo(_("decode-doctor undo: {error}", error=localized(reason(exc))), err=True)
+        echo(_("decode-doctor undo: {error}", error=localized(reason(exc))), err=True)
         return 2
-    click.echo(_("Undo of fix run {run}:", run=result.run_id))
+    echo(_("Undo of fix run {run}:", run=result.run_id))
     for target, status in result.outcomes:
-        click.echo(shown("    " + _("{target}: {status}", target=target, status=localized(status))))
+        echo(shown("    " + _("{target}: {status}", target=target, status=localized(status))))
     if result.conflicts:
-        click.echo(
+        echo(
             _(
                 "Some targets changed after the fix and were left alone; the originals are in the run's backups/. Use --force to "
                 "restore them anyway."

@@ -6,7 +6,7 @@ Checks and fixers import what they need from here.
 
 from .check import INPUTS, Analysis, Check, Needs, Reads, SkipCheck
 from .context import Context
-from .facts import Board, Chart, EnvRow, Facts, HtmlBlock, Metric, Sample, Series
+from .facts import Board, Chart, EnvRow, Facts, HtmlBlock, Metric, Sample, Series, device_with_memory
 from .findings import (
     AcceptedGap,
     Applicability,
@@ -58,5 +58,6 @@ __all__ = [
     "Series",
     "Severity",
     "SkipCheck",
+    "device_with_memory",
     "option",
 ]

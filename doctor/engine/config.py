@@ -86,7 +86,7 @@ def _read_toml(path: Path) -> dict[str, object]:
     except OSError as exc:
         raise ConfigError(_("cannot read {path}: {strerror}", path=path, strerror=localized(os_reason(exc)))) from None
     except (ValueError, RecursionError) as exc:  # TOMLDecodeError, not UTF-8, a 5,000-digit number
-        raise ConfigError(_("{path} is not valid TOML: {exc}", path=path, exc=exc)) from None
+        raise ConfigError(_('{path} is not valid TOML ("{detail}")', path=path, detail=str(exc))) from None
 
 
 def _table(data: dict[str, object], source: str) -> dict[str, object]:

@@ -18,10 +18,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar, Union, cast
 
+from ..i18n import _, raw_text
 from .findings import Code, JSONValue
 
 F = TypeVar("F", bound="Facts")
 T = TypeVar("T")
+
+
+def device_with_memory(name: str, memory_mib: int | None) -> str:
+    """An environment table's device cell: its name and memory, or that its memory was not reported."""
+    if memory_mib:
+        return _("{name} ({memory} MiB)", name=name, memory=f"{memory_mib:,}")
+    return _("{name} (memory not reported)", name=name)
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,10 @@ class EnvRow:
     name: str
     value: str
     codes: tuple[Code | str, ...] = ()
+    known: bool = True  # False: the value could not be read, so its row is "not judged", never "ok"
+
+    def __post_init__(self) -> None:
+        raw_text(self.value, f"the environment row {self.name!r}")
 
     @property
     def prefixes(self) -> tuple[str, ...]:

@@ -137,7 +137,7 @@ class Applicability(Labelled):
     """How far a fix may be trusted (ruff's fix safety); declared by the fixer that claims a code."""
 
     SAFE = "safe", N_("safe")  # applied by --fix after confirmation
-    UNSAFE = "unsafe", N_("unsafe")  # applied by --fix --unsafe-fixes only
+    UNSAFE = "unsafe", N_("with --unsafe-fixes")  # applied by --fix --unsafe-fixes only
     DISPLAY_ONLY = "display-only", N_("display-only")  # the tool prints the commands; a person runs them
 
     @property

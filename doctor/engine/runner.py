@@ -124,7 +124,7 @@ def _child_main(conn: Connection[Message, object], cls: type[Check], ctx: Contex
     try:
         conn.send(payload)
     except Exception as exc:  # unpicklable findings or facts
-        conn.send(Crashed(_("result could not be sent back: {error}", error=exc), traceback.format_exc(), []))
+        conn.send(Crashed(_("result could not be sent back: {error}", error=str(exc)), traceback.format_exc(), []))
     conn.close()
 
 

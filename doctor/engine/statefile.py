@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-from decode_doctor.i18n import Said, said
+from decode_doctor.i18n import Said, literal, said
 
 from ..i18n import os_reason
 from .files import open_regular
@@ -84,9 +84,9 @@ def _field_problem(name: str, kind: object, value: object, now: float) -> Said |
     not negative, not absurdly large; times not in the future."""
     if kind in ("int", "float"):
         if isinstance(value, bool) or not isinstance(value, int | float) or (kind == "int" and not isinstance(value, int)):
-            return said("{name} is not a number ({value})", name=name, value=json.dumps(value)[:40])
+            return said("{name} is not a number ({value})", name=name, value=literal(json.dumps(value)[:40]))
         if not -1e15 <= value <= 1e15 or not math.isfinite(value) or value < 0:  # a 400-digit int: no float
-            return said("{name} is {value}, not a plausible figure", name=name, value=repr(value)[:40])
+            return said("{name} is {value}, not a plausible figure", name=name, value=literal(repr(value)[:40]))
         if (name.endswith("_at") or name.endswith("_since")) and value > now + FUTURE_SLACK_S:
             return said("{name} is in the future", name=name)
     elif kind == "str" and (not isinstance(value, str) or len(value) > 4096):

@@ -14,9 +14,13 @@ loads nothing, and `--help` in English imports no more than before.
 
 from __future__ import annotations
 
+import enum
 import errno
 import functools
 import gettext as _gettext
+import os
+import re
+import string
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -109,22 +113,104 @@ def compiled(language: str = CHINESE) -> bool:
     return type(catalog(language)) is not _gettext.NullTranslations
 
 
+STRICT_ENV = "DECODE_DOCTOR_STRICT_SENTENCES"
+# what a program value looks like when it reaches a sentence unrendered (str(None), str(True), a state's
+# machine word): never a word a reader should see in a sentence, in either language
+RAW_WORDS = frozenset({"None", "True", "False", "absent", "unknown", "null", "nan", "NaN", "?"})
+
+
+class RawValueInSentence(TypeError):
+    """A placeholder was given a program value (None, a bool, an exception, an Enum's machine value,
+    "None"/"unknown"/…) instead of words; raised where DECODE_DOCTOR_STRICT_SENTENCES=1 (the tests).
+    Its text is for the developer whose test failed, in English."""
+
+    def __init__(self, where: str, text: str, why: str) -> None:
+        super().__init__(where, text, why)
+        self.where, self.text, self.why = where, text, why
+
+    def __str__(self) -> str:
+        return f"{self.where} {self.text!r} was given {self.why}"
+
+
+def raw_value(value: object) -> str | None:
+    """Why value may not fill a sentence's placeholder, or None when it may."""
+    if value is None:
+        return "None"
+    if isinstance(value, bool):
+        return "a bool"
+    if isinstance(value, BaseException):
+        return f"an exception ({type(value).__name__}): say what failed with reason()/a message"
+    if isinstance(value, enum.Enum) and not isinstance(value, Said):
+        return f"the Enum {type(value).__name__}.{value.name}: use its .label"
+    if isinstance(value, str) and not isinstance(value, Said) and value.strip() in RAW_WORDS:
+        return f"the raw word {value.strip()!r}"
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    return None
+
+
+_RAW_IN_TEXT = re.compile(r"(?<![\w`'\"])(None|True|False)(?![\w`'\"])|(?<![\w?])\?(?=[ )）,，]|$)")
+
+
+def raw_text(text: str, where: str) -> None:
+    """In strict mode, fails when a composed text (an environment row, a summary line built without
+    _()) holds a program value: None, True, False, or "?" standing for a value."""
+    if os.environ.get(STRICT_ENV) == "1" and (found := _RAW_IN_TEXT.search(text)):
+        raise RawValueInSentence(where, text, f"the raw value {found.group(0)!r}")
+
+
+def _fill(message: str, text: str, values: Mapping[str, object]) -> str:
+    """text with its placeholders filled; a raw program value among values fails in strict mode (the
+    tests, so every path they reach is held to it) and reads "?" nowhere: it becomes the word for
+    "not known" in the reader's language."""
+    if not values:
+        return text
+    checked = dict(values)
+    used = _placeholders(text)
+    for name, value in values.items():
+        if name not in used:
+            continue
+        why = raw_value(value)
+        if why is None:
+            continue
+        if os.environ.get(STRICT_ENV) == "1":
+            raise RawValueInSentence(f"{{{name}}} of", message, why)
+        checked[name] = _unknown()
+    return text.format(**checked)
+
+
+@functools.lru_cache(maxsize=4096)
+def _placeholders(text: str) -> frozenset[str]:
+    """The names a template's {placeholders} use (a value given but not used is never shown)."""
+    try:
+        fields = [field for _literal, field, _spec, _conversion in string.Formatter().parse(text) if field]
+    except ValueError:  # a malformed template: format() says so itself
+        return frozenset()
+    # a placeholder the template itself quotes (`{x}`, "{x}", “{x}”) shows a value as the input wrote it
+    quoted = {m.group(2) for m in re.finditer(r"([`\"“])\{(\w+)[^{}]*\}[`\"”]", text)}
+    return frozenset(name for field in fields if (name := re.split(r"[.\[]", field, maxsplit=1)[0]) not in quoted)
+
+
+def _unknown() -> str:
+    return _("not known")
+
+
 def _(message: str, /, **values: object) -> str:
     """message translated, then its {named} placeholders filled from values."""
     text = catalog(_current).gettext(message) if _current != ENGLISH else message
-    return text.format(**values) if values else text
+    return _fill(message, text, values)
 
 
 def ngettext(singular: str, plural: str, count: int, /, **values: object) -> str:
     """The singular or plural form for count (Chinese has one form), formatted with count and values."""
     text = catalog(_current).ngettext(singular, plural, count) if _current != ENGLISH else (singular if count == 1 else plural)
-    return text.format(count=count, **values)
+    return _fill(singular, text, {"count": count, **values})
 
 
 def pgettext(context: str, message: str, /, **values: object) -> str:
     """message translated in context (the same English that needs two translations)."""
     text = catalog(_current).pgettext(context, message) if _current != ENGLISH else message
-    return text.format(**values) if values else text
+    return _fill(message, text, values)
 
 
 class Said(str):
@@ -137,7 +223,7 @@ class Said(str):
     values: tuple[tuple[str, object], ...]
 
     def __new__(cls, message: str, values: tuple[tuple[str, object], ...] = ()) -> Said:
-        english = message.format(**dict(values)) if values else message
+        english = _fill(message, message, dict(values))
         self = super().__new__(cls, english)
         self.message, self.values = message, values
         return self
@@ -237,12 +323,35 @@ OS_ERRORS = {
     errno.EIO: N_("Input/output error"),
     errno.EEXIST: N_("File exists"),
     errno.ECONNREFUSED: N_("Connection refused"),
+    errno.ECONNRESET: N_("Connection reset by peer"),
+    errno.ETIMEDOUT: N_("Connection timed out"),
+    errno.EHOSTUNREACH: N_("No route to host"),
+    errno.ENETUNREACH: N_("Network is unreachable"),
 }
+
+
+def literal(value: object) -> str:
+    """A value as the input wrote it, quoted as code (`null`, `NaN`, `True`): evidence, never words."""
+    return f"`{value}`"
+
+
+def json_failure(exc: BaseException) -> str:
+    """Why bytes did not parse as JSON, in the reader's words (never the exception's repr): where it broke
+    for a syntax error; not UTF-8; nested too deeply; a number or value JSON cannot hold."""
+    import json
+
+    if isinstance(exc, json.JSONDecodeError):
+        return _("not valid JSON at line {line}, column {column}", line=exc.lineno, column=exc.colno)
+    if isinstance(exc, UnicodeDecodeError):
+        return _("not UTF-8 text")
+    if isinstance(exc, RecursionError):
+        return _("nested too deeply")
+    return _("a number or value JSON cannot hold")
 
 
 def os_reason(exc: OSError) -> Said:
     """What an OSError says: the catalog's words where its errno is a common one (the English is the
     system's own strerror), else its text as the system wrote it."""
-    if exc.errno in OS_ERRORS and exc.strerror == OS_ERRORS[exc.errno]:
+    if exc.errno in OS_ERRORS:  # by number: asyncio's refused connect says "Connect call failed (…)" for ECONNREFUSED
         return said(OS_ERRORS[exc.errno])
     return Said(exc.strerror or str(exc))

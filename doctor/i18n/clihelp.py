@@ -4,7 +4,10 @@ being the message id), and click's own words (usage, errors, "Show this message 
 
 Click marks its strings with the stdlib gettext in the default domain; decode-doctor's catalog holds
 their translations (CLICK_MESSAGES marks them for extraction), and click's modules are pointed at
-this module's lookups once a command runs in Chinese. Nothing here imports more than click."""
+this module's lookups once a command runs in Chinese. Nothing here imports more than click.
+
+Over 500 lines: click's words, its help layout and its usage errors are one adapter around click's
+internals (the formatter, the patched lookups and messages); split, the patches would be scattered."""
 
 from __future__ import annotations
 
@@ -201,11 +204,37 @@ class Formatter(click.HelpFormatter):
                 self.write(" " * (first - width.width(term)))
             else:
                 self.write("\n" + " " * column)
-            text = re.sub(r"(?<=\S); (?=[^\[]*\]\s*$)", "，", text)  # click's "[default: 1; x>=1]"
-            lines = width.wrap(_joined_lines(text), max(self.width - column, 20))
+            lines = width.wrap(chinese_help_tail(_joined_lines(text)), max(self.width - column, 20))
             self.write(lines[0] + "\n")
             for line in lines[1:]:
                 self.write(" " * column + line + "\n")
+
+
+_RANGES = (
+    (re.compile(r"(-?[\d.]+)<=x<=(-?[\d.]+)"), r"取值 \1–\2"),
+    (re.compile(r"(-?[\d.]+)<x<=?(-?[\d.]+)"), r"取值大于 \1、不超过 \2"),
+    (re.compile(r"x>=(-?[\d.]+)"), r"取值 ≥ \1"),
+    (re.compile(r"x>(-?[\d.]+)"), r"取值 > \1"),
+    (re.compile(r"x<=(-?[\d.]+)"), r"取值 ≤ \1"),
+    (re.compile(r"x<(-?[\d.]+)"), r"取值 < \1"),
+)
+_CHECK_TAG = re.compile(r"。\s*\[([a-z][a-z0-9-]*)\]")
+_TAIL = re.compile(r"。\s*((?:\[[^\[\]]*\]\s*)+)$")
+
+
+def chinese_help_tail(text: str) -> str:
+    """An option's help in Chinese with click's tail said the Chinese way: "[默认：1; x>=1]" →
+    "[默认：1，取值 ≥ 1]", the check an option belongs to as a clause ("；检查项：bandwidth"), and the
+    bracketed tail inside the sentence, before its full stop ("…）。  [默认：/]" → "…）[默认：/]。")."""
+    for pattern, words in _RANGES:
+        text = pattern.sub(words, text)
+    text = re.sub(r"(?<=\S); (?=[^\[]*\]\s*$)", "，", text)  # click's "[default: 1; x>=1]"
+    text = _CHECK_TAG.sub(r"；检查项：\1。", text)
+    found = _TAIL.search(text)
+    if found is None:
+        return text
+    head, tail = text[: found.start()], re.sub(r"\]\s*\[", "；", found.group(1).strip())
+    return head + ("" if head[-1:] in FULL_WIDTH_PUNCTUATION else " ") + tail + "。"
 
 
 def _joined_lines(text: str) -> str:
@@ -354,8 +383,9 @@ def _click_value(english: str, key: str, value: object) -> object:
         if english.startswith("Choose from"):
             return str(value).replace(",\n\t", "\n\t")
         return "、".join(quoted(item) for item in _reprs(str(value)))
-    if key in ("possibility", "possibilities"):
-        return "、".join(_reprs(str(value)))
+    if key in ("possibility", "possibilities"):  # alternatives: "--a、--b 或 --c"
+        options = _reprs(str(value))
+        return "、".join(options[:-1]) + " 或 " + options[-1] if len(options) > 1 else "".join(options)
     if key == "args":  # click joined them with spaces
         return "、".join(quoted(arg) for arg in str(value).split(" "))
     if key == "states":
@@ -480,10 +510,21 @@ def _point_click_here() -> None:
         if hasattr(module, "ngettext"):
             module.ngettext = click_ngettext  # type: ignore[attr-defined]
     for cls, method in (
+        (exceptions.UsageError, exceptions.UsageError.format_message),
         (exceptions.MissingParameter, _missing_message),
         (exceptions.BadParameter, _invalid_message),
         (exceptions.NoSuchOption, _suggesting_message),
         (exceptions.NoSuchCommand, _suggesting_message),
     ):
-        _CLICK_FORMATS[cls.__name__] = cls.__dict__["format_message"]
-        cls.format_message = method  # type: ignore[method-assign,assignment]
+        _CLICK_FORMATS[cls.__name__] = cls.__dict__.get("format_message", cls.format_message)
+        cls.format_message = _typeset(method)  # type: ignore[method-assign,assignment]
+
+
+def _typeset(method: Callable[[Any], str]) -> Callable[[Any], str]:
+    """A usage error's message set by the Chinese typography rules (one bracket pair, no space after 。)."""
+    from . import typography
+
+    def format_message(self: Any) -> str:
+        return typography.normalize(method(self))
+
+    return format_message

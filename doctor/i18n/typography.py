@@ -37,7 +37,7 @@ CHINESE_CHAR = f"[{HAN}{FULL}]"
 PROTECTED = re.compile(r'`[^`\n]{0,400}`|"[^"]{0,400}"|“[^”]{0,400}”')
 FENCE = re.compile(r"(?ms)^```.*?^```[^\n]*$")
 
-_LATIN = r"A-Za-z0-9_.+/%-"
+_LATIN = r"A-Za-z0-9_.+/%:-"
 _ITEM = rf"[A-Za-z0-9][{_LATIN}]*(?: [{_LATIN}]+)?"
 LIST_RUN = re.compile(rf"(?<![{_LATIN}]){_ITEM}(?:, {_ITEM})+(?![{_LATIN}])")
 SPACE_AFTER = re.compile(rf"(?<=[。，、；：！？])[ \t](?=[^\s|])|(?<=[）》」』】])[ \t](?=[{HAN}])")

@@ -146,7 +146,7 @@ def from_config(config: dict[str, Any]) -> Architecture:
     except (TypeError, ValueError, ArithmeticError, KeyError, IndexError, AttributeError) as exc:
         # a value of the wrong type where the builder multiplies: unknown, never a wrong size
         raise UnknownArchitecture(
-            said("the config holds a value that cannot size {family}: {name}: {exc}", family=family, name=type(exc).__name__, exc=exc)
+            said("the config holds a value that cannot size {family}: {name}: {exc}", family=family, name=type(exc).__name__, exc=str(exc))
         ) from None
     arch.family = family
     arch.dtype = str(get(text, "torch_dtype", "dtype") or get(config, "torch_dtype", "dtype") or "") or None

@@ -12,7 +12,7 @@ from typing import Any, BinaryIO
 from decode_doctor.engine.files import NotRegular, open_regular
 from decode_doctor.i18n import _
 
-from ..i18n import localized, os_reason
+from ..i18n import json_failure, localized, os_reason
 from .info import ModelInfo
 
 JSON_LIMIT = 64 << 20  # config.json, tokenizer.json and friends: read whole only below this
@@ -104,7 +104,7 @@ def read_config(path: Path, limit: int = JSON_LIMIT) -> dict[str, Any]:
             _("{file} is not valid JSON: {msg} at line {lineno}", file=path.name, msg=exc.msg, lineno=exc.lineno), path
         ) from None
     except ValueError as exc:  # a number of more than 4,300 digits
-        raise ModelFormatError(_("{file} is not valid JSON: {exc}", file=path.name, exc=exc), path) from None
+        raise ModelFormatError(_("{file} is not valid JSON ({why})", file=path.name, why=json_failure(exc)), path) from None
     except RecursionError:
         raise ModelFormatError(_("{file} nests too deeply to be a model's JSON", file=path.name), path) from None
     if not isinstance(data, dict):

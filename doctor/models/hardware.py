@@ -23,7 +23,7 @@ class BandwidthSource(Labelled):
     GIVEN = "given", N_("given")
     SPEC = "spec", N_("spec")  # the driver's or the DIMMs' theoretical figure
     DATASHEET = "datasheet", N_("datasheet")
-    UNKNOWN = "unknown", N_("unknown")
+    UNKNOWN = "unknown", N_("source not known")
 
 
 @dataclass

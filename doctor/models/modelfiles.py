@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from decode_doctor.engine.hfcache import locate
-from decode_doctor.i18n import _
+from decode_doctor.i18n import _, literal
 
 from .files import JSON_LIMIT, ModelFormatError, first_of, open_model_file, read_config, read_regular
 from .ggufheader import GGML_TYPES, read_gguf, read_gguf_header
@@ -98,7 +98,7 @@ def check_sizes(config: dict[str, Any], path: Path) -> None:
 def _whole(path: Path, prefix: str, key: str, value: object, *, minimum: int, limit: int) -> None:
     """A size (at least 1) or a count (at least 0) that is a whole number no model exceeds, else the reason."""
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        shown = json.dumps(value)[:40]
+        shown = literal(json.dumps(value)[:40])
         message = (
             _("{file}: {prefix}{key} is {value}, not a whole number above 0", file=path.name, prefix=prefix, key=key, value=shown)
             if minimum
@@ -178,6 +178,8 @@ def read_hf_directory(directory: Path) -> ModelInfo:
             info.weight_bytes = sum(b.stat().st_size for b in bins)
             info.notes.append("pickle checkpoint: sizes from file sizes; the embedding table cannot be told apart")
     if info.format is ModelFormat.CONFIG_ONLY and not config_path.is_file():
+        if str(directory) == ".":  # "./ holds no config.json" reads as a typo
+            raise ModelFormatError(_("the current directory holds no config.json, safetensors or GGUF file; give --model"), directory)
         raise ModelFormatError(_("{directory} holds no config.json, safetensors or GGUF file", directory=directory), directory)
     if info.format is ModelFormat.SAFETENSORS and info.output_head_bytes == 0 and info.embedding_bytes:
         info.tied_embeddings = True  # no separate head: the embedding matrix is the head

@@ -60,7 +60,7 @@ class Fit(Labelled):
     FITS = "fits", N_("fits")
     TIGHT = "tight", N_("tight")  # within usable memory, less than 5 % of it left
     DOES_NOT_FIT = "does not fit", N_("does not fit")
-    UNKNOWN = "unknown", N_("unknown")  # the weights or the device's memory are not known
+    UNKNOWN = "unknown", N_("fit not known")  # the weights or the device's memory are not known
 
 
 class Binding(Labelled):
@@ -68,7 +68,7 @@ class Binding(Labelled):
 
     BANDWIDTH = "bandwidth", N_("bandwidth")
     COMPUTE = "compute", N_("compute")
-    UNKNOWN = "unknown", N_("unknown")
+    UNKNOWN = "unknown", N_("neither roof known")
 
 
 @dataclass
@@ -449,7 +449,10 @@ def _cache_knobs(plan: DeploymentPlan, fits: Fits) -> list[str]:
     knobs: list[str] = []
     for kv_dtype in ("fp8", "q8_0", "q4_0"):
         if KV_DTYPE_BYTES[kv_dtype] < KV_DTYPE_BYTES[plan.kv_dtype] and fits(stored=same_engine(plan.storage, plan.sizing, kv_dtype)):
-            knobs.append(said("a {kv_dtype} KV cache (--kv-dtype {kv_dtype}) fits", kv_dtype=kv_dtype))
+            if kv_dtype == "fp8":
+                knobs.append(said("a {kv_dtype} KV cache (--kv-dtype {kv_dtype}) fits", kv_dtype=kv_dtype))
+            else:  # llama.cpp's cache types: vLLM has no int8 or int4 KV cache
+                knobs.append(said("a {kv_dtype} KV cache (--kv-dtype {kv_dtype}, llama.cpp only) fits", kv_dtype=kv_dtype))
             break
     half = replace(plan.storage, ssm_bytes=2, ssm_dtype="bfloat16")
     if plan.storage.engine == "vllm" and plan.storage.ssm_bytes > 2 and plan.sizing.ssm_state_elements and fits(stored=half):
@@ -501,9 +504,16 @@ def _weight_knobs(plan: DeploymentPlan, planner: Planner, fits: Fits) -> list[st
         knobs.append(said("4-bit weights (AWQ/GPTQ, Q4_K: about 4.5 bits per weight) fit"))
     if (planner.room() or 0) <= 0:
         if size.bytes_per_param > FOUR_BIT_BYTES * 1.1:
-            knobs.append(said("the weights alone take all the usable memory: quantize them, or split them across devices"))
+            knobs.append(
+                said(
+                    "the weights with their runtime overhead take all the usable memory before any KV cache: quantize them, or split "
+                    "them across devices"
+                )
+            )
         else:
-            knobs.append(said("the weights alone take all the usable memory: split them across devices"))
+            knobs.append(
+                said("the weights with their runtime overhead take all the usable memory before any KV cache: split them across devices")
+            )
     return knobs
 
 

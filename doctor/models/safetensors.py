@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from decode_doctor.i18n import _
+from decode_doctor.i18n import _, json_failure
 
 from .files import ModelFormatError, account, natural, open_model_file, read_config
 from .info import ModelInfo
@@ -73,7 +73,7 @@ def read_safetensors_header(path: Path) -> dict[str, Any]:
         header = json.loads(raw)
     except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, too deep, a number too long
         raise ModelFormatError(
-            _("{file}: the {length:,}-byte header is not valid JSON ({exc})", file=path.name, length=length, exc=exc), path
+            _("{file}: the {length:,}-byte header is not valid JSON ({why})", file=path.name, length=length, why=json_failure(exc)), path
         ) from None
     if not isinstance(header, dict):
         raise ModelFormatError(_("{file}: the header is not a JSON object", file=path.name), path)

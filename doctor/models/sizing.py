@@ -272,7 +272,9 @@ def _from_files(model: ModelInfo, arch: Architecture | None) -> _Weights:
     active = arch.params_active if arch else (read_files(1) or 0.0) / per_param
     return _Weights(
         float(model.weight_bytes),
-        said("the weight files ({format}, {tensor_count} tensors)", format=model.format, tensor_count=model.tensor_count),
+        said(
+            "the weight files ({format}, {tensor_count} tensors)", format=ModelFormat(model.format).label, tensor_count=model.tensor_count
+        ),
         total,
         active,
         read_files,

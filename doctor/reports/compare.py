@@ -18,12 +18,24 @@ from typing import Any
 from ..engine.check import Check
 from ..engine.facts import Facts
 from ..engine.files import open_regular
-from ..engine.findings import Severity, State
-from ..i18n import _, chinese, explanation
+from ..engine.findings import Outcome, Severity, State
+from ..i18n import _, chinese, explanation, json_failure, localized, os_reason
 from .report import SCHEMA_VERSION
 
 MAX_REPORT_BYTES = 64 << 20
 ABSENT = "absent"
+UNNAMED_HOST = "unknown"  # the name a run gives a host whose name it could not read (app.service)
+
+
+def _unreadable(exc: BaseException) -> str:
+    """Why a file could not be read as a report, in the reader's words (never an exception's repr)."""
+    if isinstance(exc, OSError):
+        return localized(os_reason(exc))
+    if isinstance(exc, StopIteration):
+        return _("the bundle holds no report.json")
+    if isinstance(exc, tarfile.TarError):
+        return _("not a readable .tar.gz bundle")
+    return json_failure(exc)
 
 
 class ReportError(Exception):
@@ -47,7 +59,7 @@ def load_report(path: Path) -> dict[str, Any]:
             raise ReportError(_("{path}: larger than {amount} MiB; not a decode-doctor report", path=path, amount=MAX_REPORT_BYTES >> 20))
         data = json.loads(raw.decode("utf-8"))
     except (OSError, StopIteration, ValueError, tarfile.TarError, RecursionError) as exc:
-        raise ReportError(_("{path}: not a decode-doctor report ({name}: {exc})", path=path, name=type(exc).__name__, exc=exc)) from None
+        raise ReportError(_("{path}: not a decode-doctor report ({why})", path=path, why=_unreadable(exc))) from None
     if not isinstance(data, dict) or "findings" not in data:
         raise ReportError(_("{path}: not a decode-doctor report", path=path))
     if data.get("schema_version") != SCHEMA_VERSION:
@@ -119,10 +131,13 @@ class Difference:
 
     def lines(self) -> list[str]:
         out = [
-            _("before: {run}", run=_("{host} at {started} ({file})", **self.before)),
-            _("after:  {run}", run=_("{host} at {started} ({file})", **self.after)),
+            _("before: {run}", run=_run_text(self.before)),
+            _("after:  {run}", run=_run_text(self.after)),
         ]
-        out += [_("changed  {name}: {before} → {after}", name=name, before=a, after=b) for name, (a, b) in self.changed.items()]
+        out += [
+            _("changed  {name}: {before} → {after}", name=name, before=_value_text(a), after=_value_text(b))
+            for name, (a, b) in self.changed.items()
+        ]
         out += [f"+ {f['code']} {_finding_text(f)}" for f in self.appeared]
         out += [f"- {f['code']} {_finding_text(f)}" for f in self.disappeared]
         out += [
@@ -137,12 +152,21 @@ class Difference:
         return out
 
 
+def _run_text(run: dict[str, str]) -> str:
+    host = _("an unnamed host") if run["host"] == UNNAMED_HOST else _value_text(run["host"])
+    return _("{host} at {started} ({file})", host=host, started=_value_text(run["started"]), file=run["file"])
+
+
+def _value_text(value: str) -> str:
+    """A compared value as a reader reads it: ABSENT (the report does not hold it) in words."""
+    return _("not recorded") if value == ABSENT else value
+
+
 def _state_text(value: str) -> str:
-    """A result's state of a compared report in the user's language (State.label). The legacy mapping of
-    reading reports back: "absent" (the check is not in that report) and a state this version does not
-    know are shown as the report has them."""
-    found = State.parse(value)
-    return found.label if found is not None else value
+    """A result's state of a compared report in the user's language (State.label); ABSENT (the check is
+    not in that report) in words; a state this version does not know as the report has it."""
+    found = Outcome.parse(value) or State.parse(value)
+    return found.label if found is not None else _value_text(value)
 
 
 def _finding_text(finding: dict[str, Any]) -> str:
@@ -175,7 +199,7 @@ def _brief(finding: dict[str, Any]) -> dict[str, Any]:
 
 def _run_of(report: dict[str, Any], path: Path) -> dict[str, Any]:
     run = report.get("run") or {}
-    return {"file": str(path), "host": run.get("host", "?"), "started": run.get("started", "?")}
+    return {"file": str(path), "host": str(run.get("host") or ABSENT), "started": str(run.get("started") or ABSENT)}
 
 
 def difference(a: dict[str, Any], b: dict[str, Any], paths: tuple[Path, Path], checks: Mapping[str, type[Check]]) -> Difference:
@@ -190,8 +214,10 @@ def difference(a: dict[str, Any], b: dict[str, Any], paths: tuple[Path, Path], c
             changed[name] = (str(x) if x is not None else ABSENT, str(y) if y is not None else ABSENT)
     fa = {_key(f): f for f in a["findings"] if isinstance(f, dict)}
     fb = {_key(f): f for f in b["findings"] if isinstance(f, dict)}
-    states_a = {r.get("check"): r.get("state") for r in a.get("results", []) if isinstance(r, dict)}
-    states_b = {r.get("check"): r.get("state") for r in b.get("results", []) if isinstance(r, dict)}
+    # what the report says of each check (its outcome: "not judged" where it passed on part of what it was
+    # given), as check and merge say it; a report without outcomes, by its state
+    states_a = {r.get("check"): r.get("outcome") or r.get("state") for r in a.get("results", []) if isinstance(r, dict)}
+    states_b = {r.get("check"): r.get("outcome") or r.get("state") for r in b.get("results", []) if isinstance(r, dict)}
     states = {
         str(c): (str(states_a.get(c) or ABSENT), str(states_b.get(c) or ABSENT))
         for c in sorted(set(states_a) | set(states_b), key=str)

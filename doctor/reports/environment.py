@@ -21,19 +21,19 @@ def _os_name(ctx: Context) -> str:
     for line in text.splitlines():
         if line.startswith("PRETTY_NAME="):
             return line.split("=", 1)[1].strip('"')
-    return platform.platform() if ctx.live_host else _("unknown")
+    return platform.platform() if ctx.live_host else _("not read")
 
 
 def host_rows(ctx: Context, cpu: dict[str, Any]) -> list[EnvRow]:
     rows = [EnvRow(_("OS"), _os_name(ctx))]
-    kernel = (ctx.read_text("/proc/sys/kernel/osrelease") or "").strip() or (platform.release() if ctx.live_host else _("unknown"))
+    kernel = (ctx.read_text("/proc/sys/kernel/osrelease") or "").strip() or (platform.release() if ctx.live_host else _("not read"))
     rows.append(EnvRow(_("kernel"), kernel))
     cpuinfo = (ctx.read_text("/proc/cpuinfo") or "").splitlines()
-    model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), _("unknown"))
+    model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), _("not read"))
     cpu_name = cpu.get("brand_raw") or model
     # cpu is this machine's: empty for another host's files, whose /proc/cpuinfo alone describes them
-    count = cpu.get("count") or sum(1 for line in cpuinfo if line.split(":")[0].strip() == "processor") or "?"
-    arch = cpu.get("arch") or (platform.machine() if ctx.live_devices else _("unknown"))
+    count = cpu.get("count") or sum(1 for line in cpuinfo if line.split(":")[0].strip() == "processor") or _("not read")
+    arch = cpu.get("arch") or (platform.machine() if ctx.live_devices else _("not read"))
     described = _("{name} ({count} logical CPUs, {arch})", name=cpu_name, count=count, arch=arch)
     rows.append(EnvRow("CPU", described))
     try:
@@ -44,7 +44,7 @@ def host_rows(ctx: Context, cpu: dict[str, Any]) -> list[EnvRow]:
         import psutil
 
         total = psutil.virtual_memory().total
-    rows.append(EnvRow(_("memory"), f"{total / 2**30:.1f} GiB" if total else _("unknown")))
+    rows.append(EnvRow(_("memory"), f"{total / 2**30:.1f} GiB" if total else _("not read")))
     rows.append(EnvRow("Python", sys.version.split()[0]))
     for package in PACKAGES:
         try:

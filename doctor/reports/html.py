@@ -231,7 +231,7 @@ def render_html(view: ReportView) -> str:
     heads = "".join(f"<th>{_e(h)}</th>" for h in (_("Check"), _("State"), _("Duration"), _("Note")))
     out.append("<h2>" + _e(_("Checks")) + f"</h2><table><thead><tr>{heads}</tr></thead><tbody>")
     for r in view.results:
-        state = _e(r.state.label)
+        state = _e(r.outcome.label)
         out.append(f"<tr><td>{_e(r.check)}</td><td>{state}</td><td>{r.duration_s:.2f} s</td><td>{_e(r.reason or '')}</td></tr>")
     out.append("</tbody></table></body></html>")
     return typography.normalize_html("\n".join(out) + "\n")

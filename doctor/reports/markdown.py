@@ -20,8 +20,8 @@ def _meta_values(meta: dict[str, Any]) -> dict[str, Any]:
     return {
         "host": meta.get("host", "?"),
         "root": meta.get("root", "/"),
-        "started": meta.get("started", "?"),
-        "version": meta.get("version", "?"),
+        "started": meta.get("started") or _("not recorded"),
+        "version": meta.get("version") or _("not recorded"),
     }
 
 
@@ -102,7 +102,7 @@ def markdown(view: ReportView) -> str:
         out.append("")
     out += ["## " + _("Checks"), "", "| " + " | ".join((_("Check"), _("State"), _("Duration"), _("Note"))) + " |", "|---|---|---|---|"]
     for r in view.results:
-        out.append(f"| {r.check} | {r.state.label} | {r.duration_s:.2f} s | {_cell(r.reason or '')} |")
+        out.append(f"| {r.check} | {r.outcome.label} | {r.duration_s:.2f} s | {_cell(r.reason or '')} |")
     if view.ignored:
         out += ["", "## " + _("Ignored"), ""]
         out += [

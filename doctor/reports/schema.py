@@ -16,7 +16,7 @@ import re
 from importlib import resources
 from typing import Any
 
-from ..i18n import _
+from ..i18n import _, literal
 
 MAX_DEPTH = 64
 TYPES: dict[str, tuple[type, ...]] = {
@@ -49,7 +49,8 @@ def _is(value: Any, kind: str) -> bool:
 
 
 def _shown(value: Any) -> str:
-    return repr(value)[:40] if isinstance(value, str | int | float | bool) or value is None else type(value).__name__
+    shown = repr(value)[:40] if isinstance(value, str | int | float | bool) or value is None else type(value).__name__
+    return literal(shown)
 
 
 def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], where: str, depth: int) -> str | None:
@@ -88,7 +89,12 @@ def _type_problem(value: Any, schema: dict[str, Any], where: str) -> str | None:
     allowed = [kinds] if isinstance(kinds, str) else list(kinds)
     if any(_is(value, kind) for kind in allowed):
         return None
-    return _("{where} is {value}, not {expected}", where=where or "the report", value=_shown(value), expected=" or ".join(allowed))
+    return _(
+        "{where} is {value}, not {expected}",
+        where=where or "the report",
+        value=_shown(value),
+        expected=" or ".join(literal(kind) for kind in allowed),
+    )
 
 
 def _value_problem(value: Any, schema: dict[str, Any], where: str) -> str | None:

@@ -7,7 +7,7 @@ import shlex
 from typing import TextIO
 
 from ..engine.findings import Finding, Outcome, Severity, State, Verdict
-from ..i18n import _, chinese, localized, ngettext, typography
+from ..i18n import _, chinese, localized, ngettext, pgettext, typography
 from ..i18n.width import ljust
 from .view import ReportView
 
@@ -44,8 +44,9 @@ def summary_line(view: ReportView) -> str:
     ]
     if view.ignored:
         parts.append(_("{count} ignored", count=len(view.ignored)))
-    checks = _(", ").join(_("{count} {state}", count=n, state=State(state).label) for state, n in view.states().items() if n)
-    line = _("{counts} — checks: {checks}", counts=_("; ").join(parts), checks=checks)
+    # outcomes, not states: a check that passed on what it judged but could not judge the rest is "not judged"
+    checks = _(", ").join(_("{count} {state}", count=n, state=Outcome(outcome).label) for outcome, n in view.outcomes().items() if n)
+    line = _("{counts} — checks: {checks}", counts=pgettext("between the counts of a summary", "; ").join(parts), checks=checks)
     unjudged = sum(1 for r in view.results if r.state.incomplete)
     if unjudged:
         line += ngettext(
@@ -106,17 +107,23 @@ def all_clear(view: ReportView) -> str | None:
         return None
     skipped = sum(1 for r in view.results if r.state is State.SKIPPED)
     ran = len(view.results) - skipped
-    ignored = _(", {count} ignored", count=len(view.ignored)) if view.ignored else ""
+    # what else the parenthesis says: the checks that did not apply and the codes ignored, each only when there are any
+    others = "".join(
+        (
+            _(", {count:,} did not apply", count=skipped) if skipped else "",
+            _(", {count} ignored", count=len(view.ignored)) if view.ignored else "",
+        )
+    )
     if view.unjudged() or view.load_errors:
         return ngettext(
             "No problems in what was judged ({count:,} check ran{ignored}); not judged: {what}.",
             "No problems in what was judged ({count:,} checks ran{ignored}); not judged: {what}.",
-            ran, ignored=ignored, what=not_judged_text(view),
+            ran, ignored=others, what=not_judged_text(view),
         )  # fmt: skip
     ready = ngettext(
-        "Ready: no problems found ({count:,} check ran, {skipped} did not apply{ignored}).",
-        "Ready: no problems found ({count:,} checks ran, {skipped} did not apply{ignored}).",
-        ran, skipped=skipped, ignored=ignored,
+        "Ready: no problems found ({count:,} check ran{others}).",
+        "Ready: no problems found ({count:,} checks ran{others}).",
+        ran, others=others,
     )  # fmt: skip
     if view.accepted_gaps():  # each with its reason on its own line (notes), or in its own section
         named = _("; ").join(_("{check}: {what}", check=shown_check(check), what=item.what) for check, item in view.accepted_gaps())
@@ -173,7 +180,7 @@ def footer(view: ReportView) -> list[str]:
 def fix_label(finding: Finding) -> str:
     if finding.fix is None:
         return ""
-    return finding.fix.applicability.fixable if finding.fix.applicability else _("fixable: {how}", how="?")
+    return finding.fix.applicability.fixable if finding.fix.applicability else _("fixable")
 
 
 def _finding_line(f: Finding) -> str:

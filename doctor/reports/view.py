@@ -20,18 +20,19 @@ from .redact import Redactor
 from .report import SCHEMA_VERSION, Report
 
 COMMAND_OUTPUT_LIMIT = 8000
+NOT_JUDGED_ROW = "not judged"
 
 
 @dataclass(frozen=True)
 class JudgedRow:
     name: str
     value: str
-    judged: str  # "ok", or the codes of the findings about it
+    judged: str  # "ok", "not judged" (its value could not be read), or the codes of the findings about it
 
     @property
     def judged_shown(self) -> str:
         """The judged column as a person reads it: "ok" in the language of the command, or the codes."""
-        return _("ok") if self.judged == "ok" else self.judged
+        return _("ok") if self.judged == "ok" else _("not judged") if self.judged == NOT_JUDGED_ROW else self.judged
 
     def to_dict(self) -> dict[str, str]:
         return {"name": self.name, "value": self.value, "judged": self.judged}
@@ -247,6 +248,7 @@ def build_view(
     blocks: list[HtmlBlock] = []
     facts_json: dict[str, Any] = {}
     kept = Counter(f.check for f in report.findings)
+    kept_ids = {id(f) for f in report.findings}  # analyze's results are "serving (FILE)", their findings "serving"
     left_out = Counter(i.finding.check for i in report.ignored)
     for check, item in facts.items():
         rows.extend(item.environment())
@@ -273,7 +275,13 @@ def build_view(
                 [redact.json(c.to_dict(limit=COMMAND_OUTPUT_LIMIT)) for c in r.commands],
                 list(r.files),
                 [NotJudged(redact.text(n.what), redact.text(n.why), n.cause) for n in r.not_judged],
-                outcome_of(r.state, kept[r.check], bool(r.not_judged), r.check in report.pulled_in, bool(r.accepted)),
+                outcome_of(
+                    r.state,
+                    kept[r.check] or sum(id(f) in kept_ids for f in r.findings),
+                    bool(r.not_judged),
+                    r.check in report.pulled_in,
+                    bool(r.accepted),
+                ),
                 left_out[r.check],
                 [AcceptedGap(redact.text(a.what), redact.text(a.why), a.gap) for a in r.accepted],
             )
@@ -334,7 +342,8 @@ def _judged(row: EnvRow, findings: list[Finding], codes: Mapping[str, Code], red
     )
     judging = bool(row.prefixes) or any(row.name in code.concerns for code in codes.values())
     # a row no code judges (the OS, the CPU model) is shown, never called "ok"
-    return JudgedRow(redact.text(row.name), redact.text(row.value), ", ".join(about) if about else "ok" if judging else "—")
+    judged = ", ".join(about) if about else NOT_JUDGED_ROW if judging and not row.known else "ok" if judging else "—"
+    return JudgedRow(redact.text(row.name), redact.text(row.value), judged)
 
 
 def _redacted_metric(metric: Metric, redact: Redactor) -> Metric:

@@ -116,7 +116,8 @@ def translate(po: Path, translations: Path) -> list[str]:
         english = message.id if isinstance(message.id, str) else message.id[0]
         for key in (message.context, english):
             if key in given:
-                message.string = given[key]
+                # Chinese has one plural form: a plural message's one msgstr
+                message.string = (given[key],) if isinstance(message.id, tuple | list) else given[key]
                 message.flags.discard("fuzzy")
                 used.add(key)
                 break

@@ -31,7 +31,7 @@ def lookup(state_dir: Path, weight_type: str, threads: int, in_estimate: bool = 
             return None, said(
                 "llama.cpp is calibrated for {types} weights; these are {weight_type}", types=calibrated, weight_type=weight_type
             )
-        return None, said("llama.cpp is calibrated for {types} weights; these are of no known type", types=calibrated)
+        return None, said("llama.cpp is calibrated for {types} weights; no weight file tells which type these are", types=calibrated)
     found = best(load(state_dir), host_id(), engine, threads, weight_type)
     if found is None:
         why = said(

@@ -119,11 +119,12 @@ def _nemotron_h(text: dict[str, Any]) -> Architecture:
         arch.tp_units = {"Mamba-2 heads": need(text, "mamba_num_heads"), **({"Mamba-2 groups": groups} if groups > 1 else {})}
     arch.notes.append(
         said(
-            "{attention} of {layers} layers are attention and cache K and V per token; the {mamba} Mamba-2 layers keep a fixed "
-            "state per sequence instead",
+            "{attention} of {layers} layers are attention and cache K and V per token; {mamba} are Mamba-2 layers and keep a fixed "
+            "state per sequence instead; the other {rest} are MLP or MoE layers and keep nothing from one token to the next",
             attention=count("attention"),
             layers=len(blocks),
             mamba=count("mamba"),
+            rest=len(blocks) - count("attention") - count("mamba"),
         )
     )
     return arch
