@@ -169,7 +169,7 @@ def test_the_word_order_examples_of_the_issue_read_correctly():
     )
     default_limit = _analyze_zh("vllm-v0-issue3094.log")
     assert "而运行中的序列只有 2 个（上限 256，来源：vLLM 默认的 --max-num-seqs）" in default_limit
-    assert "在 vllm-v0-issue3094.log 第 1 行，限制 vLLM 的是 KV Cache 容量" in default_limit and "KV Cache 已用 82.1%" in default_limit
+    assert "vLLM 受 KV Cache 容量限制（在 vllm-v0-issue3094.log 第 1 行）" in default_limit and "KV Cache 已用 82.1%" in default_limit
     truncated = _analyze_zh("llamacpp-issue10547-truncated.log")
     assert "收到了 1 个超出槽位容量（每个槽位 4,096 个 token）的提示词" in truncated and "最长的一个有 39,846 个 token。" in truncated
     assert "slot" not in truncated.replace("/slots", "") and "(prompt + output tokens)" not in truncated

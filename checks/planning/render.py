@@ -134,7 +134,7 @@ def plan_rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tupl
         if step.memory_s:
             roofs.append(_("bandwidth {ms:.2f} ms ({read} read)", ms=step.memory_s * 1e3, read=human_bytes(step.read_bytes)))
         if step.compute_s:
-            tflop = f"{step.flops / 1e12:.2f}" if step.flops >= 0.005e12 else "< 0.01"  # "0.00 TFLOP" reads as a missing value
+            tflop = f"{step.flops / 1e12:.2f}" if step.flops >= 0.005e12 else _("under 0.01")  # "0.00 TFLOP" reads as a missing value
             roofs.append(_("compute {ms:.2f} ms ({tflop} TFLOP)", ms=step.compute_s * 1e3, tflop=tflop))
         if step.allreduce_s:
             roofs.append(_("all-reduce {ms:.2f} ms", ms=step.allreduce_s * 1e3))

@@ -179,14 +179,16 @@ def _finding_text(finding: dict[str, Any]) -> str:
     message = str(finding.get("message") or "")
     if bool(re.search(r"[\u4e00-\u9fff]", message)) == chinese():
         return _("{severity} {check}: {message}", severity=word, check=finding.get("check"), message=message)
+    # a report in the other language: the code's title in the reader's, and only the evidence its message
+    # quotes (a log line stays as the log wrote it); never the other language's sentence
     title = explanation(str(finding.get("code")), "title", str(finding.get("title") or ""))
-    return _(
-        '{severity} {check}: {title} (the report says: "{message}")',
-        severity=word,
-        check=finding.get("check"),
-        title=title,
-        message=message,
-    )
+    quoted = re.findall(r'"([^"\n]{1,300})"', message)
+    if quoted:
+        evidence = "; ".join(f'"{text}"' for text in quoted[:2])
+        return _(
+            "{severity} {check}: {title} (quoted: {evidence})", severity=word, check=finding.get("check"), title=title, evidence=evidence
+        )
+    return _("{severity} {check}: {title}", severity=word, check=finding.get("check"), title=title)
 
 
 def _key(finding: dict[str, Any]) -> tuple[str, str, str]:
