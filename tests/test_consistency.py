@@ -241,7 +241,7 @@ def test_llama_4_chunks_its_rope_layers_and_its_nope_layers_keep_the_whole_conte
     english = cli("estimate", "--model", model, "--gpu", "H100-SXM", "--gpus", "8", "--lang", "en").stdout
     assert "KV cache in 36 chunked (chunks of 8,192 tokens), 12 full;" in english
     chinese = cli("estimate", "--model", model, "--gpu", "H100-SXM", "--gpus", "8", "--lang", "zh-CN").stdout
-    assert "36 个分块注意力层（每块 8,192 个 token），12 个全注意力层；" in chinese
+    assert "36 个分块注意力层（每块 8,192 个 token）、12 个全注意力层；" in chinese
 
 
 # --- a check's reason agrees with the check it depends on ----------------------------------------

@@ -187,7 +187,7 @@ def test_values_the_code_joins_take_chinese_punctuation_and_words(tmp_path):
     model.mkdir()
     (model / "config.json").write_text((FIXTURES / "models" / "configs" / "gpt-oss-120b.json").read_text())
     out = run_dd("--lang", "zh-CN", "estimate", "--model", str(model), "--gpu", "H200").stdout
-    assert "（仅配置，mxfp4）" in out and "18 个全注意力层，18 个滑动窗口层" in out
+    assert "（仅配置，mxfp4）" in out and "18 个全注意力层、18 个滑动窗口层" in out
     assert "（未计窗口，即按每层都缓存完整上下文计，fp16：全注意力层 36 KiB，滑动窗口层 36 KiB）" in out
     assert "full 36 KiB" not in out and "sliding" not in out
     assert "H200-SXM（规格表）：150.8 GB，4800 GB/s\n" in out and "权重的 5%" in out and " 5 %" not in out

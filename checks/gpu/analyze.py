@@ -133,7 +133,7 @@ def collect_env_findings(check: Check, text: str, source: str) -> tuple[GpuFacts
     torch = TorchBuild(env.torch, cuda_build, env.rocm_build, env.cudnn, env.python or _("not reported"), "") if env.torch else None
     toolkits = []
     if env.cuda_runtime and env.cuda_runtime[:1].isdecimal():  # nvcc's release on PATH
-        toolkits.append(Toolkit(env.cuda_runtime, ".".join(env.cuda_runtime.split(".")[:2]), "nvcc (collect_env)"))
+        toolkits.append(Toolkit(env.cuda_runtime, ".".join(env.cuda_runtime.split(".")[:2]), "collect_env"))
     devices = [GpuDevice(index, name) for index, name in enumerate(env.gpus) if env.driver]
     notes = [f"vLLM {env.vllm.split(' (', 1)[0]}"] if env.vllm else []  # without its "(git sha: …)"
     facts = GpuFacts(

@@ -75,7 +75,7 @@ class GpuFacts(Facts):
     def summary(self) -> list[str]:
         lines = []
         if self.driver or self.devices:
-            parts = [_device_text(d) for d in self.devices] or [_("no GPU listed")]
+            parts = _devices_text(self.devices) or [_("no GPU listed")]
             if not self.driver:
                 head = _("Driver of a version not reported (via {source})", source=self.source)
             elif self.cuda:
@@ -138,7 +138,21 @@ class GpuFacts(Facts):
         return values
 
 
-def _device_text(device: GpuDevice) -> str:
+def _devices_text(devices: tuple[GpuDevice, ...]) -> list[str]:
+    """Each GPU's line; eight alike (a collect_env of an HGX node) as one: "GPU 0–7: 8 × NAME (…)"."""
+    described = [(d.name, _details(d)) for d in devices]
+    indexes = [d.index for d in devices]
+    if len(devices) > 1 and len(set(described)) == 1 and indexes == list(range(indexes[0], indexes[0] + len(devices))):
+        name, details = described[0]
+        values = {"first": indexes[0], "last": indexes[-1], "count": len(devices), "name": name, "details": details}
+        return [_("GPU {first}–{last}: {count} × {name} ({details})", **values)]
+    return [
+        _("GPU {index}: {name} ({details})", index=device.index, name=name, details=details)
+        for device, (name, details) in zip(devices, described, strict=True)
+    ]
+
+
+def _details(device: GpuDevice) -> str:
     memory = f"{device.memory_mib / 1024:.0f} GiB" if device.memory_mib else _("memory unknown")
     if device.theoretical_gbps:
         bandwidth = _("{gbps:.0f} GB/s theoretical", gbps=device.theoretical_gbps)
@@ -146,4 +160,4 @@ def _device_text(device: GpuDevice) -> str:
         bandwidth = _("bandwidth unknown (no bus width)")
     details = [memory] + ([device.architecture] if device.architecture else [])
     details += [_("MIG enabled")] if (device.mig_mode or "").lower() == "enabled" else []
-    return _("GPU {index}: {name} ({details})", index=device.index, name=device.name, details=_(", ").join([*details, bandwidth]))
+    return _(", ").join([*details, bandwidth])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from decode_doctor.engine.units import human_binary, human_bytes, large_count
-from decode_doctor.i18n import N_, _, localized, ngettext, width
+from decode_doctor.i18n import N_, _, localized, ngettext, pgettext, width
 from decode_doctor.models.architecture import CacheKind
 from decode_doctor.models.hardware import BandwidthSource
 from decode_doctor.models.info import ModelInfo, sequences
@@ -56,8 +56,9 @@ ROW_LABELS = {
 def plan_rows(model: ModelInfo, size: Sizing, plan: DeploymentPlan) -> list[tuple[str, str]]:
     device = plan.hardware
     windows = sorted({layer.window for layer in size.cache if layer.window})
-    cache = _(", ").join(cache_kinds(size))
-    params = _("{count:,} parameters", count=size.params_total) if size.params_total else _("parameters unknown")
+    cache = pgettext("between the kinds of layers", ", ").join(cache_kinds(size))
+    # one way of writing large counts in a line: digits in English, 亿 in Chinese (beside "134.2 亿个 active")
+    params = _("{count} parameters", count=large_count(size.params_total, exact=True)) if size.params_total else _("parameters unknown")
     if size.params_active and size.params_total and size.params_active < size.params_total:
         params += _(", {active} active per token", active=large_count(size.params_active))
     bandwidth = (

@@ -125,9 +125,14 @@ def byte_count(value: float) -> str:
     return ngettext("{count} byte", "{count} bytes", count, count=f"{count:,}")
 
 
-def large_count(value: float) -> str:
-    """A count in the billions as a reader writes it: "13.42B" in English, "134.2 亿" in Chinese."""
-    return f"{value / 1e8:,.1f} 亿" if chinese() else f"{value / 1e9:.2f}B"
+def large_count(value: float, exact: bool = False) -> str:
+    """A count in the billions as a reader writes it: "13.42B" (exact: "13,421,772,800") in English,
+    "134.2 亿" in Chinese."""
+    if chinese():
+        if value >= 1e8:
+            return f"{value / 1e8:,.1f} 亿"
+        return f"{value / 1e4:,.1f} 万" if value >= 1e4 else f"{value:,.0f} "
+    return f"{value:,.0f}" if exact else f"{value / 1e9:.2f}B"
 
 
 _DURATION_UNITS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
