@@ -399,7 +399,7 @@ def test_the_fix_preview_question_apply_and_undo_speak_chinese(tmp_path):
     before = (root / "proc/sys/vm/swappiness").read_bytes()
     args = ("check", "--root", str(root), "--select", "swappiness", "--state-dir", str(state), "--lang", "zh-CN")
     preview = cli(*args, "--fix", "--dry-run", env=_host_env(tmp_path)).stdout
-    assert "计划执行的修复（1 项）：" in preview and "SWAP001 将 vm.swappiness 设为 1（立即生效，开机后仍保持）" in preview
+    assert "计划执行的修复（1 项）：" in preview and "SWAP001 将 vm.swappiness 设为 1（立即生效，重新开机后依然有效）" in preview
     assert "试运行：没有做任何修改。" in preview and "（当前为 60）" in preview
     applied = cli(*args, "--fix", "--yes", env=_host_env(tmp_path)).stdout
     assert "修复日志已保存（运行 ID " in applied and "回滚命令：decode-doctor undo " in applied and "修复后复查：" in applied

@@ -179,7 +179,7 @@ def test_the_word_order_examples_of_the_issue_read_correctly():
     assert "驱动版本低于 CUDA Toolkit 的要求" in toolkit and "需要更新的驱动" not in toolkit
     collect_env = FIXTURES / "nvidia" / "collect-env" / "a100-sxm4-40gb-torch1.12.1-cu113-driver-470.129.06-complete.txt"
     torch_line = run_dd("--lang", "zh-CN", "analyze", str(collect_env)).stdout
-    assert "PyTorch 1.12.1+cu113（CUDA 11.3，cuDNN 未报告），Python：3.10.6" in torch_line and "位于 3.10" not in torch_line
+    assert "PyTorch 1.12.1+cu113（CUDA 11.3，cuDNN 未报告），Python 3.10.6" in torch_line and "位于 3.10" not in torch_line
 
 
 def test_values_the_code_joins_take_chinese_punctuation_and_words(tmp_path):

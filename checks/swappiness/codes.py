@@ -45,7 +45,7 @@ SWAP003 = Code(
     why="The value still governs this container's memory: a high host swappiness pages out the "
     "inference server's weights and KV cache just the same.",
     fix_by_hand="Set it on the host (sudo sysctl -w vm.swappiness=1 plus a sysctl.d file), or ask the "
-    "platform team to; Kubernetes treats vm.* as unsafe sysctls, so pod securityContext cannot set it.",
+    "platform team to; vm.swappiness is a node-level sysctl (not namespaced), so no pod securityContext can set it.",
     example="Inside a Kubernetes pod, /proc/sys is mounted read-only and the host's vm.swappiness is 60.",
 )
 SWAP004 = FixableCode[SwappinessParams](
