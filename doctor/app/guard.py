@@ -22,10 +22,6 @@ def echo(text: str, err: bool = False, nl: bool = True) -> None:
     click.echo(terminal_safe(shown(text)), err=err, nl=nl)
 
 
-def _echo(text: str, err: bool = True) -> None:
-    echo(text, err=err)
-
-
 def guarded(debug: bool, action: Callable[[], int]) -> None:
     """Runs a command body and exits with its code, or with the contract's code for what it raised."""
     try:
@@ -37,16 +33,16 @@ def guarded(debug: bool, action: Callable[[], int]) -> None:
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(141)
     except KeyboardInterrupt:
-        _echo(_("decode-doctor: interrupted"), err=True)
+        echo(_("decode-doctor: interrupted"), err=True)
         sys.exit(130)
     except (DeadlineExceeded, WorkFailed) as exc:
-        _echo("decode-doctor: " + localized(reason(exc)), err=True)
+        echo("decode-doctor: " + localized(reason(exc)), err=True)
         sys.exit(2)
     except OSError as exc:
         if debug:
             traceback.print_exc()
         if exc.filename is None:
-            _echo(
+            echo(
                 _(
                     "decode-doctor: internal error: {name}: {exc} (rerun with --debug for the traceback)",
                     name=type(exc).__name__,
@@ -56,12 +52,12 @@ def guarded(debug: bool, action: Callable[[], int]) -> None:
             )
         else:  # a path the user gave or owns: unwritable, missing, read-only, full
             target = exc.filename if exc.filename2 is None else f"{exc.filename} → {exc.filename2}"
-            _echo(_("decode-doctor: {value}: {target}", value=localized(os_reason(exc)), target=target), err=True)
+            echo(_("decode-doctor: {value}: {target}", value=localized(os_reason(exc)), target=target), err=True)
         sys.exit(2)
     except Exception as exc:
         if debug:
             traceback.print_exc()
-        _echo(
+        echo(
             _("decode-doctor: internal error: {name}: {exc} (rerun with --debug for the traceback)", name=type(exc).__name__, exc=str(exc)),
             err=True,
         )
